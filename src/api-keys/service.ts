@@ -1,0 +1,154 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { IsNull, type EntityManager } from "typeorm";
+import { ApiKeyKind, type ApiKeySchema, type ApiKeyService } from "../../gen/paymentservice/v1/api_key_pb.js";
+import { Environment } from "../../gen/paymentservice/v1/common_pb.js";
+import type { App } from "../app.js";
+import { generateApiKey, keyPrefixLength, type ApiKeyHasher } from "../auth/api-key-secret.js";
+import { callerOf } from "../auth/caller.js";
+import type { Clock } from "../clock.js";
+import { ApiError, invalidField, missingField, notFound } from "../errors.js";
+import { newId } from "../ids.js";
+import { MerchantRow } from "../merchants/merchant.entity.js";
+import { text } from "../validation/fields.js";
+import { envelope, pageOf } from "../validation/list.js";
+import { ApiKeyRow } from "./api-key.entity.js";
+
+/** A stored key together with its plaintext, which exists only until the creation response is sent. */
+export interface IssuedApiKey {
+  readonly row: ApiKeyRow;
+  readonly plaintext: string;
+}
+
+/** Issues a key in the caller's transaction (API and bootstrap); only its keyed hash is stored. */
+export async function issueApiKey(
+  em: EntityManager,
+  deps: { hasher: ApiKeyHasher; clock: Clock },
+  fields: { merchantId: string; livemode: boolean; publishable: boolean; name: string | null; expiresAt: Date | null },
+): Promise<IssuedApiKey> {
+  const plaintext = generateApiKey(fields.livemode, fields.publishable);
+  const row = Object.assign(new ApiKeyRow(), {
+    ...fields,
+    keyId: newId("key"),
+    prefix: plaintext.slice(0, keyPrefixLength),
+    keyHash: deps.hasher.hash(plaintext),
+    created: deps.clock.now(),
+    revokedAt: null,
+  });
+  await em.insert(ApiKeyRow, row);
+  return { row, plaintext };
+}
+
+/** The API view of a key; the plaintext only when it was just issued. */
+export function toApiKey(row: ApiKeyRow, plaintext?: string): MessageInitShape<typeof ApiKeySchema> {
+  return {
+    keyId: row.keyId,
+    merchantId: row.merchantId,
+    name: row.name ?? undefined,
+    environment: row.livemode ? Environment.PRODUCTION : Environment.SANDBOX,
+    kind: row.publishable ? ApiKeyKind.PUBLISHABLE : ApiKeyKind.SECRET,
+    prefix: row.prefix,
+    apiKey: plaintext,
+    created: timestampFromDate(row.created),
+    expiresAt: row.expiresAt === null ? undefined : timestampFromDate(row.expiresAt),
+  };
+}
+
+/**
+ * Which keys a call may see: the admin names a merchant, a merchant's secret key sees the keys of
+ * its own merchant and environment only (a sandbox key cannot touch production keys).
+ */
+function scopeOf(ctx: HandlerContext, sentMerchantId: string | undefined): { merchantId: string; livemode?: boolean } {
+  const caller = callerOf(ctx);
+  if (caller.kind === "admin") {
+    if (sentMerchantId === undefined || sentMerchantId === "") throw missingField("merchant_id");
+    return { merchantId: sentMerchantId };
+  }
+  if (sentMerchantId !== undefined && sentMerchantId !== caller.merchantId) {
+    throw notFound("Merchant", sentMerchantId);
+  }
+  return { merchantId: caller.merchantId, livemode: caller.livemode };
+}
+
+/** API keys: issue, look at, list and revoke (decisions §2). */
+export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
+  const { dataSource, clock } = app;
+
+  async function loadActive(ctx: HandlerContext, keyId: string): Promise<ApiKeyRow> {
+    const caller = callerOf(ctx);
+    const row = await dataSource.getRepository(ApiKeyRow).findOneBy({ keyId, revokedAt: IsNull() });
+    const visible =
+      row !== null &&
+      (caller.kind === "admin" || (row.merchantId === caller.merchantId && row.livemode === caller.livemode));
+    if (!visible) throw notFound("API key", keyId);
+    return row;
+  }
+
+  return {
+    async createApiKey(req, ctx) {
+      const scope = scopeOf(ctx, req.merchantId);
+      let livemode: boolean;
+      if (req.environment === Environment.UNSPECIFIED) {
+        if (scope.livemode === undefined) throw missingField("environment");
+        livemode = scope.livemode;
+      } else {
+        livemode = req.environment === Environment.PRODUCTION;
+      }
+      if (scope.livemode !== undefined && scope.livemode !== livemode) {
+        throw new ApiError("IR_22", "A sandbox key cannot issue production keys, nor the other way round");
+      }
+      const name = text("name", req.name, 200) ?? null;
+      const expiresAt = req.expiresAt === undefined ? null : timestampDate(req.expiresAt);
+      if (expiresAt !== null && expiresAt.getTime() <= clock.now().getTime()) {
+        throw invalidField("expires_at", "must be in the future");
+      }
+      const issued = await dataSource.transaction(async (em) => {
+        if (!(await em.existsBy(MerchantRow, { merchantId: scope.merchantId }))) {
+          throw notFound("Merchant", scope.merchantId);
+        }
+        return issueApiKey(em, app, {
+          merchantId: scope.merchantId,
+          livemode,
+          publishable: req.kind === ApiKeyKind.PUBLISHABLE,
+          name,
+          expiresAt,
+        });
+      });
+      return toApiKey(issued.row, issued.plaintext);
+    },
+
+    async retrieveApiKey(req, ctx) {
+      return toApiKey(await loadActive(ctx, req.keyId));
+    },
+
+    async listApiKeys(req, ctx) {
+      const scope = scopeOf(ctx, req.merchantId);
+      const page = pageOf(req);
+      const query = dataSource
+        .getRepository(ApiKeyRow)
+        .createQueryBuilder("k")
+        .where("k.merchant_id = :merchantId", { merchantId: scope.merchantId })
+        .andWhere("k.revoked_at IS NULL");
+      if (scope.livemode !== undefined) query.andWhere("k.livemode = :livemode", { livemode: scope.livemode });
+      if (page.createdGte) query.andWhere("k.created >= :gte", { gte: page.createdGte });
+      if (page.createdLte) query.andWhere("k.created <= :lte", { lte: page.createdLte });
+      const [rows, total] = await query
+        .orderBy("k.created", "DESC")
+        .addOrderBy("k.key_id", "DESC")
+        .skip(page.offset)
+        .take(page.limit)
+        .getManyAndCount();
+      return envelope(rows.map((row) => toApiKey(row)), total, page);
+    },
+
+    async revokeApiKey(req, ctx) {
+      const row = await loadActive(ctx, req.keyId);
+      const result = await dataSource
+        .getRepository(ApiKeyRow)
+        .update({ keyId: row.keyId, revokedAt: IsNull() }, { revokedAt: clock.now() });
+      if (result.affected === 0) throw notFound("API key", req.keyId);
+      return { keyId: row.keyId, deleted: true };
+    },
+  };
+}

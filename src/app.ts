@@ -1,0 +1,90 @@
+import type { AddressInfo } from "node:net";
+import type { DescFile } from "@bufbuild/protobuf";
+import { createConnectRouter } from "@connectrpc/connect";
+import { compressionGzip } from "@connectrpc/connect-node";
+import type { DataSource } from "typeorm";
+import { ApiKeyRow } from "./api-keys/api-key.entity.js";
+import { ApiKeyHasher, resolveHashSecret } from "./auth/api-key-secret.js";
+import { createAuthInterceptor } from "./auth/interceptor.js";
+import { systemClock, type Clock } from "./clock.js";
+import type { Config } from "./config.js";
+import { openDataSource } from "./db/data-source.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
+import routes from "./routes.js";
+import { createDualProtocolServer } from "./transport/listener.js";
+import { createNodeHandler } from "./transport/node-handler.js";
+import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
+import { registerReflection } from "./transport/reflection.js";
+
+/** What every handler may depend on: configuration, the database, time and the key hasher. */
+export interface App {
+  readonly config: Config;
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly hasher: ApiKeyHasher;
+  /** The embedded database, when DATABASE_URL is unset. */
+  readonly embedded: EmbeddedDatabase | undefined;
+}
+
+/** A service listening on its port. */
+export interface RunningService {
+  readonly app: App;
+  /** Base URL of the port, e.g. http://127.0.0.1:8080. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Largest RPC message accepted; payment requests are a few kilobytes. */
+const readMaxBytes = 1024 * 1024;
+
+/** Opens the database (starting the embedded one if needed) and runs pending migrations. */
+export async function openApp(config: Config, clock: Clock = systemClock): Promise<App> {
+  const embedded =
+    config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
+  try {
+    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
+    const secret = await resolveHashSecret(config.apiKeyHashSecret, embedded === undefined ? undefined : config.dataDir);
+    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded };
+  } catch (error) {
+    await embedded?.close();
+    throw error;
+  }
+}
+
+/** Releases the database connections and stops the embedded database. */
+export async function closeApp(app: App): Promise<void> {
+  await app.dataSource.destroy();
+  await app.embedded?.close();
+}
+
+/** Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web and reflection. */
+export async function serve(app: App): Promise<RunningService> {
+  const keys = app.dataSource.getRepository(ApiKeyRow);
+  const router = createConnectRouter({
+    interceptors: [
+      outcomeInterceptor,
+      createAuthInterceptor({
+        adminApiKey: app.config.adminApiKey,
+        hasher: app.hasher,
+        clock: app.clock,
+        findKey: (keyHash) => keys.findOneBy({ keyHash }),
+      }),
+    ],
+    acceptCompression: [compressionGzip],
+    readMaxBytes,
+  });
+  routes(router, app);
+  registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file))]);
+
+  const listener = createDualProtocolServer(createNodeHandler(router));
+  await new Promise<void>((resolve, reject) => {
+    listener.server.once("error", reject);
+    listener.server.listen(app.config.port, "0.0.0.0", () => resolve());
+  });
+  const { port } = listener.server.address() as AddressInfo;
+  return {
+    app,
+    url: `http://127.0.0.1:${port}`,
+    close: () => listener.close(),
+  };
+}

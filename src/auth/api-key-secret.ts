@@ -1,0 +1,63 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { randomBase62 } from "../ids.js";
+
+/** Length of the stored, displayable beginning of a key (decisions §2). */
+export const keyPrefixLength = 12;
+
+/** Key prefixes of interface §5, by environment and kind. */
+export function keyTypePrefix(livemode: boolean, publishable: boolean): string {
+  return `${publishable ? "pk_" : ""}${livemode ? "prd_" : "snd_"}`;
+}
+
+/** A new plaintext API key: its type prefix and 40 random base62 characters (≈238 bits). */
+export function generateApiKey(livemode: boolean, publishable: boolean): string {
+  return keyTypePrefix(livemode, publishable) + randomBase62(40);
+}
+
+/** Splits a presented key into environment and kind by its prefix; undefined when it is not a key. */
+export function parseKeyType(plaintext: string): { livemode: boolean; publishable: boolean } | undefined {
+  const match = /^(pk_)?(snd|prd)_[0-9A-Za-z]{32,}$/.exec(plaintext);
+  return match === null ? undefined : { livemode: match[2] === "prd", publishable: match[1] !== undefined };
+}
+
+/**
+ * Keyed hashing of API keys: the database holds HMAC-SHA256(secret, key), so a leaked table cannot be
+ * used to authenticate and cannot be brute-forced without the server secret.
+ */
+export class ApiKeyHasher {
+  constructor(private readonly secret: Buffer) {}
+
+  hash(plaintext: string): Buffer {
+    return createHmac("sha256", this.secret).update(plaintext).digest();
+  }
+}
+
+/** Compares two secrets in time independent of where they differ (and of their lengths). */
+export function secretsEqual(presented: string, expected: string): boolean {
+  const a = createHash("sha256").update(presented).digest();
+  const b = createHash("sha256").update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/**
+ * The API-key hashing secret. Production (DATABASE_URL) must configure it, since instances sharing a
+ * database must share it; the embedded database gets one generated once and kept beside its data.
+ */
+export async function resolveHashSecret(configured: string | undefined, embeddedDataDir: string | undefined): Promise<Buffer> {
+  if (configured !== undefined) return Buffer.from(configured, "utf8");
+  if (embeddedDataDir === undefined) {
+    throw new Error("API_KEY_HASH_SECRET must be set when DATABASE_URL is set (every instance needs the same value)");
+  }
+  if (embeddedDataDir === ":memory:") return randomBytes(32);
+  const file = path.resolve(embeddedDataDir, "api-key-hash-secret");
+  try {
+    return Buffer.from((await readFile(file, "utf8")).trim(), "hex");
+  } catch {
+    const secret = randomBytes(32);
+    await mkdir(embeddedDataDir, { recursive: true });
+    await writeFile(file, secret.toString("hex"), { mode: 0o600, flag: "wx" });
+    return secret;
+  }
+}

@@ -1,0 +1,45 @@
+/** Everything the service reads from its environment (decisions §1), parsed once at start-up. */
+export interface Config {
+  readonly port: number;
+  /** PostgreSQL connection string; absent means the embedded database under dataDir. */
+  readonly databaseUrl: string | undefined;
+  /** Where the embedded database lives; ":memory:" keeps nothing. */
+  readonly dataDir: string;
+  readonly redisUrl: string | undefined;
+  readonly adminApiKey: string | undefined;
+  readonly apiKeyHashSecret: string | undefined;
+  readonly rateLimitPerMinute: number;
+  readonly publicBaseUrl: string;
+  readonly databasePoolSize: number;
+}
+
+/** Reads the configuration, failing with a message that names the variable when a value is unusable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, "PORT", 8080, 0, 65535);
+  return {
+    port,
+    databaseUrl: text(env, "DATABASE_URL"),
+    dataDir: text(env, "DATA_DIR") ?? "./.data",
+    redisUrl: text(env, "REDIS_URL"),
+    adminApiKey: text(env, "ADMIN_API_KEY"),
+    apiKeyHashSecret: text(env, "API_KEY_HASH_SECRET"),
+    rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
+    publicBaseUrl: (text(env, "PUBLIC_BASE_URL") ?? `http://localhost:${port}`).replace(/\/+$/, ""),
+    databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
+  };
+}
+
+function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === "" ? undefined : value;
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
+  }
+  return parsed;
+}

@@ -1,0 +1,155 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { IsNull } from "typeorm";
+import type { CustomerSchema, CustomerService } from "../../gen/paymentservice/v1/customer_pb.js";
+import type { App } from "../app.js";
+import { merchantOf, type MerchantCaller } from "../auth/caller.js";
+import { ApiError, invalidField, notFound } from "../errors.js";
+import { callerIdPattern, newId } from "../ids.js";
+import { addressFromStore, addressToStore } from "../validation/address.js";
+import { change, email, phone, phoneCountryCode, text } from "../validation/fields.js";
+import { mergeMetadata, newMetadata } from "../validation/metadata.js";
+import { envelope, pageOf } from "../validation/list.js";
+import { isUniqueViolation } from "../db/errors.js";
+import { CustomerRow } from "./customer.entity.js";
+
+/** The text fields a customer request may carry, with the check each must pass. */
+const checks = {
+  email: (v: string) => email("email", v),
+  name: (v: string) => text("name", v, 200),
+  phone: (v: string) => phone("phone", v),
+  phoneCountryCode: (v: string) => phoneCountryCode("phone_country_code", v),
+  description: (v: string) => text("description", v, 1000),
+} as const;
+
+type TextFields = { [K in keyof typeof checks]?: string };
+
+/** The API view of a customer row. */
+export function toCustomer(row: CustomerRow): MessageInitShape<typeof CustomerSchema> {
+  return {
+    customerId: row.customerId,
+    merchantId: row.merchantId,
+    email: row.email ?? undefined,
+    name: row.name ?? undefined,
+    phone: row.phone ?? undefined,
+    phoneCountryCode: row.phoneCountryCode ?? undefined,
+    description: row.description ?? undefined,
+    address: addressFromStore(row.address),
+    metadata: row.metadata,
+    created: timestampFromDate(row.created),
+    updated: timestampFromDate(row.updated),
+  };
+}
+
+/** Checks the text fields of a request; for each: undefined = not sent, null = clear, else the value. */
+function changedText(req: TextFields): { [K in keyof typeof checks]: string | null | undefined } {
+  return {
+    email: change(req.email, checks.email),
+    name: change(req.name, checks.name),
+    phone: change(req.phone, checks.phone),
+    phoneCountryCode: change(req.phoneCountryCode, checks.phoneCountryCode),
+    description: change(req.description, checks.description),
+  };
+}
+
+/** Where a customer lives: its merchant and environment partition. */
+function ownedBy(caller: MerchantCaller, customerId: string) {
+  return { merchantId: caller.merchantId, livemode: caller.livemode, customerId, deletedAt: IsNull() };
+}
+
+/** Customers: create, update, retrieve, list, delete (interface §4, decisions §4). */
+export function customerService(app: App): ServiceImpl<typeof CustomerService> {
+  const { dataSource, clock } = app;
+  const customers = dataSource.getRepository(CustomerRow);
+
+  return {
+    async createCustomer(req, ctx) {
+      const caller = merchantOf(ctx);
+      if (req.customerId !== undefined && !callerIdPattern.test(req.customerId)) {
+        throw invalidField("customer_id", "1-64 letters, digits, '_' or '-'");
+      }
+      const fields = changedText(req);
+      const now = clock.now();
+      const row = Object.assign(new CustomerRow(), {
+        merchantId: caller.merchantId,
+        customerId: req.customerId ?? newId("cus"),
+        livemode: caller.livemode,
+        email: fields.email ?? null,
+        name: fields.name ?? null,
+        phone: fields.phone ?? null,
+        phoneCountryCode: fields.phoneCountryCode ?? null,
+        description: fields.description ?? null,
+        address: req.address === undefined ? null : addressToStore("address", req.address),
+        metadata: newMetadata("metadata", req.metadata),
+        created: now,
+        updated: now,
+        deletedAt: null,
+      });
+      try {
+        await customers.insert(row);
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw new ApiError("HE_01", `A customer with customer_id ${row.customerId} already exists`);
+        }
+        throw error;
+      }
+      return toCustomer(row);
+    },
+
+    async updateCustomer(req, ctx) {
+      const caller = merchantOf(ctx);
+      const fields = changedText(req);
+      const address = req.address === undefined ? undefined : addressToStore("address", req.address);
+      return dataSource.transaction(async (em) => {
+        const row = await em.findOne(CustomerRow, {
+          where: ownedBy(caller, req.customerId),
+          lock: { mode: "pessimistic_write" },
+        });
+        if (row === null) throw notFound("Customer", req.customerId);
+        for (const [key, value] of Object.entries(fields)) {
+          if (value !== undefined) Object.assign(row, { [key]: value });
+        }
+        if (address !== undefined) row.address = address;
+        row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
+        row.updated = clock.now();
+        await em.save(row);
+        return toCustomer(row);
+      });
+    },
+
+    async retrieveCustomer(req, ctx) {
+      const row = await customers.findOneBy(ownedBy(merchantOf(ctx), req.customerId));
+      if (row === null) throw notFound("Customer", req.customerId);
+      return toCustomer(row);
+    },
+
+    async listCustomers(req, ctx) {
+      const caller = merchantOf(ctx);
+      const page = pageOf(req);
+      const query = customers
+        .createQueryBuilder("c")
+        .where("c.merchant_id = :merchantId AND c.livemode = :livemode AND c.deleted_at IS NULL", {
+          merchantId: caller.merchantId,
+          livemode: caller.livemode,
+        });
+      if (page.createdGte) query.andWhere("c.created >= :gte", { gte: page.createdGte });
+      if (page.createdLte) query.andWhere("c.created <= :lte", { lte: page.createdLte });
+      if (req.email !== undefined) query.andWhere("c.email = :email", { email: req.email });
+      const [rows, total] = await query
+        .orderBy("c.created", "DESC")
+        .addOrderBy("c.customer_id", "DESC")
+        .skip(page.offset)
+        .take(page.limit)
+        .getManyAndCount();
+      return envelope(rows.map(toCustomer), total, page);
+    },
+
+    async deleteCustomer(req, ctx) {
+      const caller = merchantOf(ctx);
+      const result = await customers.update(ownedBy(caller, req.customerId), { deletedAt: clock.now() });
+      if (result.affected === 0) throw notFound("Customer", req.customerId);
+      return { customerId: req.customerId, deleted: true };
+    },
+  };
+}

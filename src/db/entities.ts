@@ -1,0 +1,7 @@
+import { ApiKeyRow } from "../api-keys/api-key.entity.js";
+import { CustomerRow } from "../customers/customer.entity.js";
+import { MerchantRow } from "../merchants/merchant.entity.js";
+import { ProfileRow } from "../merchants/profile.entity.js";
+
+/** Every entity the data source maps; each lives in the folder of its resource. */
+export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow];

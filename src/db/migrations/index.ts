@@ -1,0 +1,4 @@
+import { Foundation1763800000000 } from "./1763800000000-foundation.js";
+
+/** Migrations in the order they apply; run on every start, each at most once. */
+export const migrations = [Foundation1763800000000];

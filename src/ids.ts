@@ -1,0 +1,28 @@
+import { randomBytes } from "node:crypto";
+
+const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/**
+ * Random base62 text from a CSPRNG. Rejection sampling keeps every character equally likely, which
+ * matters for API keys and client secrets whose strength is their entropy.
+ */
+export function randomBase62(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += alphabet[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** Object id prefixes of interface §1. */
+export type IdPrefix = "pay" | "cus" | "mer" | "pro" | "ref" | "po" | "att" | "dis" | "key" | "evt";
+
+/** A new object id such as `cus_4fQ1…`: the prefix tells what the object is, 24 characters make it unguessable. */
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${randomBase62(24)}`;
+}
+
+/** Caller-chosen ids (payment_id, customer_id) must be safe in a URL path and bounded. */
+export const callerIdPattern = /^[A-Za-z0-9_-]{1,64}$/;

@@ -1,0 +1,26 @@
+import { Column, Entity, PrimaryColumn } from "typeorm";
+
+/** A merchant's business profile: return URL for redirects and webhook destination. */
+@Entity({ name: "profiles" })
+export class ProfileRow {
+  @PrimaryColumn({ name: "profile_id", type: "varchar", length: 64 })
+  profileId!: string;
+
+  @Column({ name: "merchant_id", type: "varchar", length: 64 })
+  merchantId!: string;
+
+  @Column({ name: "profile_name", type: "text", nullable: true })
+  profileName!: string | null;
+
+  @Column({ name: "return_url", type: "text", nullable: true })
+  returnUrl!: string | null;
+
+  @Column({ name: "webhook_url", type: "text", nullable: true })
+  webhookUrl!: string | null;
+
+  @Column({ name: "webhook_secret", type: "text" })
+  webhookSecret!: string;
+
+  @Column({ name: "created", type: "timestamptz" })
+  created!: Date;
+}

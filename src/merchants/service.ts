@@ -1,0 +1,137 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "typeorm";
+import type { MerchantSchema, MerchantService, ProfileSchema } from "../../gen/paymentservice/v1/merchant_pb.js";
+import type { App } from "../app.js";
+import type { Clock } from "../clock.js";
+import { notFound } from "../errors.js";
+import { newId, randomBase62 } from "../ids.js";
+import { change, text, url } from "../validation/fields.js";
+import { MerchantRow } from "./merchant.entity.js";
+import { ProfileRow } from "./profile.entity.js";
+
+/** Creates a merchant and its default profile in the caller's transaction (admin API and bootstrap). */
+export async function createMerchant(
+  em: EntityManager,
+  clock: Clock,
+  merchantName: string | undefined,
+): Promise<{ merchant: MerchantRow; profile: ProfileRow }> {
+  const created = clock.now();
+  const merchant = em.create(MerchantRow, {
+    merchantId: newId("mer"),
+    merchantName: merchantName ?? null,
+    defaultProfileId: newId("pro"),
+    created,
+  });
+  const profile = newProfile(merchant.merchantId, merchant.defaultProfileId, created, { profileName: "default" });
+  await em.insert(MerchantRow, merchant);
+  await em.insert(ProfileRow, profile);
+  return { merchant, profile };
+}
+
+function newProfile(
+  merchantId: string,
+  profileId: string,
+  created: Date,
+  fields: { profileName?: string; returnUrl?: string; webhookUrl?: string },
+): ProfileRow {
+  return Object.assign(new ProfileRow(), {
+    profileId,
+    merchantId,
+    profileName: fields.profileName ?? null,
+    returnUrl: fields.returnUrl ?? null,
+    webhookUrl: fields.webhookUrl ?? null,
+    webhookSecret: `whsec_${randomBase62(32)}`,
+    created,
+  });
+}
+
+/** The API view of a merchant row. */
+export function toMerchant(row: MerchantRow): MessageInitShape<typeof MerchantSchema> {
+  return {
+    merchantId: row.merchantId,
+    merchantName: row.merchantName ?? undefined,
+    defaultProfileId: row.defaultProfileId,
+    created: timestampFromDate(row.created),
+  };
+}
+
+/** The API view of a profile row. */
+export function toProfile(row: ProfileRow): MessageInitShape<typeof ProfileSchema> {
+  return {
+    profileId: row.profileId,
+    merchantId: row.merchantId,
+    profileName: row.profileName ?? undefined,
+    returnUrl: row.returnUrl ?? undefined,
+    webhookUrl: row.webhookUrl ?? undefined,
+    webhookSecret: row.webhookSecret,
+    created: timestampFromDate(row.created),
+  };
+}
+
+/** Operator API for merchants and business profiles (decisions §2). */
+export function merchantService(app: App): ServiceImpl<typeof MerchantService> {
+  const { dataSource, clock } = app;
+
+  async function loadMerchant(merchantId: string): Promise<MerchantRow> {
+    const row = await dataSource.getRepository(MerchantRow).findOneBy({ merchantId });
+    if (row === null) throw notFound("Merchant", merchantId);
+    return row;
+  }
+
+  async function loadProfile(merchantId: string, profileId: string): Promise<ProfileRow> {
+    const row = await dataSource.getRepository(ProfileRow).findOneBy({ merchantId, profileId });
+    if (row === null) throw notFound("Profile", profileId);
+    return row;
+  }
+
+  return {
+    async createMerchant(req) {
+      const name = text("merchant_name", req.merchantName, 200);
+      const { merchant } = await dataSource.transaction((em) => createMerchant(em, clock, name));
+      return toMerchant(merchant);
+    },
+
+    async retrieveMerchant(req) {
+      return toMerchant(await loadMerchant(req.merchantId));
+    },
+
+    async createProfile(req) {
+      const fields = {
+        profileName: text("profile_name", req.profileName, 200),
+        returnUrl: url("return_url", req.returnUrl),
+        webhookUrl: url("webhook_url", req.webhookUrl),
+      };
+      await loadMerchant(req.merchantId);
+      const profile = newProfile(req.merchantId, newId("pro"), clock.now(), fields);
+      await dataSource.getRepository(ProfileRow).insert(profile);
+      return toProfile(profile);
+    },
+
+    async retrieveProfile(req) {
+      return toProfile(await loadProfile(req.merchantId, req.profileId));
+    },
+
+    async updateProfile(req) {
+      const changes = {
+        profileName: change(req.profileName, (v) => text("profile_name", v, 200)),
+        returnUrl: change(req.returnUrl, (v) => url("return_url", v)),
+        webhookUrl: change(req.webhookUrl, (v) => url("webhook_url", v)),
+      };
+      return dataSource.transaction(async (em) => {
+        const profile = await em.findOne(ProfileRow, {
+          where: { merchantId: req.merchantId, profileId: req.profileId },
+          lock: { mode: "pessimistic_write" },
+        });
+        if (profile === null) throw notFound("Profile", req.profileId);
+        for (const [key, value] of Object.entries(changes)) {
+          if (value !== undefined) Object.assign(profile, { [key]: value });
+        }
+        await em.save(profile);
+        return toProfile(profile);
+      });
+    },
+  };
+}
+

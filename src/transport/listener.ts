@@ -1,0 +1,121 @@
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+
+/** A request handler both protocols can call, as produced by connect-node's universal adapters. */
+export type DualProtocolHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+/** Tuning for a service that sits behind a load balancer. */
+export interface DualProtocolServerOptions {
+  /** Idle time before a kept-alive connection is closed; must exceed the load balancer's (AWS ALB: 60 s) so it never reuses a connection we are closing. */
+  idleTimeoutMs?: number;
+}
+
+/** A plaintext port serving HTTP/1.1 and h2c, with a shutdown that does not wait on idle clients. */
+export interface DualProtocolServer {
+  /** The TCP listener: call `listen()` on it. */
+  readonly server: net.Server;
+  /** Stops accepting, lets in-flight requests finish, and destroys what is still open after `graceMs`. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+/** Serves HTTP/1.1 and HTTP/2 prior knowledge on one plaintext port, which Node's own servers can't share. */
+export function createDualProtocolServer(
+  handler: DualProtocolHandler,
+  { idleTimeoutMs = 65_000 }: DualProtocolServerOptions = {},
+): DualProtocolServer {
+  let closing = false;
+  const sockets = new Set<net.Socket>();
+  const sniffing = new Set<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+
+  const h1 = http.createServer((req, res) => {
+    // A connection busy when close() is called would otherwise sit idle until the force timeout.
+    res.once("finish", () => {
+      if (closing) req.socket.end();
+    });
+    handler(req, res);
+  });
+  h1.keepAliveTimeout = idleTimeoutMs;
+  // Longer than keep-alive, so a request starting just as the idle timer fires is not cut mid-headers.
+  h1.headersTimeout = idleTimeoutMs + 1_000;
+
+  const h2 = http2.createServer(handler);
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    // GOAWAY rather than destroy: streams still open on an idle session may finish.
+    session.setTimeout(idleTimeoutMs, () => session.close());
+  });
+
+  // Nagle's algorithm would hold back small RPC frames; http.Server disables it too.
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    sockets.add(socket);
+    sniffing.add(socket);
+    socket.once("close", () => {
+      sockets.delete(socket);
+      sniffing.delete(socket);
+    });
+    sniff(socket, h1.headersTimeout, (isHttp2) => {
+      sniffing.delete(socket);
+      if (isHttp2) {
+        // http2 drains the unshifted bytes with socket.read(); resuming would emit them to no one.
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        // http consumes the handle natively; resuming flushes the unshifted bytes before any new read.
+        socket.resume();
+      }
+    });
+  });
+  // http.Server enforces headersTimeout and tracks idle connections only once it has "listened".
+  server.on("listening", () => h1.emit("listening"));
+
+  return {
+    server,
+    async close(graceMs = 5_000) {
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      h1.close(); // destroys idle keep-alive connections
+      for (const session of sessions) session.close();
+      for (const socket of sniffing) socket.destroy();
+      const force = setTimeout(() => sockets.forEach((socket) => socket.destroy()), graceMs);
+      await closed;
+      clearTimeout(force);
+    },
+  };
+}
+
+/** Reads just enough of a new connection to tell the HTTP/2 preface from an HTTP/1 request line, then puts it back. */
+function sniff(socket: net.Socket, timeoutMs: number, decide: (isHttp2: boolean) => void): void {
+  let head = Buffer.alloc(0);
+  const onData = (chunk: Buffer): void => {
+    head = Buffer.concat([head, chunk]);
+    const length = Math.min(head.length, preface.length);
+    const isPrefix = head.subarray(0, length).equals(preface.subarray(0, length));
+    // The preface may arrive split over several reads.
+    if (isPrefix && length < preface.length) return;
+    socket.off("data", onData);
+    socket.off("error", ignore);
+    socket.off("timeout", onTimeout);
+    socket.setTimeout(0);
+    socket.pause();
+    socket.unshift(head);
+    decide(isPrefix);
+  };
+  const onTimeout = (): void => {
+    socket.destroy();
+  };
+  socket.on("data", onData);
+  // Until handed over no server listens for errors; the socket destroys itself regardless.
+  socket.on("error", ignore);
+  socket.setTimeout(timeoutMs);
+  socket.once("timeout", onTimeout);
+}
+
+function ignore(): void {}

@@ -1,0 +1,125 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { DescFile, MessageInitShape } from "@bufbuild/protobuf";
+import { nestedTypes } from "@bufbuild/protobuf/reflect";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
+import {
+  ServerReflection,
+  ServerReflectionResponseSchema,
+  file_grpc_reflection_v1_reflection,
+} from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import type { ServerReflectionRequest } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+
+/** One reply of the reflection stream. */
+type Answer = MessageInitShape<typeof ServerReflectionResponseSchema>["messageResponse"];
+
+/** The files reachable from the registered ones, looked up the ways reflection clients ask. */
+interface Schema {
+  readonly services: string[];
+  readonly byFilename: Map<string, DescFile>;
+  readonly bySymbol: Map<string, DescFile>;
+  readonly encoded: Map<DescFile, Uint8Array>;
+}
+
+/** Serves grpc.reflection.v1 so `buf curl` and `grpcurl` can list, describe and call the services in `files` without a local schema. */
+export function registerReflection(router: ConnectRouter, files: readonly DescFile[]): void {
+  const schema = indexSchema([...files, file_grpc_reflection_v1_reflection]);
+  router.service(
+    ServerReflection,
+    {
+      async *serverReflectionInfo(requests) {
+        // Per stream, because the protocol lets a client cache what this stream already sent it.
+        const sent = new Set<DescFile>();
+        for await (const request of requests) {
+          yield create(ServerReflectionResponseSchema, {
+            validHost: request.host,
+            originalRequest: request,
+            messageResponse: answer(schema, request, sent),
+          });
+        }
+      },
+    },
+    // Public, like the schema it describes: API-key authentication is for the API's own methods.
+    { interceptors: [] },
+  );
+}
+
+function indexSchema(roots: readonly DescFile[]): Schema {
+  const schema: Schema = {
+    services: [...new Set(roots.flatMap((file) => file.services.map((s) => s.typeName)))],
+    byFilename: new Map(),
+    bySymbol: new Map(),
+    encoded: new Map(),
+  };
+  // Dependencies are indexed too: clients resolve imported types (e.g.
+  // google.protobuf.Timestamp) with the same lookups.
+  const visit = (file: DescFile): void => {
+    if (schema.encoded.has(file)) return;
+    schema.encoded.set(file, toBinary(FileDescriptorProtoSchema, file.proto));
+    schema.byFilename.set(file.proto.name, file);
+    for (const type of nestedTypes(file)) {
+      schema.bySymbol.set(type.typeName, file);
+      if (type.kind === "service") {
+        for (const method of type.methods) schema.bySymbol.set(`${type.typeName}.${method.name}`, file);
+      }
+    }
+    file.dependencies.forEach(visit);
+  };
+  roots.forEach(visit);
+  return schema;
+}
+
+function answer(
+  schema: Schema,
+  request: ServerReflectionRequest,
+  sent: Set<DescFile>,
+): Answer {
+  const query = request.messageRequest;
+  switch (query.case) {
+    case "listServices":
+      return {
+        case: "listServicesResponse",
+        value: { service: schema.services.map((name) => ({ name })) },
+      };
+    case "fileByFilename":
+      return fileResponse(schema, schema.byFilename.get(query.value), sent, `file ${query.value}`);
+    case "fileContainingSymbol":
+      return fileResponse(schema, schema.bySymbol.get(query.value), sent, `symbol ${query.value}`);
+    case "fileContainingExtension":
+    case "allExtensionNumbersOfType":
+      return errorResponse(Code.Unimplemented, "extension lookups are not supported");
+    case undefined:
+      return errorResponse(Code.InvalidArgument, "empty reflection request");
+  }
+}
+
+function fileResponse(
+  schema: Schema,
+  file: DescFile | undefined,
+  sent: Set<DescFile>,
+  what: string,
+): Answer {
+  if (file === undefined) return errorResponse(Code.NotFound, `${what} not found`);
+  const fileDescriptorProto: Uint8Array[] = [];
+  const queue = [file];
+  const seen = new Set<DescFile>();
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    if (seen.has(next)) continue;
+    seen.add(next);
+    // The requested file goes out even if sent before: the client asked for it again.
+    if (next === file || !sent.has(next)) {
+      sent.add(next);
+      fileDescriptorProto.push(schema.encoded.get(next)!);
+    }
+    queue.push(...next.dependencies);
+  }
+  return {
+    case: "fileDescriptorResponse",
+    value: { fileDescriptorProto },
+  };
+}
+
+function errorResponse(code: Code, message: string): Answer {
+  return { case: "errorResponse", value: { errorCode: code, errorMessage: message } };
+}

@@ -1,0 +1,115 @@
+import { getOption, type DescMethod } from "@bufbuild/protobuf";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { http } from "../../../gen/google/api/annotations_pb.js";
+import type { HttpRule } from "../../../gen/google/api/http_pb.js";
+import { ApiError } from "../../errors.js";
+import { parsePathTemplate, type PathSegment } from "./path-template.js";
+
+/** One REST binding of an RPC, taken from its google.api.http rule or one of its additional_bindings. */
+export interface RestRoute {
+  readonly httpMethod: string;
+  readonly template: string;
+  readonly segments: PathSegment[];
+  /** `"*"` when the JSON body is the whole request message, `""` when the binding takes no body. */
+  readonly body: "*" | "";
+  readonly method: DescMethod;
+  readonly handler: UniversalHandler;
+}
+
+/** A route matched by a request, with the raw (still percent-encoded) values of its path variables. */
+export interface RouteMatch {
+  readonly route: RestRoute;
+  readonly variables: string[];
+}
+
+/**
+ * Maps REST paths onto RPC handlers. Built once at start-up from the http annotations of the served
+ * methods, so the REST surface can never drift from the protos.
+ */
+export class RestRouter {
+  private readonly routes: RestRoute[];
+
+  constructor(handlers: readonly UniversalHandler[]) {
+    this.routes = handlers
+      .flatMap((handler) => bindings(handler))
+      .sort((a, b) => specificity(b.segments) - specificity(a.segments));
+    const seen = new Set<string>();
+    for (const route of this.routes) {
+      const key = `${route.httpMethod} ${route.segments.map((s) => ("literal" in s ? s.literal : "{}")).join("/")}`;
+      if (seen.has(key)) throw new Error(`two RPCs are bound to ${route.httpMethod} ${route.template}`);
+      seen.add(key);
+    }
+  }
+
+  /** All bindings, most specific first; exposed for documentation and tests. */
+  get bindings(): readonly RestRoute[] {
+    return this.routes;
+  }
+
+  /**
+   * Finds the route for a request. A literal segment beats a variable (`/customers/list` is not a
+   * customer id). A path that exists for other methods is IR_03; no such path at all is IR_02.
+   */
+  match(httpMethod: string, pathname: string): RouteMatch {
+    const parts = pathname.split("/").slice(1);
+    let pathExists = false;
+    for (const route of this.routes) {
+      const variables = matchSegments(route.segments, parts);
+      if (variables === undefined) continue;
+      if (route.httpMethod === httpMethod) return { route, variables };
+      pathExists = true;
+    }
+    if (pathExists) {
+      throw new ApiError("IR_03", `Method ${httpMethod} is not allowed on ${pathname}`);
+    }
+    throw new ApiError("IR_02", `Unrecognized request URL: ${httpMethod} ${pathname}`);
+  }
+}
+
+function bindings(handler: UniversalHandler): RestRoute[] {
+  const rule = getOption(handler.method, http);
+  const rules = [rule, ...rule.additionalBindings].filter((r) => r.pattern.case !== undefined);
+  return rules.map((r) => toRoute(r, handler));
+}
+
+function toRoute(rule: HttpRule, handler: UniversalHandler): RestRoute {
+  const { pattern } = rule;
+  if (pattern.case === "custom" || pattern.case === undefined) {
+    throw new Error(`${handler.method.name}: unsupported http rule pattern ${pattern.case}`);
+  }
+  if (rule.body !== "*" && rule.body !== "") {
+    throw new Error(`${handler.method.name}: only body "*" or no body is supported, got "${rule.body}"`);
+  }
+  if (rule.responseBody !== "") {
+    throw new Error(`${handler.method.name}: response_body is not supported`);
+  }
+  return {
+    httpMethod: pattern.case.toUpperCase(),
+    template: pattern.value,
+    segments: parsePathTemplate(pattern.value, handler.method.input),
+    body: rule.body,
+    method: handler.method,
+    handler,
+  };
+}
+
+/** Orders routes so that, position by position, literal segments are tried before variables. */
+function specificity(segments: PathSegment[]): number {
+  return segments.reduce((score, s, i) => score + ("literal" in s ? 2 ** (16 - i) : 0), 0);
+}
+
+function matchSegments(segments: PathSegment[], parts: string[]): string[] | undefined {
+  if (segments.length !== parts.length) return undefined;
+  const variables: string[] = [];
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const part = parts[i]!;
+    if ("literal" in segment) {
+      if (segment.literal !== part) return undefined;
+    } else {
+      if (part === "") return undefined;
+      variables.push(part);
+    }
+  }
+  return variables;
+}

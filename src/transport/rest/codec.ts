@@ -33,11 +33,16 @@ export function enumWord(desc: DescEnum, number: number): string | null {
   return value.name.slice(desc.sharedPrefix?.length ?? 0).toLowerCase();
 }
 
+const wordsByEnum = new WeakMap<DescEnum, Map<string, number>>();
+
 /** The enum number for a documented word, or undefined when the word is not one of the enum's. */
 export function enumNumber(desc: DescEnum, word: string): number | undefined {
-  const name = (desc.sharedPrefix ?? "") + word.toUpperCase();
-  const value = desc.values.find((v) => v.name === name);
-  return value === undefined || value.number === 0 ? undefined : value.number;
+  let words = wordsByEnum.get(desc);
+  if (words === undefined) {
+    words = new Map(desc.values.flatMap((v) => (v.number === 0 ? [] : [[enumWord(desc, v.number)!, v.number]])));
+    wordsByEnum.set(desc, words);
+  }
+  return words.get(word);
 }
 
 function enumWords(desc: DescEnum): string {

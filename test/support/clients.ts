@@ -1,0 +1,62 @@
+import type { DescService } from "@bufbuild/protobuf";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { adminApiKey } from "./service.js";
+
+/** What a REST call returned: status, headers and the parsed JSON body. */
+export interface RestResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  // Tests read arbitrary documented fields; the shape is what is under test.
+  readonly body: any;
+}
+
+/** Calls a REST path with fetch, as a web backend would. */
+export async function rest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { apiKey?: string; admin?: boolean; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<RestResponse> {
+  const headers: Record<string, string> = { "content-type": "application/json", ...options.headers };
+  if (options.apiKey !== undefined) headers["api-key"] = options.apiKey;
+  if (options.admin === true) headers["admin-api-key"] = adminApiKey;
+  const response = await fetch(baseUrl + path, {
+    method,
+    headers,
+    body: options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) };
+}
+
+/** The RPC protocols a typed client can speak to the service. */
+export type RpcProtocol = "connect" | "grpc" | "grpc-web";
+
+/** Headers sent on every call of a client. */
+function withHeaders(headers: Record<string, string>): Interceptor {
+  return (next) => (req) => {
+    for (const [name, value] of Object.entries(headers)) req.header.set(name, value);
+    return next(req);
+  };
+}
+
+/** A generated typed client over one protocol, as another service would use it. */
+export function rpcClient<S extends DescService>(
+  service: S,
+  baseUrl: string,
+  protocol: RpcProtocol,
+  auth: { apiKey?: string; admin?: boolean } = {},
+): Client<S> {
+  const headers: Record<string, string> = {};
+  if (auth.apiKey !== undefined) headers["api-key"] = auth.apiKey;
+  if (auth.admin === true) headers["admin-api-key"] = adminApiKey;
+  const interceptors = [withHeaders(headers)];
+  const transport =
+    protocol === "connect"
+      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors })
+      : protocol === "grpc"
+        ? createGrpcTransport({ baseUrl, interceptors })
+        : createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });
+  return createClient(service, transport);
+}

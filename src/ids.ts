@@ -25,4 +25,17 @@ export function newId(prefix: IdPrefix): string {
 }
 
 /** Caller-chosen ids (payment_id, customer_id) must be safe in a URL path and bounded. */
-export const callerIdPattern = /^[A-Za-z0-9_-]{1,64}$/;
+const callerIdPattern = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Literal path segments that sit where an id would (`/customers/list`, `/payouts/create`): an object
+ * with such an id could never be retrieved over REST, so no caller may choose one.
+ */
+const reservedIds = new Set(["list", "create"]);
+
+/** Why a caller-chosen id is unacceptable, or undefined when it is fine. */
+export function callerIdProblem(id: string): string | undefined {
+  if (!callerIdPattern.test(id)) return "1-64 letters, digits, '_' or '-'";
+  if (reservedIds.has(id)) return `"${id}" is reserved because it is a path segment of the API`;
+  return undefined;
+}

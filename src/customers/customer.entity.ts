@@ -10,7 +10,8 @@ export class CustomerRow {
   @PrimaryColumn({ name: "customer_id", type: "varchar", length: 64 })
   customerId!: string;
 
-  @Column({ name: "livemode", type: "boolean" })
+  /** Part of the key: sandbox and production are separate id spaces, neither can see the other. */
+  @PrimaryColumn({ name: "livemode", type: "boolean" })
   livemode!: boolean;
 
   @Column({ name: "email", type: "text", nullable: true })

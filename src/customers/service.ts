@@ -6,7 +6,7 @@ import type { CustomerSchema, CustomerService } from "../../gen/paymentservice/v
 import type { App } from "../app.js";
 import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { ApiError, invalidField, notFound } from "../errors.js";
-import { callerIdPattern, newId } from "../ids.js";
+import { callerIdProblem, newId } from "../ids.js";
 import { addressFromStore, addressToStore } from "../validation/address.js";
 import { change, email, phone, phoneCountryCode, text } from "../validation/fields.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
@@ -66,9 +66,8 @@ export function customerService(app: App): ServiceImpl<typeof CustomerService> {
   return {
     async createCustomer(req, ctx) {
       const caller = merchantOf(ctx);
-      if (req.customerId !== undefined && !callerIdPattern.test(req.customerId)) {
-        throw invalidField("customer_id", "1-64 letters, digits, '_' or '-'");
-      }
+      const idProblem = req.customerId === undefined ? undefined : callerIdProblem(req.customerId);
+      if (idProblem !== undefined) throw invalidField("customer_id", idProblem);
       const fields = changedText(req);
       const now = clock.now();
       const row = Object.assign(new CustomerRow(), {

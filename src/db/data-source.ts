@@ -19,7 +19,8 @@ export async function openDataSource(url: string, poolSize: number): Promise<Dat
     migrationsRun: false,
     migrationsTransactionMode: "all",
     synchronize: false,
-    logging: ["error"],
+    // Failed queries are logged by the outcome interceptor without parameters, which hold personal data.
+    logging: false,
     extra: { max: poolSize },
   });
   await dataSource.initialize();

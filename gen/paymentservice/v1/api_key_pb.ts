@@ -305,7 +305,7 @@ export const ApiKeyService: GenService<{
     output: typeof ApiKeySchema;
   },
   /**
-   * Lists a merchant's active keys, newest first.
+   * Lists a merchant's keys that are not revoked (expired ones included, with expires_at), newest first.
    *
    * @generated from rpc paymentservice.v1.ApiKeyService.ListApiKeys
    */

@@ -52,7 +52,7 @@ export class Foundation1763800000000 implements MigrationInterface {
         created timestamptz NOT NULL,
         updated timestamptz NOT NULL,
         deleted_at timestamptz,
-        PRIMARY KEY (merchant_id, customer_id)
+        PRIMARY KEY (merchant_id, livemode, customer_id)
       )`);
     await runner.query(
       `CREATE INDEX customers_list ON customers (merchant_id, livemode, created DESC, customer_id) WHERE deleted_at IS NULL`,

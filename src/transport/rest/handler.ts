@@ -11,7 +11,7 @@ import { restErrorOf, toRestError } from "../errors.js";
 import { protocolKey } from "../protocol.js";
 import { readMessage, writeMessage } from "./codec.js";
 import { applyPathVariables, applyQuery } from "./params.js";
-import type { RestRouter, RouteMatch } from "./router.js";
+import { MethodNotAllowedError, type RestRouter, type RouteMatch } from "./router.js";
 
 /** Largest REST body accepted; payment requests are a few kilobytes. */
 const maxBodyBytes = 1024 * 1024;
@@ -116,13 +116,18 @@ function respondWithError(
   method: string | undefined,
   path: string,
 ): void {
-  if (!(reason instanceof ApiError)) {
-    log.error("rest transcoding failed", { method, path, error: String(reason) });
-  }
-  const { status, body } = reason instanceof ApiError ? restErrorOf(reason) : restErrorOf(new ApiError("HE_00", "Something went wrong on our side; the request may be retried."));
+  let error: ApiError;
   if (reason instanceof ApiError) {
-    log.info("rest request rejected", { method, path, status, code: reason.code });
+    error = reason;
+    log.info("rest request rejected", { method, path, code: error.code });
+  } else {
+    error = new ApiError("HE_00", "Something went wrong on our side; the request may be retried.");
+    log.error("rest transcoding failed", { method, path, cause: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) });
   }
+  if (error instanceof MethodNotAllowedError && !res.headersSent) {
+    res.setHeader("allow", error.allowed.join(", "));
+  }
+  const { status, body } = restErrorOf(error);
   send(res, status, body);
 }
 

@@ -16,6 +16,17 @@ export interface RestRoute {
   readonly handler: UniversalHandler;
 }
 
+/** IR_03 with the methods the path does allow, for the Allow header HTTP requires on a 405. */
+export class MethodNotAllowedError extends ApiError {
+  constructor(
+    method: string,
+    path: string,
+    readonly allowed: string[],
+  ) {
+    super("IR_03", `Method ${method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`);
+  }
+}
+
 /** A route matched by a request, with the raw (still percent-encoded) values of its path variables. */
 export interface RouteMatch {
   readonly route: RestRoute;
@@ -52,15 +63,15 @@ export class RestRouter {
    */
   match(httpMethod: string, pathname: string): RouteMatch {
     const parts = pathname.split("/").slice(1);
-    let pathExists = false;
+    const allowed = new Set<string>();
     for (const route of this.routes) {
       const variables = matchSegments(route.segments, parts);
       if (variables === undefined) continue;
       if (route.httpMethod === httpMethod) return { route, variables };
-      pathExists = true;
+      allowed.add(route.httpMethod);
     }
-    if (pathExists) {
-      throw new ApiError("IR_03", `Method ${httpMethod} is not allowed on ${pathname}`);
+    if (allowed.size > 0) {
+      throw new MethodNotAllowedError(httpMethod, pathname, [...allowed]);
     }
     throw new ApiError("IR_02", `Unrecognized request URL: ${httpMethod} ${pathname}`);
   }

@@ -1,0 +1,496 @@
+import { randomUUID } from "node:crypto";
+import { fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  CreateCustomerRequestSchema,
+  CustomerService,
+  ListCustomersRequestSchema,
+  UpdateCustomerRequestSchema,
+  type Customer,
+} from "../gen/paymentservice/v1/customer_pb.js";
+import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
+import { documentedErrorType, expectRestError, expectRpcError } from "./support/errors.js";
+import { newMerchant } from "./support/merchant.js";
+import { startService, type TestService } from "./support/service.js";
+
+/*
+ * Customers (interface §2 and §4, decisions §4, §5, §7), the same scenarios over every protocol.
+ * Each scenario talks to a small CustomerApi: over REST it sends the documented JSON; over Connect,
+ * gRPC and gRPC-Web it sends the same JSON through the generated client and maps the answer to the
+ * REST field names, so every scenario asserts exactly the same values whatever the protocol.
+ */
+
+let service: TestService;
+
+beforeAll(async () => {
+  service = await startService();
+});
+afterAll(() => service.close());
+
+type Json = JsonObject;
+
+/** The customer operations, as seen by a caller; results use the REST field names. */
+interface CustomerApi {
+  create(body: Json): Promise<Json>;
+  update(customerId: string, body: Json): Promise<Json>;
+  retrieve(customerId: string): Promise<Json>;
+  list(params: Json): Promise<Json>;
+  delete(customerId: string): Promise<Json>;
+}
+
+/** REST lists with a POST body; "rest-get" is the same API listing with GET and query parameters. */
+type Protocol = "rest" | "rest-get" | RpcProtocol;
+const protocols = ["rest", "connect", "grpc", "grpc-web"] as const;
+
+/** A non-200 REST answer, kept whole so its status and body can be checked. */
+class RestFailure extends Error {
+  constructor(readonly response: RestResponse) {
+    super(`HTTP ${response.status}: ${JSON.stringify(response.body)}`);
+  }
+}
+
+function restApi(apiKey: string, listWith: "GET" | "POST"): CustomerApi {
+  const call = async (method: string, path: string, body?: Json): Promise<Json> => {
+    const res = await rest(service.url, method, path, { apiKey, body });
+    if (res.status !== 200) throw new RestFailure(res);
+    return res.body;
+  };
+  const at = (id: string) => `/customers/${encodeURIComponent(id)}`;
+  return {
+    create: (body) => call("POST", "/customers", body),
+    update: (id, body) => call("POST", at(id), body),
+    retrieve: (id) => call("GET", at(id)),
+    list: (params) =>
+      listWith === "POST"
+        ? call("POST", "/customers/list", params)
+        : call("GET", `/customers/list?${new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]))}`),
+    delete: (id) => call("DELETE", at(id)),
+  };
+}
+
+function iso(timestamp: Timestamp | undefined): string | null {
+  return timestamp === undefined ? null : timestampDate(timestamp).toISOString();
+}
+
+/** A customer message under the REST field names, unset optional fields as null. */
+function asRest(c: Customer): Json {
+  const a = c.address;
+  return {
+    customer_id: c.customerId,
+    merchant_id: c.merchantId,
+    email: c.email ?? null,
+    name: c.name ?? null,
+    phone: c.phone ?? null,
+    phone_country_code: c.phoneCountryCode ?? null,
+    description: c.description ?? null,
+    address:
+      a === undefined
+        ? null
+        : {
+            line1: a.line1 ?? null,
+            line2: a.line2 ?? null,
+            city: a.city ?? null,
+            state: a.state ?? null,
+            postal_code: a.postalCode ?? null,
+            country: a.country ?? null,
+          },
+    metadata: { ...c.metadata },
+    created: iso(c.created),
+    updated: iso(c.updated),
+  };
+}
+
+function rpcApi(apiKey: string, protocol: RpcProtocol): CustomerApi {
+  const client = rpcClient(CustomerService, service.url, protocol, { apiKey });
+  return {
+    create: async (body) => asRest(await client.createCustomer(fromJson(CreateCustomerRequestSchema, body))),
+    update: async (id, body) =>
+      asRest(await client.updateCustomer(fromJson(UpdateCustomerRequestSchema, { ...body, customer_id: id }))),
+    retrieve: async (id) => asRest(await client.retrieveCustomer({ customerId: id })),
+    list: async (params) => {
+      const page = await client.listCustomers(fromJson(ListCustomersRequestSchema, params));
+      return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
+    },
+    delete: async (id) => {
+      const res = await client.deleteCustomer({ customerId: id });
+      return { customer_id: res.customerId, deleted: res.deleted };
+    },
+  };
+}
+
+function apiFor(protocol: Protocol, apiKey: string): CustomerApi {
+  if (protocol === "rest") return restApi(apiKey, "POST");
+  if (protocol === "rest-get") return restApi(apiKey, "GET");
+  return rpcApi(apiKey, protocol);
+}
+
+/** A fresh merchant (sandbox secret key) and its customer API over `protocol`. */
+async function merchantApi(protocol: Protocol) {
+  const merchant = await newMerchant(service.url);
+  return { merchant, api: apiFor(protocol, merchant.apiKey) };
+}
+
+/** Issues another key for an existing merchant through the admin API (decisions §2). */
+async function issueKey(merchantId: string, environment: "sandbox" | "production"): Promise<string> {
+  const res = await rest(service.url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchantId, environment } });
+  expect(res.status).toBe(200);
+  return res.body.api_key;
+}
+
+/** How each error code used here reaches REST callers (HTTP status) and RPC callers (Connect code). */
+const errorTransport = {
+  IR_05: { http: 400, rpc: Code.InvalidArgument },
+  IR_06: { http: 400, rpc: Code.InvalidArgument },
+  HE_01: { http: 409, rpc: Code.AlreadyExists },
+  HE_02: { http: 404, rpc: Code.NotFound },
+} as const;
+
+/**
+ * Asserts that a call failed with the documented code: over REST the status and an error body with
+ * nothing else in it, over RPC the ConnectError code and the paymentservice.v1.ErrorDetail. The
+ * message must name `mentions` (usually the offending field) when given.
+ */
+async function expectError(call: Promise<unknown>, code: keyof typeof errorTransport, mentions?: string): Promise<void> {
+  const failure: unknown = await call.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  let message: string;
+  if (failure instanceof RestFailure) {
+    message = expectRestError(failure.response, errorTransport[code].http, code);
+    expect(failure.response.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
+  } else {
+    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
+  }
+  if (mentions !== undefined) expect(message).toContain(mentions);
+}
+
+/** Waits until the clock has moved past `timestamp`, so the next object is strictly newer. */
+async function pastMillisecond(timestamp: unknown): Promise<void> {
+  while (Date.now() <= Date.parse(String(timestamp))) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+/** Creates customers one after another with distinct creation times; oldest first. */
+async function createInOrder(api: CustomerApi, bodies: Json[]): Promise<Json[]> {
+  const created: Json[] = [];
+  for (const body of bodies) {
+    const customer = await api.create(body);
+    created.push(customer);
+    await pastMillisecond(customer.created);
+  }
+  return created;
+}
+
+const ids = (list: Json) => (list.data as Json[]).map((c) => c.customer_id);
+const uniqueId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+const fullBody: Json = {
+  email: "jane@example.com",
+  name: "Jane Doe",
+  phone: "20 7946 0958",
+  phone_country_code: "+44",
+  description: "Regular",
+  address: { line1: "1 High Street", line2: "Flat 2", city: "London", state: "Greater London", postal_code: "SW1A 1AA", country: "gb" },
+  metadata: { order: "42", segment: "retail" },
+};
+
+describe.each(protocols)("customers over %s", (protocol) => {
+  describe("create", () => {
+    it("creates a customer from an empty object, every optional field null", async () => {
+      const { merchant, api } = await merchantApi(protocol);
+      const customer = await api.create({});
+      expect(customer).toEqual({
+        customer_id: expect.stringMatching(/^cus_/),
+        merchant_id: merchant.merchantId,
+        email: null,
+        name: null,
+        phone: null,
+        phone_country_code: null,
+        description: null,
+        address: null,
+        metadata: {},
+        created: expect.stringMatching(isoUtc),
+        updated: customer.created,
+      });
+    });
+
+    it("stores every field, with a lower-case country upper-cased", async () => {
+      const { merchant, api } = await merchantApi(protocol);
+      const customer = await api.create(fullBody);
+      expect(customer).toEqual({
+        ...fullBody,
+        address: { ...(fullBody.address as Json), country: "GB" },
+        customer_id: expect.stringMatching(/^cus_/),
+        merchant_id: merchant.merchantId,
+        created: expect.stringMatching(isoUtc),
+        updated: customer.created,
+      });
+      expect(await api.retrieve(customer.customer_id as string)).toEqual(customer);
+    });
+
+    it("generates a new id for each customer", async () => {
+      const { api } = await merchantApi(protocol);
+      const [a, b] = await Promise.all([api.create({}), api.create({})]);
+      expect(a!.customer_id).not.toBe(b!.customer_id);
+    });
+
+    it("accepts a caller-chosen customer_id, refuses a duplicate with 409 HE_01, and scopes ids per merchant", async () => {
+      const { api } = await merchantApi(protocol);
+      const id = uniqueId("crm");
+      expect(await api.create({ customer_id: id, name: "First" })).toMatchObject({ customer_id: id, name: "First" });
+      await expectError(api.create({ customer_id: id, name: "Second" }), "HE_01", id);
+      expect(await api.retrieve(id)).toMatchObject({ name: "First" });
+
+      const other = await merchantApi(protocol);
+      expect(await other.api.create({ customer_id: id })).toMatchObject({ customer_id: id });
+    });
+
+    it("refuses a customer_id that is not 1-64 letters, digits, '_' or '-'", async () => {
+      const { api } = await merchantApi(protocol);
+      await expectError(api.create({ customer_id: "has space" }), "IR_05", "customer_id");
+      await expectError(api.create({ customer_id: "x".repeat(65) }), "IR_05", "customer_id");
+    });
+
+    it("refuses customer_id \"list\", which /customers/list would make unreachable over REST", async () => {
+      const { api } = await merchantApi(protocol);
+      await expectError(api.create({ customer_id: "list" }), "IR_05", "customer_id");
+      expect((await api.list({})).total_count).toBe(0);
+    });
+  });
+
+  describe("validation names the field", () => {
+    const tooMany = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, "v"]));
+    const longKey = "k".repeat(41);
+    it.each([
+      ["email", { email: "not-an-email" }, "email"],
+      ["address.country", { address: { country: "XX" } }, "address.country"],
+      ["phone_country_code without +", { phone_country_code: "44" }, "phone_country_code"],
+      ["51 metadata keys", { metadata: tooMany }, "metadata"],
+      ["a metadata key over 40 characters", { metadata: { [longKey]: "v" } }, `metadata.${longKey}`],
+      ["a metadata value over 500 characters", { metadata: { note: "v".repeat(501) } }, "metadata.note"],
+    ])("create with a bad %s is 400 IR_05", async (_, body, field) => {
+      const { api } = await merchantApi(protocol);
+      await expectError(api.create(body as Json), "IR_05", field);
+      expect((await api.list({})).total_count).toBe(0);
+    });
+
+    it("accepts metadata exactly at the limits: 50 keys, 40-character keys, 500-character values", async () => {
+      const { api } = await merchantApi(protocol);
+      const metadata = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`${i}`.padStart(40, "k"), "v".repeat(500)]));
+      expect((await api.create({ metadata })).metadata).toEqual(metadata);
+    });
+
+    it("checks fields on update too, and a refused update changes nothing", async () => {
+      const { api } = await merchantApi(protocol);
+      const customer = await api.create(fullBody);
+      const id = customer.customer_id as string;
+      await expectError(api.update(id, { name: "New", email: "nope" }), "IR_05", "email");
+      await expectError(api.update(id, { address: { country: "XX" } }), "IR_05", "address.country");
+      await expectError(api.update(id, { phone_country_code: "44" }), "IR_05", "phone_country_code");
+      expect(await api.retrieve(id)).toEqual(customer);
+    });
+
+    it("counts metadata keys after merging on update", async () => {
+      const { api } = await merchantApi(protocol);
+      const metadata = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, "v"]));
+      const id = (await api.create({ metadata })).customer_id as string;
+      await expectError(api.update(id, { metadata: { extra: "v" } }), "IR_05", "metadata");
+      const updated = await api.update(id, { metadata: { k0: "", extra: "v" } });
+      expect(Object.keys(updated.metadata as Json)).toHaveLength(50);
+      expect(updated.metadata).toMatchObject({ extra: "v" });
+      expect(updated.metadata).not.toHaveProperty("k0");
+    });
+  });
+
+  describe("update", () => {
+    it("keeps unsent fields, clears fields sent as \"\", merges metadata, moves updated but not created", async () => {
+      const { api } = await merchantApi(protocol);
+      const before = await api.create({ ...fullBody, metadata: { keep: "1", change: "old", drop: "x" } });
+      await pastMillisecond(before.updated);
+
+      const after = await api.update(before.customer_id as string, {
+        name: "Jane Smith",
+        description: "",
+        phone: "",
+        metadata: { change: "new", drop: "", added: "2" },
+      });
+
+      expect(after).toEqual({
+        ...before,
+        name: "Jane Smith",
+        description: null,
+        phone: null,
+        metadata: { keep: "1", change: "new", added: "2" },
+        updated: expect.stringMatching(isoUtc),
+      });
+      expect(Date.parse(after.updated as string)).toBeGreaterThan(Date.parse(before.updated as string));
+      expect(await api.retrieve(before.customer_id as string)).toEqual(after);
+    });
+
+    it("replaces the whole address when one is sent", async () => {
+      const { api } = await merchantApi(protocol);
+      const before = await api.create(fullBody);
+      const after = await api.update(before.customer_id as string, { address: { city: "Paris", country: "fr" } });
+      expect(after.address).toEqual({ line1: null, line2: null, city: "Paris", state: null, postal_code: null, country: "FR" });
+      expect(after.email).toBe(before.email);
+    });
+
+    it("answers 404 HE_02 for an unknown customer", async () => {
+      const { api } = await merchantApi(protocol);
+      await expectError(api.update("cus_missing", { name: "x" }), "HE_02", "cus_missing");
+    });
+  });
+
+  describe("retrieve", () => {
+    it("returns the customer as create returned it", async () => {
+      const { api } = await merchantApi(protocol);
+      const customer = await api.create(fullBody);
+      expect(await api.retrieve(customer.customer_id as string)).toEqual(customer);
+    });
+
+    it("answers 404 HE_02 for an unknown customer", async () => {
+      const { api } = await merchantApi(protocol);
+      await expectError(api.retrieve("cus_missing"), "HE_02", "cus_missing");
+    });
+  });
+
+  describe("delete", () => {
+    it("answers {customer_id, deleted: true}; afterwards the customer is gone but its id stays taken", async () => {
+      const { api } = await merchantApi(protocol);
+      const kept = await api.create({});
+      const id = (await api.create({ customer_id: uniqueId("gone") })).customer_id as string;
+
+      expect(await api.delete(id)).toEqual({ customer_id: id, deleted: true });
+
+      await expectError(api.retrieve(id), "HE_02", id);
+      await expectError(api.update(id, { name: "x" }), "HE_02", id);
+      await expectError(api.delete(id), "HE_02", id);
+      expect(await api.list({})).toEqual({ data: [kept], total_count: 1, has_more: false });
+      await expectError(api.create({ customer_id: id }), "HE_01", id);
+    });
+  });
+
+  describe("partitions", () => {
+    it("another merchant can neither see, update nor delete a customer (404 HE_02)", async () => {
+      const owner = await merchantApi(protocol);
+      const customer = await owner.api.create(fullBody);
+      const id = customer.customer_id as string;
+
+      const stranger = await merchantApi(protocol);
+      await expectError(stranger.api.retrieve(id), "HE_02");
+      await expectError(stranger.api.update(id, { name: "Mallory" }), "HE_02");
+      await expectError(stranger.api.delete(id), "HE_02");
+      expect(await stranger.api.list({})).toEqual({ data: [], total_count: 0, has_more: false });
+
+      expect(await owner.api.retrieve(id)).toEqual(customer);
+    });
+
+    it("a production key of the same merchant does not see sandbox customers, and the reverse", async () => {
+      const { merchant, api: sandbox } = await merchantApi(protocol);
+      const production = apiFor(protocol, await issueKey(merchant.merchantId, "production"));
+      const sandboxCustomer = await sandbox.create(fullBody);
+      const id = sandboxCustomer.customer_id as string;
+
+      await expectError(production.retrieve(id), "HE_02");
+      await expectError(production.update(id, { name: "x" }), "HE_02");
+      await expectError(production.delete(id), "HE_02");
+      expect(await production.list({})).toEqual({ data: [], total_count: 0, has_more: false });
+
+      const productionCustomer = await production.create({ name: "Live" });
+      expect(productionCustomer.merchant_id).toBe(merchant.merchantId);
+      await expectError(sandbox.retrieve(productionCustomer.customer_id as string), "HE_02");
+      expect(ids(await sandbox.list({}))).toEqual([id]);
+      expect(await sandbox.retrieve(id)).toEqual(sandboxCustomer);
+    });
+
+    it("keeps separate id spaces for sandbox and production: the same chosen id works in both", async () => {
+      const { merchant, api: sandbox } = await merchantApi(protocol);
+      const production = apiFor(protocol, await issueKey(merchant.merchantId, "production"));
+      const chosen = `cus_both_${protocol.replace("-", "_")}_${Date.now()}`;
+      const inSandbox = await sandbox.create({ customer_id: chosen, name: "Test" });
+      const inProduction = await production.create({ customer_id: chosen, name: "Live" });
+      expect((await sandbox.retrieve(chosen)).name).toBe(inSandbox.name);
+      expect((await production.retrieve(chosen)).name).toBe(inProduction.name);
+    });
+  });
+});
+
+describe.each([...protocols, "rest-get"] as const)("listing customers over %s", (protocol) => {
+  it("lists newest first with exact total_count and has_more across pages", async () => {
+    const { api } = await merchantApi(protocol);
+    const [c1, c2, c3] = await createInOrder(api, [{ name: "one" }, { name: "two" }, { name: "three" }]);
+
+    expect(await api.list({})).toEqual({ data: [c3, c2, c1], total_count: 3, has_more: false });
+    expect(await api.list({ limit: 2 })).toEqual({ data: [c3, c2], total_count: 3, has_more: true });
+    expect(await api.list({ limit: 2, offset: 2 })).toEqual({ data: [c1], total_count: 3, has_more: false });
+    expect(await api.list({ limit: 1, offset: 1 })).toEqual({ data: [c2], total_count: 3, has_more: true });
+    expect(await api.list({ offset: 3 })).toEqual({ data: [], total_count: 3, has_more: false });
+  });
+
+  it("returns 10 by default and at most 100", async () => {
+    const { api } = await merchantApi(protocol);
+    await Promise.all(Array.from({ length: 11 }, () => api.create({})));
+    const page = await api.list({});
+    expect(page.data).toHaveLength(10);
+    expect(page).toMatchObject({ total_count: 11, has_more: true });
+    expect(await api.list({ limit: 100 })).toMatchObject({ total_count: 11, has_more: false });
+  });
+
+  it("filters by created_gte, created_lte (both inclusive) and email", async () => {
+    const { api } = await merchantApi(protocol);
+    const [c1, c2, c3] = await createInOrder(api, [{}, { email: "two@example.com" }, {}]);
+
+    expect(await api.list({ created_gte: c2!.created! })).toEqual({ data: [c3, c2], total_count: 2, has_more: false });
+    expect(await api.list({ created_lte: c2!.created! })).toEqual({ data: [c2, c1], total_count: 2, has_more: false });
+    expect(await api.list({ created_gte: c2!.created!, created_lte: c2!.created! })).toEqual({
+      data: [c2],
+      total_count: 1,
+      has_more: false,
+    });
+    expect(ids(await api.list({ email: "two@example.com" }))).toEqual([c2!.customer_id]);
+  });
+
+  it.each([0, 101])("refuses limit %i with 400 IR_06", async (limit) => {
+    const { api } = await merchantApi(protocol);
+    await expectError(api.list({ limit }), "IR_06", "limit");
+  });
+
+  it("refuses offset -1 with 400 IR_05 naming offset", async () => {
+    const { api } = await merchantApi(protocol);
+    await expectError(api.list({ offset: -1 }), "IR_05", "offset");
+  });
+});
+
+describe("customers over REST only", () => {
+  it.each([
+    ["a number", 1],
+    ["a boolean", true],
+    ["an object", { nested: "x" }],
+  ])("refuses a metadata value that is %s with 400 IR_05 naming metadata.<key>", async (_, value) => {
+    const merchant = await newMerchant(service.url);
+    const res = await rest(service.url, "POST", "/customers", {
+      apiKey: merchant.apiKey,
+      body: { metadata: { fine: "ok", order_no: value } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: { type: "invalid_request", code: "IR_05", message: expect.stringContaining("metadata.order_no") } });
+  });
+
+  it("lists the same page via GET query parameters and via POST body", async () => {
+    const merchant = await newMerchant(service.url);
+    const api = apiFor("rest", merchant.apiKey);
+    const [, c2] = await createInOrder(api, [{}, {}, {}]);
+    const query = `limit=1&offset=1&created_lte=${encodeURIComponent(c2!.created as string)}`;
+    const viaGet = await rest(service.url, "GET", `/customers/list?${query}`, { apiKey: merchant.apiKey });
+    const viaPost = await rest(service.url, "POST", "/customers/list", {
+      apiKey: merchant.apiKey,
+      body: { limit: 1, offset: 1, created_lte: c2!.created },
+    });
+    expect(viaGet.status).toBe(200);
+    expect(viaGet.body).toEqual(viaPost.body);
+    expect(viaGet.body).toMatchObject({ total_count: 2, has_more: false });
+  });
+});

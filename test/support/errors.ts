@@ -1,0 +1,61 @@
+import { ConnectError, type Code } from "@connectrpc/connect";
+import { expect } from "vitest";
+import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
+import type { RestResponse } from "./clients.js";
+
+/**
+ * The error type of each code as decisions §5 documents it, written out here rather than taken from
+ * src/ so that a wrong catalogue entry fails the tests.
+ */
+export const documentedErrorType = {
+  IR_01: "authentication_error",
+  IR_02: "invalid_request",
+  IR_03: "invalid_request",
+  IR_04: "invalid_request",
+  IR_05: "invalid_request",
+  IR_06: "invalid_request",
+  IR_13: "invalid_request",
+  IR_14: "invalid_request",
+  IR_16: "invalid_request",
+  IR_22: "authentication_error",
+  HE_00: "api_error",
+  HE_01: "invalid_request",
+  HE_02: "invalid_request",
+  IK_01: "idempotency_error",
+  IK_02: "idempotency_error",
+  RL_01: "rate_limit_error",
+} as const;
+
+/** A documented error code. */
+export type DocumentedCode = keyof typeof documentedErrorType;
+
+/**
+ * Asserts a REST error response: the documented status and `{error: {type, code, message}}` body.
+ * Returns the message so a test can check that it names a field.
+ */
+export function expectRestError(res: RestResponse, status: number, code: DocumentedCode): string {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  expect(res.body.error.type).toBe(documentedErrorType[code]);
+  expect(typeof res.body.error.message).toBe("string");
+  return res.body.error.message as string;
+}
+
+/**
+ * Asserts that an RPC fails with the given Connect code and carries the documented ErrorDetail.
+ * Returns the detail's message.
+ */
+export async function expectRpcError(call: Promise<unknown>, connectCode: Code, code: DocumentedCode): Promise<string> {
+  const error = await call.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(ConnectError);
+  const connectError = error as ConnectError;
+  const detail = connectError.findDetails(ErrorDetailSchema)[0];
+  expect({ connectCode: connectError.code, code: detail?.code, type: detail?.type }).toEqual({
+    connectCode,
+    code,
+    type: documentedErrorType[code],
+  });
+  return detail!.message;
+}

@@ -39,11 +39,11 @@ const readMaxBytes = 1024 * 1024;
 
 /** Opens the database (starting the embedded one if needed) and runs pending migrations. */
 export async function openApp(config: Config, clock: Clock = systemClock): Promise<App> {
+  const secret = await resolveHashSecret(config.apiKeyHashSecret, config.databaseUrl === undefined ? config.dataDir : undefined);
   const embedded =
     config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
-    const secret = await resolveHashSecret(config.apiKeyHashSecret, embedded === undefined ? undefined : config.dataDir);
     return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded };
   } catch (error) {
     await embedded?.close();

@@ -1,15 +1,21 @@
 import { closeApp, openApp } from "./app.js";
 import { loadConfig } from "./config.js";
+import { log } from "./log.js";
 import { bootstrapSandbox, describeSandboxStart } from "./merchants/bootstrap.js";
 
 /*
  * `npm run bootstrap`: creates a sandbox merchant, profile and secret key in the configured database
  * (DATABASE_URL, or the embedded one — stop the server first, as the embedded database has one owner).
  */
-const config = loadConfig();
-const app = await openApp(config);
 try {
-  process.stdout.write(describeSandboxStart(await bootstrapSandbox(app), `http://localhost:${config.port}`));
-} finally {
-  await closeApp(app);
+  const config = loadConfig();
+  const app = await openApp(config);
+  try {
+    process.stdout.write(describeSandboxStart(await bootstrapSandbox(app), `http://localhost:${config.port}`));
+  } finally {
+    await closeApp(app);
+  }
+} catch (error) {
+  log.error("bootstrap failed", { error: error instanceof Error ? error.message : String(error) });
+  process.exitCode = 1;
 }

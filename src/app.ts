@@ -9,6 +9,9 @@ import { createAuthInterceptor } from "./auth/interceptor.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { JobRunner } from "./jobs/runner.js";
+import { authenticationPath, createAuthenticationPages } from "./payments/authentication-page.js";
+import { paymentJobHandlers } from "./payments/jobs.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import routes from "./routes.js";
 import { createDualProtocolServer } from "./transport/listener.js";
@@ -31,6 +34,8 @@ export interface RunningService {
   readonly app: App;
   /** Base URL of the port, e.g. http://127.0.0.1:8080. */
   readonly url: string;
+  /** This instance's job runner; tests may call runDue() instead of waiting for its poll. */
+  readonly jobs: JobRunner;
   close(): Promise<void>;
 }
 
@@ -57,7 +62,10 @@ export async function closeApp(app: App): Promise<void> {
   await app.embedded?.close();
 }
 
-/** Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web and reflection. */
+/**
+ * Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web, reflection and
+ * the 3DS pages; and runs due jobs in the background.
+ */
 export async function serve(app: App): Promise<RunningService> {
   const keys = app.dataSource.getRepository(ApiKeyRow);
   const router = createConnectRouter({
@@ -76,15 +84,23 @@ export async function serve(app: App): Promise<RunningService> {
   routes(router, app);
   registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file))]);
 
-  const listener = createDualProtocolServer(createNodeHandler(router));
+  const listener = createDualProtocolServer(
+    createNodeHandler(router, [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }]),
+  );
   await new Promise<void>((resolve, reject) => {
     listener.server.once("error", reject);
     listener.server.listen(app.config.port, "0.0.0.0", () => resolve());
   });
   const { port } = listener.server.address() as AddressInfo;
+  const jobs = new JobRunner(app.dataSource, app.clock, paymentJobHandlers(app), app.config.jobPollMs);
+  jobs.start();
   return {
     app,
     url: `http://127.0.0.1:${port}`,
-    close: () => listener.close(),
+    jobs,
+    async close() {
+      await jobs.stop();
+      await listener.close();
+    },
   };
 }

@@ -11,6 +11,8 @@ export interface Config {
   readonly rateLimitPerMinute: number;
   readonly publicBaseUrl: string;
   readonly databasePoolSize: number;
+  /** How often each instance looks for due jobs (scheduled captures, expiries). */
+  readonly jobPollMs: number;
 }
 
 /** Reads the configuration, failing with a message that names the variable when a value is unusable. */
@@ -26,6 +28,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
     publicBaseUrl: (text(env, "PUBLIC_BASE_URL") ?? `http://localhost:${port}`).replace(/\/+$/, ""),
     databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
+    jobPollMs: integer(env, "JOB_POLL_MS", 1000, 10, 3_600_000),
   };
 }
 

@@ -61,7 +61,10 @@ export function invalidRequest(message: string): ApiError {
   return new ApiError("IR_06", message);
 }
 
-/** HE_02: the object does not exist for this merchant and environment (or belongs to another). */
-export function notFound(what: string, id: string): ApiError {
-  return new ApiError("HE_02", `${what} not found: ${id}`);
+/**
+ * HE_02: the object does not exist for this merchant and environment (or belongs to another). When
+ * the id came from a request field rather than the path, `field` names it.
+ */
+export function notFound(what: string, id: string, field?: string): ApiError {
+  return new ApiError("HE_02", `${what} not found: ${id}${field === undefined ? "" : ` (field ${field})`}`);
 }

@@ -14,6 +14,7 @@ import type { App } from "./app.js";
 import { customerService } from "./customers/service.js";
 import { healthService } from "./health/service.js";
 import { merchantService } from "./merchants/service.js";
+import { paymentService } from "./payments/service.js";
 
 /**
  * Every service the API serves, registered once: the same handlers answer Connect, gRPC, gRPC-Web and
@@ -26,7 +27,7 @@ export default function routes(router: ConnectRouter, app: App): ConnectRouter {
     .service(MerchantService, merchantService(app))
     .service(ApiKeyService, apiKeyService(app))
     .service(CustomerService, customerService(app))
-    .service(PaymentService, {})
+    .service(PaymentService, paymentService(app))
     .service(RefundService, {})
     .service(PayoutService, {})
     .service(DisputeService, {})

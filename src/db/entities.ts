@@ -1,7 +1,10 @@
 import { ApiKeyRow } from "../api-keys/api-key.entity.js";
 import { CustomerRow } from "../customers/customer.entity.js";
+import { EventRow } from "../events/event.entity.js";
+import { JobRow } from "../jobs/job.entity.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
+import { PaymentRow } from "../payments/payment.entity.js";
 
 /** Every entity the data source maps; each lives in the folder of its resource. */
-export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow];
+export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, EventRow, JobRow];

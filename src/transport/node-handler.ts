@@ -6,17 +6,25 @@ import type { DualProtocolHandler } from "./listener.js";
 import { createRestHandler } from "./rest/handler.js";
 import { RestRouter } from "./rest/router.js";
 
+/** Browser pages served beside the API (e.g. the 3DS challenge), by path prefix. */
+export interface Pages {
+  readonly prefix: string;
+  readonly handler: DualProtocolHandler;
+}
+
 /**
  * The one request handler of the port: RPC paths (`/package.Service/Method`) go to connect, which
- * speaks Connect, gRPC and gRPC-Web; every other path is a REST path for the transcoder.
+ * speaks Connect, gRPC and gRPC-Web; browser pages go to their handler; every other path is a REST
+ * path for the transcoder.
  */
-export function createNodeHandler(router: ConnectRouter): DualProtocolHandler {
+export function createNodeHandler(router: ConnectRouter, pages: readonly Pages[]): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const rest = createRestHandler(new RestRouter(router.handlers));
   return (req, res) => {
-    const handler = rpc.get((req.url ?? "").split("?", 1)[0]!);
+    const path = (req.url ?? "").split("?", 1)[0]!;
+    const handler = rpc.get(path);
     if (handler === undefined) {
-      rest(req, res);
+      (pages.find((p) => path.startsWith(p.prefix))?.handler ?? rest)(req, res);
       return;
     }
     handler(universalRequestFromNodeRequest(req, res, undefined, undefined))

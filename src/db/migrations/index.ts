@@ -1,4 +1,5 @@
 import { Foundation1763800000000 } from "./1763800000000-foundation.js";
+import { Payments1763900000000 } from "./1763900000000-payments.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
-export const migrations = [Foundation1763800000000];
+export const migrations = [Foundation1763800000000, Payments1763900000000];

@@ -13,6 +13,7 @@ import {
   FeatureSet_FieldPresence,
   StructSchema,
   TimestampSchema, timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { enumNumber, enumWord } from "../../enum-words.js";
 import { invalidField, invalidRequest } from "../../errors.js";
 
 /*
@@ -23,27 +24,6 @@ import { invalidField, invalidRequest } from "../../errors.js";
 
 /** Largest integer the REST dialect accepts, so that JSON numbers never lose precision. */
 const maxSafe = BigInt(Number.MAX_SAFE_INTEGER);
-
-/** The documented word for an enum value: its name without the enum's shared prefix, lower-cased. */
-export function enumWord(desc: DescEnum, number: number): string | null {
-  const value = desc.value[number];
-  if (value === undefined || number === 0) {
-    return null;
-  }
-  return value.name.slice(desc.sharedPrefix?.length ?? 0).toLowerCase();
-}
-
-const wordsByEnum = new WeakMap<DescEnum, Map<string, number>>();
-
-/** The enum number for a documented word, or undefined when the word is not one of the enum's. */
-export function enumNumber(desc: DescEnum, word: string): number | undefined {
-  let words = wordsByEnum.get(desc);
-  if (words === undefined) {
-    words = new Map(desc.values.flatMap((v) => (v.number === 0 ? [] : [[enumWord(desc, v.number)!, v.number]])));
-    wordsByEnum.set(desc, words);
-  }
-  return words.get(word);
-}
 
 function enumWords(desc: DescEnum): string {
   return desc.values.flatMap((v) => (v.number === 0 ? [] : [enumWord(desc, v.number)])).join(", ");

@@ -1,0 +1,28 @@
+import { Column, Entity, PrimaryColumn } from "typeorm";
+
+/** A status change of an object, written in the same transaction as the change itself. */
+@Entity({ name: "events" })
+export class EventRow {
+  @PrimaryColumn({ name: "event_id", type: "varchar", length: 64 })
+  eventId!: string;
+
+  @Column({ name: "merchant_id", type: "varchar", length: 64 })
+  merchantId!: string;
+
+  @Column({ name: "livemode", type: "boolean" })
+  livemode!: boolean;
+
+  /** "<resource>.<status>", e.g. payment.succeeded. */
+  @Column({ name: "type", type: "varchar", length: 64 })
+  type!: string;
+
+  @Column({ name: "object_id", type: "varchar", length: 64 })
+  objectId!: string;
+
+  /** `{object: …}`: the object as its retrieve call returns it (REST shape) at that moment. */
+  @Column({ name: "data", type: "jsonb" })
+  data!: { object: unknown };
+
+  @Column({ name: "created", type: "timestamptz" })
+  created!: Date;
+}

@@ -1,0 +1,39 @@
+import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import type { EntityManager } from "typeorm";
+import type { Clock } from "../clock.js";
+import { newId } from "../ids.js";
+import { writeMessage } from "../transport/rest/codec.js";
+import { EventRow } from "./event.entity.js";
+
+/** The object an event is about: who owns it, what it is and how its API view looks now. */
+export interface EventSubject<Desc extends DescMessage> {
+  readonly merchantId: string;
+  readonly livemode: boolean;
+  /** Resource name used in the event type, e.g. "payment". */
+  readonly resource: string;
+  readonly objectId: string;
+  readonly status: string;
+  readonly schema: Desc;
+  readonly view: MessageInitShape<Desc>;
+}
+
+/**
+ * Writes the `<resource>.<status>` event of a status change in the caller's transaction, so an event
+ * exists exactly when the change it reports has committed. The snapshot is the REST shape that
+ * retrieve returns, which is what webhook receivers get.
+ */
+export async function recordEvent<Desc extends DescMessage>(
+  em: EntityManager,
+  subject: EventSubject<Desc>,
+  clock: Clock,
+): Promise<void> {
+  await em.insert(EventRow, {
+    eventId: newId("evt"),
+    merchantId: subject.merchantId,
+    livemode: subject.livemode,
+    type: `${subject.resource}.${subject.status}`,
+    objectId: subject.objectId,
+    data: { object: writeMessage(create(subject.schema, subject.view), subject.schema) },
+    created: clock.now(),
+  });
+}

@@ -1,0 +1,107 @@
+import type { DataSource, EntityManager } from "typeorm";
+import type { Clock } from "../clock.js";
+import { log } from "../log.js";
+import { JobRow } from "./job.entity.js";
+
+/** What a job does; it runs inside the transaction that deletes the job, so its effect and the job's end commit together. */
+export type JobHandler = (em: EntityManager, job: JobRow) => Promise<void>;
+
+/** A job to schedule. */
+export interface NewJob {
+  readonly kind: string;
+  readonly merchantId: string;
+  readonly livemode: boolean;
+  readonly objectId: string;
+  readonly runAt: Date;
+}
+
+/** Schedules a job in the caller's transaction, so it exists exactly when the change that needs it commits. */
+export async function enqueueJob(em: EntityManager, job: NewJob, clock: Clock): Promise<void> {
+  await em.insert(JobRow, { ...job, attempts: 0, lastError: null, created: clock.now() });
+}
+
+/** Retry delay after a failed attempt: 10 s, doubling, at most an hour. */
+function retryDelayMs(attempts: number): number {
+  return Math.min(10_000 * 2 ** (attempts - 1), 3_600_000);
+}
+
+/**
+ * Runs due jobs. Each job is claimed with `FOR UPDATE SKIP LOCKED` in its own transaction, so any
+ * number of instances can run side by side without running a job twice, and a crash mid-job rolls
+ * back to a job that is still there.
+ */
+export class JobRunner {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    private readonly handlers: ReadonlyMap<string, JobHandler>,
+    private readonly pollMs: number,
+  ) {}
+
+  /** Starts polling. */
+  start(): void {
+    const tick = () => {
+      this.running = this.runDue()
+        .then(() => undefined)
+        .catch((error: unknown) => log.error("job runner tick failed", { error: String(error) }))
+        .finally(() => {
+          if (this.timer !== undefined) this.timer = setTimeout(tick, this.pollMs);
+        });
+    };
+    this.timer = setTimeout(tick, this.pollMs);
+  }
+
+  /** Stops polling and waits for the job in progress. */
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** Runs every job due now, one transaction each; returns how many ran. */
+  async runDue(): Promise<number> {
+    let ran = 0;
+    while (await this.runOne()) ran++;
+    return ran;
+  }
+
+  private async runOne(): Promise<boolean> {
+    const now = this.clock.now();
+    let claimed: JobRow | undefined;
+    try {
+      await this.dataSource.transaction(async (em) => {
+        claimed = await em
+          .createQueryBuilder(JobRow, "j")
+          .where("j.run_at <= :now", { now })
+          .orderBy("j.run_at")
+          .limit(1)
+          .setLock("pessimistic_write")
+          .setOnLocked("skip_locked")
+          .getOne() ?? undefined;
+        if (claimed === undefined) return;
+        const handler = this.handlers.get(claimed.kind);
+        if (handler === undefined) throw new Error(`no handler for job kind ${claimed.kind}`);
+        await handler(em, claimed);
+        await em.delete(JobRow, { jobId: claimed.jobId });
+      });
+    } catch (error) {
+      if (claimed === undefined) throw error;
+      await this.recordFailure(claimed, error, now);
+    }
+    return claimed !== undefined;
+  }
+
+  private async recordFailure(job: JobRow, error: unknown, now: Date): Promise<void> {
+    const attempts = job.attempts + 1;
+    log.error("job failed", { kind: job.kind, object_id: job.objectId, attempts, error: String(error) });
+    await this.dataSource
+      .getRepository(JobRow)
+      .update(
+        { jobId: job.jobId },
+        { attempts, lastError: String(error), runAt: new Date(now.getTime() + retryDelayMs(attempts)) },
+      );
+  }
+}

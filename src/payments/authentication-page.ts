@@ -1,0 +1,132 @@
+import type { App } from "../app.js";
+import { log } from "../log.js";
+import { processorFor } from "../processors/registry.js";
+import type { DualProtocolHandler } from "../transport/listener.js";
+import { ProfileRow } from "../merchants/profile.entity.js";
+import { applyAuthorization, capturesOnAuthorization } from "./authorization.js";
+import { PaymentRow } from "./payment.entity.js";
+import { lockPayment, savePayment } from "./store.js";
+
+/** Path prefix of the pages a customer's browser is sent to for 3D Secure. */
+export const authenticationPath = "/3ds/";
+
+const escapes: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => escapes[c]!);
+}
+
+function formatAmount(amount: bigint, currency: string): string {
+  const format = new Intl.NumberFormat("en", { style: "currency", currency });
+  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+  return format.format(Number(amount) / 10 ** digits);
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>${escapeHtml(title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem}
+button{font-size:1rem;padding:.6rem 1.2rem;margin-right:.5rem}</style></head>
+<body>${body}</body></html>`;
+}
+
+/**
+ * The sandbox 3D Secure challenge (decisions §3): a page with Complete and Fail buttons that the
+ * customer's browser reaches through `next_action.redirect_to_url`. It needs no API key — the
+ * unguessable token in its URL authorizes it — and after either button the payment moves on and
+ * the browser goes to the payment's (or profile's) return_url with payment_id and status.
+ */
+export function createAuthenticationPages(app: App): DualProtocolHandler {
+  const payments = app.dataSource.getRepository(PaymentRow);
+
+  return (req, res) => {
+    const url = new URL(req.url ?? "/", "http://page.invalid");
+    const [token, action, ...rest] = url.pathname.slice(authenticationPath.length).split("/");
+    const send = (status: number, html: string) => {
+      res.statusCode = status;
+      res.setHeader("content-type", "text/html; charset=utf-8");
+      res.setHeader("cache-control", "no-store");
+      res.end(html);
+    };
+    const notFoundPage = () => send(404, page("Not found", "<h1>This authentication link is not valid any more.</h1>"));
+    if (token === undefined || token === "" || rest.length > 0) return notFoundPage();
+
+    if (req.method === "GET" && action === undefined) {
+      payments
+        .findOneBy({ authenticationToken: token })
+        .then((row) => {
+          if (row === null || row.status !== "requires_action") return notFoundPage();
+          const base = `${authenticationPath}${encodeURIComponent(token)}`;
+          send(
+            200,
+            page(
+              "Authenticate your payment",
+              `<h1>Sandbox 3D Secure</h1>
+<p>Confirm the payment of <strong id="amount">${escapeHtml(formatAmount(row.amount, row.currency))}</strong>${
+                row.description === null ? "" : ` for ${escapeHtml(row.description)}`
+              }.</p>
+<form method="post" action="${base}/complete" style="display:inline"><button id="complete" type="submit">Complete</button></form>
+<form method="post" action="${base}/fail" style="display:inline"><button id="fail" type="submit">Fail</button></form>`,
+            ),
+          );
+        })
+        .catch((error: unknown) => {
+          log.error("3ds page failed", { error: String(error) });
+          send(500, page("Error", "<h1>Something went wrong.</h1>"));
+        });
+      return;
+    }
+
+    if (req.method === "POST" && (action === "complete" || action === "fail")) {
+      req.resume();
+      authenticate(app, token, action === "complete")
+        .then((outcome) => {
+          if (outcome === undefined) return notFoundPage();
+          if (outcome.returnUrl === null) {
+            return send(200, page("Payment " + outcome.status, `<h1 id="status">Payment ${escapeHtml(outcome.status)}</h1>`));
+          }
+          const target = new URL(outcome.returnUrl);
+          target.searchParams.set("payment_id", outcome.paymentId);
+          target.searchParams.set("status", outcome.status);
+          res.statusCode = 303;
+          res.setHeader("location", target.toString());
+          res.end();
+        })
+        .catch((error: unknown) => {
+          log.error("3ds completion failed", { error: String(error) });
+          send(500, page("Error", "<h1>Something went wrong.</h1>"));
+        });
+      return;
+    }
+    res.statusCode = 405;
+    res.end();
+  };
+}
+
+/**
+ * Finishes the authentication of the payment behind `token`. Undefined when the token is unknown or
+ * the payment no longer waits for authentication (a second click, or a cancel in between).
+ */
+async function authenticate(
+  app: App,
+  token: string,
+  authenticated: boolean,
+): Promise<{ paymentId: string; status: string; returnUrl: string | null } | undefined> {
+  return app.dataSource.transaction(async (em) => {
+    const found = await em.findOneBy(PaymentRow, { authenticationToken: token });
+    if (found === null) return undefined;
+    const row = await lockPayment(em, found, found.paymentId);
+    if (row.status !== "requires_action" || row.authenticationToken !== token) return undefined;
+    const processor = processorFor(row.livemode);
+    const result = await processor.completeAuthentication({
+      reference: row.processorReference!,
+      authenticated,
+      capture: capturesOnAuthorization(row, app.clock.now()),
+    });
+    const jobs = applyAuthorization(app, row, result, processor.name);
+    await savePayment(em, app, row, "requires_action", jobs);
+    const profile = await em.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });
+    return { paymentId: row.paymentId, status: row.status, returnUrl: row.returnUrl ?? profile?.returnUrl ?? null };
+  });
+}

@@ -1,0 +1,126 @@
+import { Column, Entity, PrimaryColumn } from "typeorm";
+import { bigintColumn } from "../db/bigint.js";
+
+/** What is stored of a card: enough to show and recognise it, never the number or CVC. */
+export interface StoredCard {
+  last4: string;
+  brand: string;
+  exp_month: string;
+  exp_year: string;
+}
+
+/** The action a customer must take before the payment can proceed (3DS). */
+export interface StoredNextAction {
+  type: "redirect_to_url";
+  redirect_to_url: string;
+}
+
+/** Payment statuses of interface §3, as stored. */
+export type PaymentStatusWord =
+  | "requires_payment_method"
+  | "requires_confirmation"
+  | "requires_action"
+  | "processing"
+  | "requires_capture"
+  | "succeeded"
+  | "failed"
+  | "cancelled";
+
+/** Capture methods of interface §2, as stored. */
+export type CaptureMethodWord = "automatic" | "manual" | "scheduled";
+
+/** A payment. The composite key keeps merchants and environments apart, like every object. */
+@Entity({ name: "payments" })
+export class PaymentRow {
+  @PrimaryColumn({ name: "merchant_id", type: "varchar", length: 64 })
+  merchantId!: string;
+
+  @PrimaryColumn({ name: "livemode", type: "boolean" })
+  livemode!: boolean;
+
+  @PrimaryColumn({ name: "payment_id", type: "varchar", length: 64 })
+  paymentId!: string;
+
+  @Column({ name: "profile_id", type: "varchar", length: 64 })
+  profileId!: string;
+
+  @Column({ name: "status", type: "varchar", length: 32 })
+  status!: PaymentStatusWord;
+
+  @Column({ name: "amount", type: "bigint", transformer: bigintColumn })
+  amount!: bigint;
+
+  @Column({ name: "currency", type: "char", length: 3 })
+  currency!: string;
+
+  @Column({ name: "amount_capturable", type: "bigint", transformer: bigintColumn })
+  amountCapturable!: bigint;
+
+  @Column({ name: "amount_received", type: "bigint", nullable: true, transformer: bigintColumn })
+  amountReceived!: bigint | null;
+
+  @Column({ name: "capture_method", type: "varchar", length: 16 })
+  captureMethod!: CaptureMethodWord;
+
+  @Column({ name: "capture_on", type: "timestamptz", nullable: true })
+  captureOn!: Date | null;
+
+  @Column({ name: "payment_method", type: "varchar", length: 32, nullable: true })
+  paymentMethod!: string | null;
+
+  @Column({ name: "payment_method_type", type: "varchar", length: 32, nullable: true })
+  paymentMethodType!: string | null;
+
+  @Column({ name: "card", type: "jsonb", nullable: true })
+  card!: StoredCard | null;
+
+  @Column({ name: "customer_id", type: "varchar", length: 64, nullable: true })
+  customerId!: string | null;
+
+  @Column({ name: "email", type: "text", nullable: true })
+  email!: string | null;
+
+  @Column({ name: "description", type: "text", nullable: true })
+  description!: string | null;
+
+  @Column({ name: "statement_descriptor", type: "text", nullable: true })
+  statementDescriptor!: string | null;
+
+  @Column({ name: "return_url", type: "text", nullable: true })
+  returnUrl!: string | null;
+
+  @Column({ name: "client_secret", type: "text" })
+  clientSecret!: string;
+
+  @Column({ name: "next_action", type: "jsonb", nullable: true })
+  nextAction!: StoredNextAction | null;
+
+  @Column({ name: "error_code", type: "text", nullable: true })
+  errorCode!: string | null;
+
+  @Column({ name: "error_message", type: "text", nullable: true })
+  errorMessage!: string | null;
+
+  @Column({ name: "cancellation_reason", type: "text", nullable: true })
+  cancellationReason!: string | null;
+
+  @Column({ name: "metadata", type: "jsonb" })
+  metadata!: Record<string, string>;
+
+  /** Processor that holds the authorization, and its reference for capture/void/refund. */
+  @Column({ name: "processor", type: "varchar", length: 32, nullable: true })
+  processor!: string | null;
+
+  @Column({ name: "processor_reference", type: "text", nullable: true })
+  processorReference!: string | null;
+
+  /** Unguessable token in the 3DS page URL; the page needs no API key, this authorizes it. */
+  @Column({ name: "authentication_token", type: "varchar", length: 64, nullable: true })
+  authenticationToken!: string | null;
+
+  @Column({ name: "created", type: "timestamptz" })
+  created!: Date;
+
+  @Column({ name: "modified_at", type: "timestamptz" })
+  modifiedAt!: Date;
+}

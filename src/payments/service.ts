@@ -1,0 +1,341 @@
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { IsNull, type EntityManager } from "typeorm";
+import {
+  CaptureMethod,
+  CaptureMethodSchema,
+  PaymentMethod,
+  PaymentMethodSchema,
+  PaymentStatusSchema,
+  type PaymentMethodDataInput,
+  type PaymentService,
+} from "../../gen/paymentservice/v1/payment_pb.js";
+import type { App } from "../app.js";
+import { merchantOf, type MerchantCaller } from "../auth/caller.js";
+import { secretsEqual } from "../auth/api-key-secret.js";
+import { CustomerRow } from "../customers/customer.entity.js";
+import { isUniqueViolation } from "../db/errors.js";
+import { enumWord } from "../enum-words.js";
+import { ApiError, invalidField, missingField, notFound } from "../errors.js";
+import { callerIdProblem, newId, randomBase62 } from "../ids.js";
+import { ProfileRow } from "../merchants/profile.entity.js";
+import { cardView, readCard } from "../processors/card.js";
+import type { CardDetails, Processor } from "../processors/processor.js";
+import { processorFor } from "../processors/registry.js";
+import { email, text, url } from "../validation/fields.js";
+import { envelope, pageOf } from "../validation/list.js";
+import { mergeMetadata, newMetadata } from "../validation/metadata.js";
+import { amount, currency, positiveAmount } from "../validation/money.js";
+import { applyAuthorization, capturesOnAuthorization } from "./authorization.js";
+import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
+import { assertAllowed } from "./rules.js";
+import { lockPayment, savePayment } from "./store.js";
+import { toPayment } from "./view.js";
+
+/** Card details from a request, checked by the processor that will see them. */
+function requestedCard(app: App, processor: Processor, data: PaymentMethodDataInput | undefined): CardDetails | undefined {
+  if (data?.card === undefined) return undefined;
+  const field = "payment_method_data.card";
+  const card = readCard(data.card, field, app.clock.now());
+  processor.checkCard(card, field);
+  return card;
+}
+
+/** Only cards are processed today; other methods are accepted by the API but not yet by a processor. */
+function paymentMethodWord(method: PaymentMethod | undefined, card: CardDetails | undefined): string | undefined {
+  if (method !== undefined && method !== PaymentMethod.CARD) {
+    throw invalidField("payment_method", `${enumWord(PaymentMethodSchema, method)} is not supported yet; use card`);
+  }
+  return method === undefined && card === undefined ? undefined : "card";
+}
+
+function captureMethodWord(method: CaptureMethod | undefined): CaptureMethodWord {
+  return (method === undefined ? "automatic" : enumWord(CaptureMethodSchema, method)) as CaptureMethodWord;
+}
+
+/** capture_on belongs to scheduled capture only, and must lie ahead. */
+function captureOn(app: App, method: CaptureMethodWord, value: Timestamp | undefined): Date | null {
+  if (method !== "scheduled") {
+    if (value !== undefined) throw invalidField("capture_on", "only applies when capture_method is scheduled");
+    return null;
+  }
+  if (value === undefined) throw missingField("capture_on");
+  const at = timestampDate(value);
+  if (at <= app.clock.now()) throw invalidField("capture_on", "must be in the future");
+  return at;
+}
+
+/** A publishable key may act on a payment only with that payment's client_secret (decisions §2). */
+function assertClientSecret(caller: MerchantCaller, row: PaymentRow, clientSecret: string | undefined): void {
+  if (!caller.publishable) return;
+  if (clientSecret === undefined || clientSecret === "") throw missingField("client_secret");
+  if (!secretsEqual(clientSecret, row.clientSecret)) {
+    throw new ApiError("IR_22", "The client_secret does not match this payment");
+  }
+}
+
+async function assertProfile(em: EntityManager, caller: MerchantCaller, profileId: string): Promise<void> {
+  if (!(await em.existsBy(ProfileRow, { merchantId: caller.merchantId, profileId }))) {
+    throw notFound("Profile", profileId, "profile_id");
+  }
+}
+
+async function assertCustomer(em: EntityManager, caller: MerchantCaller, customerId: string): Promise<void> {
+  const exists = await em.existsBy(CustomerRow, {
+    merchantId: caller.merchantId,
+    livemode: caller.livemode,
+    customerId,
+    deletedAt: IsNull(),
+  });
+  if (!exists) throw notFound("Customer", customerId, "customer_id");
+}
+
+/**
+ * Payments (interface §4, decisions §4). Each operation is one pipeline: validate the request, lock
+ * and load the payment, check the state machine, call the processor, then write the result, its event
+ * and its jobs in the same transaction.
+ */
+export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
+  const { dataSource, clock } = app;
+
+  async function confirmed(row: PaymentRow, processor: Processor, card: CardDetails) {
+    const result = await processor.authorize({
+      idempotencyKey: `${row.merchantId}:${row.paymentId}:authorize`,
+      amount: row.amount,
+      currency: row.currency,
+      card,
+      capture: capturesOnAuthorization(row, clock.now()),
+    });
+    const view = cardView(card);
+    row.card = { last4: view.last4, brand: view.brand, exp_month: view.expMonth, exp_year: view.expYear };
+    row.paymentMethod = "card";
+    return applyAuthorization(app, row, result, processor.name);
+  }
+
+  return {
+    async createPayment(req, ctx) {
+      const caller = merchantOf(ctx);
+      const processor = processorFor(caller.livemode);
+      const paymentAmount = amount("amount", req.amount);
+      const paymentCurrency = currency("currency", req.currency);
+      if (req.profileId === undefined || req.profileId === "") throw missingField("profile_id");
+      const idProblem = req.paymentId === undefined ? undefined : callerIdProblem(req.paymentId);
+      if (idProblem !== undefined) throw invalidField("payment_id", idProblem);
+      const card = requestedCard(app, processor, req.paymentMethodData);
+      if (req.confirm === true && card === undefined) throw missingField("payment_method_data.card");
+      if (req.confirm !== true && card !== undefined) {
+        throw invalidField(
+          "payment_method_data",
+          "card details are never stored, so send them with confirm: true or to /payments/:payment_id/confirm",
+        );
+      }
+      const method = captureMethodWord(req.captureMethod);
+      const now = clock.now();
+      const paymentId = req.paymentId ?? newId("pay");
+      const fields: PaymentRow = {
+        merchantId: caller.merchantId,
+        livemode: caller.livemode,
+        paymentId,
+        profileId: req.profileId,
+        status: "requires_payment_method",
+        amount: paymentAmount,
+        currency: paymentCurrency,
+        amountCapturable: 0n,
+        amountReceived: null,
+        captureMethod: method,
+        captureOn: captureOn(app, method, req.captureOn),
+        paymentMethod: paymentMethodWord(req.paymentMethod, card) ?? null,
+        paymentMethodType: text("payment_method_type", req.paymentMethodType, 32) ?? null,
+        card: null,
+        customerId: req.customerId ?? null,
+        email: email("email", req.email) ?? null,
+        description: text("description", req.description, 1000) ?? null,
+        statementDescriptor: text("statement_descriptor", req.statementDescriptor, 22) ?? null,
+        returnUrl: url("return_url", req.returnUrl) ?? null,
+        clientSecret: `${paymentId}_secret_${randomBase62(24)}`,
+        nextAction: null,
+        errorCode: null,
+        errorMessage: null,
+        cancellationReason: null,
+        metadata: newMetadata("metadata", req.metadata),
+        processor: null,
+        processorReference: null,
+        authenticationToken: null,
+        created: now,
+        modifiedAt: now,
+      };
+      const row = Object.assign(new PaymentRow(), fields);
+      try {
+        await dataSource.transaction(async (em) => {
+          await assertProfile(em, caller, row.profileId);
+          if (row.customerId !== null) await assertCustomer(em, caller, row.customerId);
+          const jobs = card === undefined ? [] : await confirmed(row, processor, card);
+          await savePayment(em, app, row, undefined, jobs);
+        });
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        if (row.processorReference !== null && row.status === "requires_capture") {
+          await processor.void({ reference: row.processorReference });
+        }
+        throw new ApiError("HE_01", `A payment with payment_id ${paymentId} already exists`);
+      }
+      return toPayment(row);
+    },
+
+    async updatePayment(req, ctx) {
+      const caller = merchantOf(ctx);
+      const newAmount = req.amount === undefined ? undefined : positiveAmount("amount", req.amount);
+      const newCurrency = req.currency === undefined ? undefined : currency("currency", req.currency);
+      const changes: Partial<PaymentRow> = {};
+      if (req.description !== undefined) changes.description = text("description", req.description, 1000) || null;
+      if (req.email !== undefined) changes.email = email("email", req.email || undefined) ?? null;
+      if (req.returnUrl !== undefined) changes.returnUrl = url("return_url", req.returnUrl || undefined) ?? null;
+      if (req.statementDescriptor !== undefined) {
+        changes.statementDescriptor = text("statement_descriptor", req.statementDescriptor, 22) || null;
+      }
+      return dataSource.transaction(async (em) => {
+        const row = await lockPayment(em, caller, req.paymentId);
+        assertAllowed("update", row.status);
+        const previous = row.status;
+        if (req.customerId !== undefined) {
+          if (req.customerId !== "") await assertCustomer(em, caller, req.customerId);
+          changes.customerId = req.customerId || null;
+        }
+        if (req.captureMethod !== undefined || req.captureOn !== undefined) {
+          changes.captureMethod = req.captureMethod === undefined ? row.captureMethod : captureMethodWord(req.captureMethod);
+          changes.captureOn = captureOn(app, changes.captureMethod, req.captureOn ?? undefined);
+        }
+        Object.assign(row, changes);
+        if (newAmount !== undefined) {
+          row.amount = newAmount;
+          // Interface §3: an amount on a payment without a method moves it to requires_confirmation.
+          if (row.status === "requires_payment_method") row.status = "requires_confirmation";
+        }
+        if (newCurrency !== undefined) row.currency = newCurrency;
+        row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
+        row.modifiedAt = clock.now();
+        await savePayment(em, app, row, previous);
+        return toPayment(row);
+      });
+    },
+
+    async retrievePayment(req, ctx) {
+      const caller = merchantOf(ctx);
+      const row = await dataSource
+        .getRepository(PaymentRow)
+        .findOneBy({ merchantId: caller.merchantId, livemode: caller.livemode, paymentId: req.paymentId });
+      if (row === null) throw notFound("Payment", req.paymentId);
+      assertClientSecret(caller, row, req.clientSecret);
+      return toPayment(row);
+    },
+
+    async confirmPayment(req, ctx) {
+      const caller = merchantOf(ctx);
+      const processor = processorFor(caller.livemode);
+      const card = requestedCard(app, processor, req.paymentMethodData);
+      if (card === undefined) throw missingField("payment_method_data.card");
+      paymentMethodWord(req.paymentMethod, card);
+      const paymentMethodType = text("payment_method_type", req.paymentMethodType, 32);
+      const returnUrl = url("return_url", req.returnUrl);
+      return dataSource.transaction(async (em) => {
+        const row = await lockPayment(em, caller, req.paymentId);
+        assertClientSecret(caller, row, req.clientSecret);
+        assertAllowed("confirm", row.status);
+        const previous = row.status;
+        if (paymentMethodType !== undefined) row.paymentMethodType = paymentMethodType;
+        if (returnUrl !== undefined) row.returnUrl = returnUrl;
+        const jobs = await confirmed(row, processor, card);
+        await savePayment(em, app, row, previous, jobs);
+        return toPayment(row);
+      });
+    },
+
+    async capturePayment(req, ctx) {
+      const caller = merchantOf(ctx);
+      const requested = req.amountToCapture === undefined ? undefined : positiveAmount("amount_to_capture", req.amountToCapture);
+      return dataSource.transaction(async (em) => {
+        const row = await lockPayment(em, caller, req.paymentId);
+        assertAllowed("capture", row.status);
+        const toCapture = requested ?? row.amountCapturable;
+        if (toCapture > row.amountCapturable) {
+          throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
+        }
+        await captureAuthorized(app, row, toCapture);
+        await savePayment(em, app, row, "requires_capture");
+        return toPayment(row);
+      });
+    },
+
+    async cancelPayment(req, ctx) {
+      const caller = merchantOf(ctx);
+      const reason = text("cancellation_reason", req.cancellationReason, 255);
+      return dataSource.transaction(async (em) => {
+        const row = await lockPayment(em, caller, req.paymentId);
+        assertAllowed("cancel", row.status);
+        const previous = row.status;
+        await cancelAuthorized(app, row, reason ?? "requested_by_customer");
+        await savePayment(em, app, row, previous);
+        return toPayment(row);
+      });
+    },
+
+    async listPayments(req, ctx) {
+      const caller = merchantOf(ctx);
+      const page = pageOf(req);
+      const query = dataSource
+        .getRepository(PaymentRow)
+        .createQueryBuilder("p")
+        .where("p.merchant_id = :merchantId AND p.livemode = :livemode", {
+          merchantId: caller.merchantId,
+          livemode: caller.livemode,
+        });
+      if (page.createdGte) query.andWhere("p.created >= :gte", { gte: page.createdGte });
+      if (page.createdLte) query.andWhere("p.created <= :lte", { lte: page.createdLte });
+      if (req.status !== undefined) query.andWhere("p.status = :status", { status: enumWord(PaymentStatusSchema, req.status) });
+      if (req.customerId !== undefined) query.andWhere("p.customer_id = :customerId", { customerId: req.customerId });
+      if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
+      if (req.paymentMethod !== undefined) {
+        query.andWhere("p.payment_method = :method", { method: enumWord(PaymentMethodSchema, req.paymentMethod) });
+      }
+      const [rows, total] = await query
+        .orderBy("p.created", "DESC")
+        .addOrderBy("p.payment_id", "DESC")
+        .skip(page.offset)
+        .take(page.limit)
+        .getManyAndCount();
+      return envelope(rows.map(toPayment), total, page);
+    },
+  };
+}
+
+/** Captures `amount` of an authorized payment: succeeded with amount_received, or failed if the processor refuses. */
+export async function captureAuthorized(app: App, row: PaymentRow, amount: bigint): Promise<void> {
+  const result = await processorFor(row.livemode).capture({
+    reference: row.processorReference!,
+    amount,
+    currency: row.currency,
+  });
+  row.modifiedAt = app.clock.now();
+  row.amountCapturable = 0n;
+  if (result.status === "succeeded") {
+    row.status = "succeeded";
+    row.amountReceived = amount;
+  } else {
+    row.status = "failed";
+    row.errorCode = result.errorCode;
+    row.errorMessage = result.errorMessage;
+  }
+}
+
+/** Cancels a payment, releasing its authorization at the processor if it holds one. */
+export async function cancelAuthorized(app: App, row: PaymentRow, reason: string): Promise<void> {
+  if (row.status === "requires_capture" && row.processorReference !== null) {
+    await processorFor(row.livemode).void({ reference: row.processorReference });
+  }
+  row.status = "cancelled";
+  row.cancellationReason = reason;
+  row.amountCapturable = 0n;
+  row.nextAction = null;
+  row.authenticationToken = null;
+  row.modifiedAt = app.clock.now();
+}

@@ -1,0 +1,124 @@
+import { invalidField } from "../errors.js";
+import { randomBase62 } from "../ids.js";
+import type { AuthorizeResult, CardDetails, PayoutDestination, Processor, StepResult } from "./processor.js";
+
+/** How a sandbox test card behaves (decisions §3). */
+type TestCard =
+  | { readonly outcome: "succeeds"; readonly disputeExpected?: true }
+  | { readonly outcome: "requires_authentication" }
+  | { readonly outcome: "declined"; readonly errorCode: string; readonly errorMessage: string };
+
+const succeeds: TestCard = { outcome: "succeeds" };
+const cardDeclined = { errorCode: "card_declined", errorMessage: "Your card was declined." } as const;
+
+/** The test cards of decisions §3; the number alone decides the outcome, so no state is needed. */
+const testCards: ReadonlyMap<string, TestCard> = new Map<string, TestCard>([
+  ["4242424242424242", succeeds],
+  ["4111111111111111", succeeds],
+  ["5555555555554444", succeeds],
+  ["378282246310005", succeeds],
+  ["6011111111111117", succeeds],
+  ["4000000000003220", { outcome: "requires_authentication" }],
+  ["4000000000009995", { outcome: "declined", errorCode: "insufficient_funds", errorMessage: "Your card has insufficient funds." }],
+  ["4000000000000002", { outcome: "declined", ...cardDeclined }],
+  ["4000000000000259", { outcome: "succeeds", disputeExpected: true }],
+]);
+
+/**
+ * checkCard refuses unknown cards before anything is stored; should one get through anyway (say a
+ * payout fulfilled long after it was created), it is declined as a real processor would.
+ */
+function testCardFor(number: string): TestCard {
+  return testCards.get(number) ?? { outcome: "declined", ...cardDeclined };
+}
+
+/** Bank accounts with a scripted failure (decisions §3); every other account succeeds. */
+const failingBankAccounts: ReadonlyMap<string, { readonly errorCode: string; readonly errorMessage: string }> = new Map([
+  ["000111111116", { errorCode: "account_closed", errorMessage: "The bank account is closed." }],
+]);
+
+/** References look like a real processor's: opaque and unique, so nothing can be inferred from them. */
+function newReference(): string {
+  return `sbx_${randomBase62(24)}`;
+}
+
+/**
+ * The built-in processor behind sandbox keys (decisions §3). It holds no state: every outcome
+ * follows from the arguments, so any number of service instances behave alike.
+ */
+export class SandboxProcessor implements Processor {
+  readonly name = "sandbox";
+
+  checkCard(card: Omit<CardDetails, "cvc">, field: string): void {
+    if (!testCards.has(card.number)) {
+      throw invalidField(`${field}.card_number`, "card not supported in sandbox, use a test card");
+    }
+  }
+
+  async authorize(request: { readonly card: CardDetails; readonly capture: boolean }): Promise<AuthorizeResult> {
+    const reference = newReference();
+    const testCard = testCardFor(request.card.number);
+    switch (testCard.outcome) {
+      case "succeeds":
+        return {
+          status: request.capture ? "captured" : "authorized",
+          reference,
+          ...(testCard.disputeExpected ? { disputeExpected: true } : {}),
+        };
+      case "requires_authentication":
+        return { status: "requires_authentication", reference };
+      case "declined":
+        return { status: "declined", reference, errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
+    }
+  }
+
+  async completeAuthentication(request: {
+    readonly reference: string;
+    readonly authenticated: boolean;
+    readonly capture: boolean;
+  }): Promise<AuthorizeResult> {
+    const { reference } = request;
+    if (!request.authenticated) {
+      return {
+        status: "declined",
+        reference,
+        errorCode: "authentication_failed",
+        errorMessage: "The cardholder failed 3D Secure authentication.",
+      };
+    }
+    return { status: request.capture ? "captured" : "authorized", reference };
+  }
+
+  async capture(): Promise<StepResult> {
+    return { status: "succeeded", reference: newReference() };
+  }
+
+  async void(): Promise<StepResult> {
+    return { status: "succeeded", reference: newReference() };
+  }
+
+  async refund(): Promise<StepResult> {
+    return { status: "succeeded", reference: newReference() };
+  }
+
+  /**
+   * Payouts follow decisions §3 for the destinations it names. Beyond those: a test card declines
+   * as it would for a payment (4000000000009995 → insufficient_funds) and otherwise succeeds, since
+   * a payout has no cardholder to authenticate; any other card is declined card_declined (checkCard
+   * should have refused it up front). Any bank account without a scripted failure succeeds,
+   * so sandbox users can try payouts with their own test data.
+   */
+  async payout(request: { readonly destination: PayoutDestination }): Promise<StepResult> {
+    const reference = newReference();
+    const { destination } = request;
+    if (destination.type === "bank") {
+      const failure = failingBankAccounts.get(destination.accountNumber);
+      return failure === undefined ? { status: "succeeded", reference } : { status: "declined", reference, ...failure };
+    }
+    const testCard = testCardFor(destination.card.number);
+    if (testCard.outcome === "declined") {
+      return { status: "declined", reference, errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
+    }
+    return { status: "succeeded", reference };
+  }
+}

@@ -10,11 +10,12 @@ import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
 import { JobRunner } from "./jobs/runner.js";
-import { authenticationPath, createAuthenticationPages } from "./payments/authentication-page.js";
+import { createAuthenticationPages } from "./payments/authentication-page.js";
+import { authenticationPath } from "./payments/authorization.js";
 import { paymentJobHandlers } from "./payments/jobs.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import routes from "./routes.js";
-import { createDualProtocolServer } from "./transport/listener.js";
+import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { createNodeHandler } from "./transport/node-handler.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
 import { registerReflection } from "./transport/reflection.js";
@@ -27,6 +28,8 @@ export interface App {
   readonly hasher: ApiKeyHasher;
   /** The embedded database, when DATABASE_URL is unset. */
   readonly embedded: EmbeddedDatabase | undefined;
+  /** Base of URLs handed to browsers: PUBLIC_BASE_URL, or this instance's own port on localhost. */
+  readonly publicBaseUrl: string;
 }
 
 /** A service listening on its port. */
@@ -49,7 +52,8 @@ export async function openApp(config: Config, clock: Clock = systemClock): Promi
     config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
-    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded };
+    const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
+    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded, publicBaseUrl };
   } catch (error) {
     await embedded?.close();
     throw error;
@@ -66,7 +70,20 @@ export async function closeApp(app: App): Promise<void> {
  * Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web, reflection and
  * the 3DS pages; and runs due jobs in the background.
  */
-export async function serve(app: App): Promise<RunningService> {
+export async function serve(opened: App): Promise<RunningService> {
+  // Bind first: with PORT=0 the port, and so the default public URL, is known only then.
+  let handle: DualProtocolHandler = (_req, res) => {
+    res.statusCode = 503;
+    res.end();
+  };
+  const listener = createDualProtocolServer((req, res) => handle(req, res));
+  await new Promise<void>((resolve, reject) => {
+    listener.server.once("error", reject);
+    listener.server.listen(opened.config.port, "0.0.0.0", () => resolve());
+  });
+  const { port } = listener.server.address() as AddressInfo;
+  const app: App = opened.config.publicBaseUrl === undefined ? { ...opened, publicBaseUrl: `http://localhost:${port}` } : opened;
+
   const keys = app.dataSource.getRepository(ApiKeyRow);
   const router = createConnectRouter({
     interceptors: [
@@ -83,15 +100,8 @@ export async function serve(app: App): Promise<RunningService> {
   });
   routes(router, app);
   registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file))]);
+  handle = createNodeHandler(router, [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }]);
 
-  const listener = createDualProtocolServer(
-    createNodeHandler(router, [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }]),
-  );
-  await new Promise<void>((resolve, reject) => {
-    listener.server.once("error", reject);
-    listener.server.listen(app.config.port, "0.0.0.0", () => resolve());
-  });
-  const { port } = listener.server.address() as AddressInfo;
   const jobs = new JobRunner(app.dataSource, app.clock, paymentJobHandlers(app), app.config.jobPollMs);
   jobs.start();
   return {

@@ -9,8 +9,11 @@ export interface Config {
   readonly adminApiKey: string | undefined;
   readonly apiKeyHashSecret: string | undefined;
   readonly rateLimitPerMinute: number;
-  readonly publicBaseUrl: string;
+  /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
+  readonly publicBaseUrl: string | undefined;
   readonly databasePoolSize: number;
+  /** Processes serving the port (node:cluster); each is a full, stateless instance. */
+  readonly workers: number;
   /** How often each instance looks for due jobs (scheduled captures, expiries). */
   readonly jobPollMs: number;
 }
@@ -26,8 +29,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminApiKey: text(env, "ADMIN_API_KEY"),
     apiKeyHashSecret: text(env, "API_KEY_HASH_SECRET"),
     rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
-    publicBaseUrl: (text(env, "PUBLIC_BASE_URL") ?? `http://localhost:${port}`).replace(/\/+$/, ""),
+    publicBaseUrl: text(env, "PUBLIC_BASE_URL")?.replace(/\/+$/, ""),
     databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
+    workers: integer(env, "WORKERS", 1, 1, 64),
     jobPollMs: integer(env, "JOB_POLL_MS", 1000, 10, 3_600_000),
   };
 }

@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { pathToFileURL } from "node:url";
 import { closeApp, openApp, serve, type RunningService } from "./app.js";
 import { loadConfig } from "./config.js";
@@ -16,7 +17,7 @@ export async function main(): Promise<RunningService> {
   log.info("listening", { url: service.url, database: config.databaseUrl === undefined ? `embedded (${config.dataDir})` : "postgresql" });
   if (app.embedded !== undefined && (await app.dataSource.getRepository(MerchantRow).count()) === 0) {
     const start = await bootstrapSandbox(app);
-    process.stdout.write(describeSandboxStart(start, `http://localhost:${config.port}`));
+    process.stdout.write(describeSandboxStart(start, service.url));
   }
   const stop = async (signal: string) => {
     log.info("stopping", { signal });
@@ -29,9 +30,38 @@ export async function main(): Promise<RunningService> {
   return service;
 }
 
+/**
+ * Runs WORKERS copies of the service sharing the port, one per core: each is an ordinary stateless
+ * instance (own pool, own job runner), exactly as several machines behind a load balancer would be.
+ * The embedded database belongs to one process, so several workers need DATABASE_URL.
+ */
+function supervise(workers: number): void {
+  for (let i = 0; i < workers; i++) cluster.fork();
+  let stopping = false;
+  cluster.on("exit", (worker, code) => {
+    if (stopping) return;
+    log.error("worker exited; starting another", { pid: worker.process.pid, code });
+    cluster.fork();
+  });
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      stopping = true;
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+    });
+  }
+}
+
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((error: unknown) => {
+  const fail = (error: unknown) => {
     log.error("start failed", { error: error instanceof Error ? error.message : String(error) });
     process.exit(1);
-  });
+  };
+  try {
+    const { workers, databaseUrl } = loadConfig();
+    if (workers > 1 && databaseUrl === undefined) throw new Error("WORKERS > 1 needs DATABASE_URL: the embedded database has one owner");
+    if (workers > 1 && cluster.isPrimary) supervise(workers);
+    else main().catch(fail);
+  } catch (error) {
+    fail(error);
+  }
 }

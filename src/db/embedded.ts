@@ -22,7 +22,7 @@ export async function startEmbeddedDatabase(dataDir: string, maxConnections: num
     await mkdir(dir, { recursive: true });
     db = await PGlite.create({ dataDir: dir });
   }
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections });
+  const server = new PGLiteSocketServer({ db: withBatchAffinity(db), host: "127.0.0.1", port: 0, maxConnections });
   await server.start();
   return {
     url: `postgres://postgres@${server.getServerConn()}/postgres`,
@@ -31,4 +31,40 @@ export async function startEmbeddedDatabase(dataDir: string, maxConnections: num
       await db.close();
     },
   };
+}
+
+/** Frontend messages of the extended query protocol that leave a batch open until its Sync. */
+const batchMessages = new Set(["P", "B", "D", "E", "C", "H"].map((c) => c.charCodeAt(0)));
+/** Sync, simple Query and Terminate: the session is back to ReadyForQuery afterwards. */
+const batchEnds = new Set(["S", "Q", "X"].map((c) => c.charCodeAt(0)));
+
+/**
+ * PGlite has one session, which the socket server shares between connections message by message,
+ * keeping one connection's turn only while a transaction is open. An extended-protocol query
+ * outside a transaction (Parse, Bind, Execute … Sync) could then interleave with another
+ * connection's and run against its statement: "portal does not exist", or wrong rows
+ * (electric-sql/pglite#1046). This view of the database (the only members the server uses) reports
+ * an open batch as a transaction, so the server keeps the connection's turn until its Sync.
+ */
+function withBatchAffinity(db: PGlite): PGlite {
+  let batchOpen = false;
+  const view: Pick<PGlite, "waitReady" | "isInTransaction" | "runExclusive" | "execProtocolRawStream" | "exec"> = {
+    get waitReady() {
+      return db.waitReady;
+    },
+    isInTransaction: () => batchOpen || db.isInTransaction(),
+    runExclusive: (fn) => db.runExclusive(fn),
+    execProtocolRawStream: (message, options) => {
+      const type = message[0]!;
+      if (batchMessages.has(type)) batchOpen = true;
+      else if (batchEnds.has(type)) batchOpen = false;
+      return db.execProtocolRawStream(message, options);
+    },
+    // The server's ROLLBACK for a connection that went away mid-transaction ends its batch too.
+    exec: (query, options) => {
+      batchOpen = false;
+      return db.exec(query, options);
+    },
+  };
+  return view as PGlite;
 }

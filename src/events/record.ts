@@ -1,5 +1,4 @@
 import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
-import type { EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
 import { newId } from "../ids.js";
 import { writeMessage } from "../transport/rest/codec.js";
@@ -18,16 +17,11 @@ export interface EventSubject<Desc extends DescMessage> {
 }
 
 /**
- * Writes the `<resource>.<status>` event of a status change in the caller's transaction, so an event
- * exists exactly when the change it reports has committed. The snapshot is the REST shape that
- * retrieve returns, which is what webhook receivers get.
+ * The `<resource>.<status>` event of a status change. The snapshot is the REST shape that retrieve
+ * returns, which is what webhook receivers get.
  */
-export async function recordEvent<Desc extends DescMessage>(
-  em: EntityManager,
-  subject: EventSubject<Desc>,
-  clock: Clock,
-): Promise<void> {
-  await em.insert(EventRow, {
+export function newEvent<Desc extends DescMessage>(subject: EventSubject<Desc>, clock: Clock): EventRow {
+  return Object.assign(new EventRow(), {
     eventId: newId("evt"),
     merchantId: subject.merchantId,
     livemode: subject.livemode,
@@ -37,3 +31,4 @@ export async function recordEvent<Desc extends DescMessage>(
     created: clock.now(),
   });
 }
+

@@ -3,12 +3,9 @@ import { log } from "../log.js";
 import { processorFor } from "../processors/registry.js";
 import type { DualProtocolHandler } from "../transport/listener.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
-import { applyAuthorization, capturesOnAuthorization } from "./authorization.js";
+import { applyAuthorization, authenticationPath, capturesOnAuthorization } from "./authorization.js";
 import { PaymentRow } from "./payment.entity.js";
-import { lockPayment, savePayment } from "./store.js";
-
-/** Path prefix of the pages a customer's browser is sent to for 3D Secure. */
-export const authenticationPath = "/3ds/";
+import { lockPayment, writePaymentChange } from "./store.js";
 
 const escapes: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -125,7 +122,7 @@ async function authenticate(
       capture: capturesOnAuthorization(row, app.clock.now()),
     });
     const jobs = applyAuthorization(app, row, result, processor.name);
-    await savePayment(em, app, row, "requires_action", jobs);
+    await writePaymentChange(em, app, row, "requires_action", jobs);
     const profile = await em.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });
     return { paymentId: row.paymentId, status: row.status, returnUrl: row.returnUrl ?? profile?.returnUrl ?? null };
   });

@@ -5,6 +5,9 @@ import type { AuthorizeResult } from "../processors/processor.js";
 import type { PaymentRow } from "./payment.entity.js";
 import { authorizationValidityMs } from "./rules.js";
 
+/** Path prefix of the pages a customer's browser is sent to for 3D Secure. */
+export const authenticationPath = "/3ds/";
+
 /** Job kinds of payments, run by the job runner. */
 export const paymentJobs = {
   captureScheduled: "payment.capture_scheduled",
@@ -49,7 +52,7 @@ export function applyAuthorization(app: App, row: PaymentRow, result: AuthorizeR
       row.authenticationToken = randomBase62(40);
       row.nextAction = {
         type: "redirect_to_url",
-        redirect_to_url: `${app.config.publicBaseUrl}/3ds/${row.authenticationToken}`,
+        redirect_to_url: `${app.publicBaseUrl}${authenticationPath}${row.authenticationToken}`,
       };
       return [];
     }

@@ -2,7 +2,7 @@ import type { App } from "../app.js";
 import type { JobHandler } from "../jobs/runner.js";
 import { paymentJobs } from "./authorization.js";
 import { cancelAuthorized, captureAuthorized } from "./service.js";
-import { lockPayment, savePayment } from "./store.js";
+import { lockPayment, writePaymentChange } from "./store.js";
 
 /**
  * Time-based payment moves, run by the job runner: a scheduled capture at capture_on, and the end of
@@ -16,7 +16,7 @@ export function paymentJobHandlers(app: App): Map<string, JobHandler> {
         const row = await lockPayment(em, job, job.objectId);
         if (row.status !== "requires_capture") return;
         await captureAuthorized(app, row, row.amountCapturable);
-        await savePayment(em, app, row, "requires_capture");
+        await writePaymentChange(em, app, row, "requires_capture");
       },
     ],
     [
@@ -25,7 +25,7 @@ export function paymentJobHandlers(app: App): Map<string, JobHandler> {
         const row = await lockPayment(em, job, job.objectId);
         if (row.status !== "requires_capture") return;
         await cancelAuthorized(app, row, "expired");
-        await savePayment(em, app, row, "requires_capture");
+        await writePaymentChange(em, app, row, "requires_capture");
       },
     ],
   ]);

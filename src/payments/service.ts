@@ -18,7 +18,6 @@ import { isUniqueViolation } from "../db/errors.js";
 import { enumWord } from "../enum-words.js";
 import { ApiError, invalidField, missingField, notFound } from "../errors.js";
 import { callerIdProblem, newId, randomBase62 } from "../ids.js";
-import { ProfileRow } from "../merchants/profile.entity.js";
 import { cardView, readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { processorFor } from "../processors/registry.js";
@@ -29,7 +28,7 @@ import { amount, currency, positiveAmount } from "../validation/money.js";
 import { applyAuthorization, capturesOnAuthorization } from "./authorization.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { assertAllowed } from "./rules.js";
-import { lockPayment, savePayment } from "./store.js";
+import { lockPayment, writeNewPayment, writePaymentChange } from "./store.js";
 import { toPayment } from "./view.js";
 
 /** Card details from a request, checked by the processor that will see them. */
@@ -71,12 +70,6 @@ function assertClientSecret(caller: MerchantCaller, row: PaymentRow, clientSecre
   if (clientSecret === undefined || clientSecret === "") throw missingField("client_secret");
   if (!secretsEqual(clientSecret, row.clientSecret)) {
     throw new ApiError("IR_22", "The client_secret does not match this payment");
-  }
-}
-
-async function assertProfile(em: EntityManager, caller: MerchantCaller, profileId: string): Promise<void> {
-  if (!(await em.existsBy(ProfileRow, { merchantId: caller.merchantId, profileId }))) {
-    throw notFound("Profile", profileId, "profile_id");
   }
 }
 
@@ -165,19 +158,14 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         modifiedAt: now,
       };
       const row = Object.assign(new PaymentRow(), fields);
+      const jobs = card === undefined ? [] : await confirmed(row, processor, card);
       try {
-        await dataSource.transaction(async (em) => {
-          await assertProfile(em, caller, row.profileId);
-          if (row.customerId !== null) await assertCustomer(em, caller, row.customerId);
-          const jobs = card === undefined ? [] : await confirmed(row, processor, card);
-          await savePayment(em, app, row, undefined, jobs);
-        });
+        await writeNewPayment(dataSource.manager, app, row, jobs);
       } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-        if (row.processorReference !== null && row.status === "requires_capture") {
-          await processor.void({ reference: row.processorReference });
-        }
-        throw new ApiError("HE_01", `A payment with payment_id ${paymentId} already exists`);
+        // Nothing was written: release what the processor may already hold for this payment.
+        if (row.processorReference !== null) await releaseFunds(processor, row);
+        if (isUniqueViolation(error)) throw new ApiError("HE_01", `A payment with payment_id ${paymentId} already exists`);
+        throw error;
       }
       return toPayment(row);
     },
@@ -214,7 +202,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         if (newCurrency !== undefined) row.currency = newCurrency;
         row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
         row.modifiedAt = clock.now();
-        await savePayment(em, app, row, previous);
+        await writePaymentChange(em, app, row, previous);
         return toPayment(row);
       });
     },
@@ -245,7 +233,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         if (paymentMethodType !== undefined) row.paymentMethodType = paymentMethodType;
         if (returnUrl !== undefined) row.returnUrl = returnUrl;
         const jobs = await confirmed(row, processor, card);
-        await savePayment(em, app, row, previous, jobs);
+        await writePaymentChange(em, app, row, previous, jobs);
         return toPayment(row);
       });
     },
@@ -261,7 +249,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
           throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
         }
         await captureAuthorized(app, row, toCapture);
-        await savePayment(em, app, row, "requires_capture");
+        await writePaymentChange(em, app, row, "requires_capture");
         return toPayment(row);
       });
     },
@@ -274,7 +262,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         assertAllowed("cancel", row.status);
         const previous = row.status;
         await cancelAuthorized(app, row, reason ?? "requested_by_customer");
-        await savePayment(em, app, row, previous);
+        await writePaymentChange(em, app, row, previous);
         return toPayment(row);
       });
     },
@@ -324,6 +312,15 @@ export async function captureAuthorized(app: App, row: PaymentRow, amount: bigin
     row.status = "failed";
     row.errorCode = result.errorCode;
     row.errorMessage = result.errorMessage;
+  }
+}
+
+/** Gives back what the processor holds or took for a payment that could not be recorded. */
+async function releaseFunds(processor: Processor, row: PaymentRow): Promise<void> {
+  const reference = row.processorReference!;
+  if (row.status === "requires_capture") await processor.void({ reference });
+  if (row.status === "succeeded") {
+    await processor.refund({ idempotencyKey: `${row.merchantId}:${row.paymentId}:release`, reference, amount: row.amount, currency: row.currency });
   }
 }
 

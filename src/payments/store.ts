@@ -1,11 +1,13 @@
-import { In, type EntityManager } from "typeorm";
+import type { EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { App } from "../app.js";
+import { Statement } from "../db/statement.js";
 import { notFound } from "../errors.js";
-import { recordEvent } from "../events/record.js";
+import { EventRow } from "../events/event.entity.js";
+import { newEvent } from "../events/record.js";
 import { JobRow } from "../jobs/job.entity.js";
-import { enqueueJob, type NewJob } from "../jobs/runner.js";
-import { paymentJobs } from "./authorization.js";
+import type { NewJob } from "../jobs/runner.js";
+import { ProfileRow } from "../merchants/profile.entity.js";
 import { PaymentRow, type PaymentStatusWord } from "./payment.entity.js";
 import { terminalStatuses } from "./rules.js";
 import { toPayment } from "./view.js";
@@ -29,46 +31,74 @@ export async function lockPayment(em: EntityManager, scope: Scope, paymentId: st
   return row;
 }
 
+/** Adds the event of the status the payment is in and the jobs it needs to a statement. */
+function addEventAndJobs(statement: Statement, em: EntityManager, app: App, row: PaymentRow, jobs: NewJob[], after: string): void {
+  const event = newEvent(
+    {
+      merchantId: row.merchantId,
+      livemode: row.livemode,
+      resource: "payment",
+      objectId: row.paymentId,
+      status: row.status,
+      schema: PaymentSchema,
+      view: toPayment(row),
+    },
+    app.clock,
+  );
+  statement.insert("event", em.connection.getMetadata(EventRow), event, { after });
+  jobs.forEach((job, i) => {
+    const jobRow = Object.assign(new JobRow(), { ...job, attempts: 0, lastError: null, created: app.clock.now() });
+    statement.insert(`job${i}`, em.connection.getMetadata(JobRow), jobRow, { after });
+  });
+}
+
 /**
- * Writes a payment change with everything that must commit with it: the event of the status it
- * entered (if it changed), the jobs the new status needs, and the end of jobs a final status makes
- * pointless. `previous` is undefined for a new payment.
+ * Writes a new payment, the event of the status it starts in and its jobs in one statement. The
+ * profile and customer checks are part of the same statement; when one fails nothing is written and
+ * the error names the field.
  */
-export async function savePayment(
+export async function writeNewPayment(em: EntityManager, app: App, row: PaymentRow, jobs: NewJob[]): Promise<void> {
+  const statement = new Statement();
+  const merchant = statement.param(row.merchantId, "varchar");
+  const profile = statement.param(row.profileId, "varchar");
+  const customer = statement.param(row.customerId, "varchar");
+  const livemode = statement.param(row.livemode, "boolean");
+  const guard =
+    `EXISTS (SELECT 1 FROM profiles WHERE merchant_id = ${merchant} AND profile_id = ${profile}) AND ` +
+    `(${customer} IS NULL OR EXISTS (SELECT 1 FROM customers WHERE merchant_id = ${merchant} ` +
+    `AND livemode = ${livemode} AND customer_id = ${customer} AND deleted_at IS NULL))`;
+  statement.insert("payment", em.connection.getMetadata(PaymentRow), row, { guard });
+  addEventAndJobs(statement, em, app, row, jobs, "payment");
+  const [{ n }] = (await em.query(statement.sql("payment"), statement.params)) as [{ n: number }];
+  if (n === 1) return;
+  if (!(await em.existsBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId }))) {
+    throw notFound("Profile", row.profileId, "profile_id");
+  }
+  throw notFound("Customer", row.customerId ?? "", "customer_id");
+}
+
+/**
+ * Writes a change to a locked payment in one statement with everything that must commit with it: the
+ * event of the status it entered (if it changed), the jobs the new status needs, and the end of jobs
+ * a final status makes pointless.
+ */
+export async function writePaymentChange(
   em: EntityManager,
   app: App,
   row: PaymentRow,
-  previous: PaymentStatusWord | undefined,
+  previous: PaymentStatusWord,
   jobs: NewJob[] = [],
 ): Promise<void> {
-  if (previous === undefined) {
-    await em.insert(PaymentRow, row);
-  } else {
-    const { merchantId, livemode, paymentId, ...changes } = row;
-    await em.update(PaymentRow, { merchantId, livemode, paymentId }, changes);
-  }
-  if (row.status !== previous) {
-    await recordEvent(
-      em,
-      {
-        merchantId: row.merchantId,
-        livemode: row.livemode,
-        resource: "payment",
-        objectId: row.paymentId,
-        status: row.status,
-        schema: PaymentSchema,
-        view: toPayment(row),
-      },
-      app.clock,
+  const statement = new Statement().update("payment", em.connection.getMetadata(PaymentRow), row);
+  if (row.status !== previous) addEventAndJobs(statement, em, app, row, jobs, "payment");
+  if (terminalStatuses.has(row.status)) {
+    statement.raw(
+      "ended_jobs",
+      `DELETE FROM jobs WHERE merchant_id = ${statement.param(row.merchantId, "varchar")} ` +
+        `AND livemode = ${statement.param(row.livemode, "boolean")} AND object_id = ${statement.param(row.paymentId, "varchar")} ` +
+        `AND kind LIKE 'payment.%'`,
     );
   }
-  if (previous !== undefined && terminalStatuses.has(row.status)) {
-    await em.delete(JobRow, {
-      merchantId: row.merchantId,
-      livemode: row.livemode,
-      objectId: row.paymentId,
-      kind: In(Object.values(paymentJobs)),
-    });
-  }
-  for (const job of jobs) await enqueueJob(em, job, app.clock);
+  await em.query(statement.sql("payment"), statement.params);
 }
+

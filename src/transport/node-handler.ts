@@ -1,6 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { createAsyncIterable, readAllBytes, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { log } from "../log.js";
 import type { DualProtocolHandler } from "./listener.js";
 import { createRestHandler } from "./rest/handler.js";
@@ -28,7 +28,28 @@ export function createNodeHandler(router: ConnectRouter, pages: readonly Pages[]
       return;
     }
     handler(universalRequestFromNodeRequest(req, res, undefined, undefined))
+      .then((answer) => withoutEchoedValue(answer))
       .then((answer) => universalResponseToNodeResponse(answer, res))
       .catch((reason: unknown) => log.error("rpc response failed", { path: req.url, error: String(reason) }));
   };
+}
+
+/**
+ * connect's JSON decoder quotes the offending value in its error ("cannot decode field
+ * paymentservice.v1.CardInput.card_number from JSON: expected string, got 4242…"), and that value may
+ * be a card number or CVC (decisions §4). Such a Connect error keeps its message up to the field name.
+ */
+async function withoutEchoedValue(answer: UniversalServerResponse): Promise<UniversalServerResponse> {
+  const header = answer.header;
+  if (answer.status !== 400 || answer.body === undefined || header === undefined) return answer;
+  if (header.get("content-type") !== "application/json" || header.has("content-encoding")) return answer;
+  const bytes = await readAllBytes(answer.body, 1024 * 1024);
+  const error = JSON.parse(new TextDecoder().decode(bytes)) as { message?: unknown };
+  if (typeof error.message === "string" && error.message.includes(" from JSON: ")) {
+    error.message = error.message.replace(/ from JSON: [\s\S]*$/, " from JSON");
+    const redacted = new TextEncoder().encode(JSON.stringify(error));
+    header.set("content-length", String(redacted.byteLength));
+    return { ...answer, body: createAsyncIterable([redacted]) };
+  }
+  return { ...answer, body: createAsyncIterable([bytes]) };
 }

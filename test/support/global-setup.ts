@@ -1,11 +1,14 @@
 import { closeApp, openApp } from "../../src/app.js";
+import { dropFileDatabases } from "./database.js";
 import { testConfig } from "./service.js";
 
 /**
- * On real PostgreSQL, migrate once before the test files start, so parallel files never race to
- * create the schema (the embedded database is per file and migrates itself).
+ * On real PostgreSQL, migrate DATABASE_URL's database once: it is the template each test file clones
+ * its own database from (see database.ts). The embedded database is per file and migrates itself.
  */
-export default async function setup(): Promise<void> {
-  if (process.env.DATABASE_URL === undefined) return;
+export default async function setup(): Promise<(() => Promise<void>) | void> {
+  const url = process.env.DATABASE_URL;
+  if (url === undefined) return;
   await closeApp(await openApp(testConfig()));
+  return () => dropFileDatabases(url);
 }

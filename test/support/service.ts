@@ -1,13 +1,15 @@
 import { closeApp, openApp, serve, type App } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import type { Clock } from "../../src/clock.js";
+import type { JobRunner } from "../../src/jobs/runner.js";
+import { fileDatabaseUrl } from "./database.js";
 
 /** The operator key every test service accepts. */
 export const adminApiKey = "test-admin-key";
 
 /**
  * Configuration for a test service: an ephemeral port, real PostgreSQL when DATABASE_URL is set and
- * a private in-memory embedded database otherwise.
+ * a private in-memory embedded database otherwise. startService points it at the file's own database.
  */
 export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
   return loadConfig({
@@ -25,16 +27,23 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
 export interface TestService {
   readonly url: string;
   readonly app: App;
+  /** This instance's job runner: tests call runDue() rather than wait for its poll. */
+  readonly jobs: JobRunner;
   close(): Promise<void>;
 }
 
-/** Starts the real service (database, migrations, port) as `npm start` does. */
+/**
+ * Starts the real service (database, migrations, port) as `npm start` does. Services of one test file
+ * share the file's database, like instances behind a load balancer.
+ */
 export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<TestService> {
-  const app = await openApp(testConfig(overrides), clock);
+  const databaseUrl = await fileDatabaseUrl();
+  const app = await openApp(testConfig({ ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }), ...overrides }), clock);
   const running = await serve(app);
   return {
     url: running.url,
     app,
+    jobs: running.jobs,
     async close() {
       await running.close();
       await closeApp(app);

@@ -32,7 +32,10 @@ function enumWords(desc: DescEnum): string {
 function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? "an object" : JSON.stringify(value);
+  if (typeof value === "object") return "an object";
+  // A value with a run of digits may be a misplaced card number or CVC (decisions §4): name its
+  // type, never repeat it, as error messages reach clients and logs.
+  return /[0-9]{3}/.test(String(value)) ? `a ${typeof value}` : JSON.stringify(value);
 }
 
 /**

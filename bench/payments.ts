@@ -1,0 +1,188 @@
+/*
+ * `npm run bench`: payments throughput and latency against a running service, over REST and over
+ * Connect, written into docs/performance.md.
+ *
+ * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running; without them it starts
+ * one (`npm start`) on DATABASE_URL, default a `payments_bench` database in the local PostgreSQL.
+ * BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { writeFile } from "node:fs/promises";
+import os from "node:os";
+import readline from "node:readline";
+import autocannon from "autocannon";
+import pg from "pg";
+
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
+
+interface Result {
+  scenario: string;
+  protocol: string;
+  paymentsPerSecond: number;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = target.pathname.slice(1);
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: "/postgres" }).toString() });
+  await admin.connect();
+  const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+  if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, "")}"`);
+  await admin.end();
+}
+
+async function startServer(databaseUrl: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
+  const adminKey = "bench-admin-key";
+  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    env: { ...process.env, PORT: "0", DATABASE_URL: databaseUrl, ADMIN_API_KEY: adminKey, API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = readline.createInterface({ input: child.stdout! });
+  for await (const line of lines) {
+    const url = /"message":"listening","url":"([^"]+)"/.exec(line)?.[1];
+    if (url !== undefined) {
+      // Keep draining the request log so the server never blocks on a full pipe.
+      lines.on("line", () => undefined);
+      return { url, adminKey, child };
+    }
+  }
+  throw new Error("the server exited before listening");
+}
+
+async function newMerchant(url: string, adminKey: string): Promise<{ apiKey: string; profileId: string }> {
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(url + path, { method: "POST", headers: { "content-type": "application/json", "admin-api-key": adminKey }, body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as Record<string, string>;
+  };
+  const merchant = await post("/merchants", { merchant_name: "Bench" });
+  const key = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox" });
+  return { apiKey: key.api_key!, profileId: merchant.default_profile_id! };
+}
+
+/** Request shapes of one protocol: REST speaks the documented dialect, Connect proto JSON. */
+function protocolOf(name: "REST" | "Connect", profileId: string) {
+  if (name === "REST") {
+    return {
+      createPath: "/payments",
+      confirmPath: (id: string) => `/payments/${id}/confirm`,
+      create: (confirm: boolean) => ({ amount: 1000, currency: "USD", profile_id: profileId, ...(confirm ? { confirm: true, payment_method_data: { card } } : {}) }),
+      confirm: (_id: string) => ({ payment_method_data: { card } }),
+      idOf: (body: string) => (JSON.parse(body) as { payment_id: string }).payment_id,
+    };
+  }
+  const connectCard = { cardNumber: card.card_number, cardExpMonth: card.card_exp_month, cardExpYear: card.card_exp_year, cardCvc: card.card_cvc };
+  return {
+    createPath: "/paymentservice.v1.PaymentService/CreatePayment",
+    confirmPath: (_id: string) => "/paymentservice.v1.PaymentService/ConfirmPayment",
+    create: (confirm: boolean) => ({ amount: "1000", currency: "USD", profileId, ...(confirm ? { confirm: true, paymentMethodData: { card: connectCard } } : {}) }),
+    confirm: (id: string) => ({ paymentId: id, paymentMethodData: { card: connectCard } }),
+    idOf: (body: string) => (JSON.parse(body) as { paymentId: string }).paymentId,
+  };
+}
+
+async function run(url: string, apiKey: string, profileId: string, protocolName: "REST" | "Connect", twoStep: boolean): Promise<Result> {
+  const protocol = protocolOf(protocolName, profileId);
+  const headers = { "content-type": "application/json", "api-key": apiKey };
+  const requests: autocannon.Request[] = twoStep
+    ? [
+        { method: "POST", path: protocol.createPath, headers, body: JSON.stringify(protocol.create(false)) },
+        {
+          method: "POST",
+          headers,
+          setupRequest: (req, context) => {
+            const id = (context as { paymentId: string }).paymentId;
+            return { ...req, path: protocol.confirmPath(id), body: JSON.stringify(protocol.confirm(id)) };
+          },
+        },
+      ]
+    : [{ method: "POST", path: protocol.createPath, headers, body: JSON.stringify(protocol.create(true)) }];
+  if (twoStep) {
+    requests[0]!.onResponse = (status, body, context) => {
+      if (status === 200) (context as { paymentId?: string }).paymentId = protocol.idOf(body);
+    };
+  }
+  const result = await autocannon({ url, connections, duration: seconds, requests });
+  const completed = result.requests.total / requests.length;
+  return {
+    scenario: twoStep ? "create, then confirm" : "create with confirm",
+    protocol: protocolName,
+    paymentsPerSecond: Math.round(completed / seconds),
+    requestsPerSecond: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+async function describeDatabase(databaseUrl: string): Promise<string> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const version = (await client.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0]!.v;
+  const fsync = (await client.query<{ fsync: string }>("SHOW fsync")).rows[0]!.fsync;
+  const commit = (await client.query<{ synchronous_commit: string }>("SHOW synchronous_commit")).rows[0]!.synchronous_commit;
+  await client.end();
+  return `${version} on 127.0.0.1 (fsync=${fsync}, synchronous_commit=${commit})`;
+}
+
+async function main(): Promise<void> {
+  const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/payments_bench";
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  if (process.env.BENCH_URL === undefined) {
+    await ensureDatabase(databaseUrl);
+    server = await startServer(databaseUrl);
+  }
+  const url = process.env.BENCH_URL ?? server!.url;
+  const adminKey = process.env.BENCH_ADMIN_KEY ?? server!.adminKey;
+  try {
+    const { apiKey, profileId } = await newMerchant(url, adminKey);
+    const results: Result[] = [];
+    // Warm-up: JIT, connection pools and caches, not measured.
+    await autocannon({ url, connections, duration: 3, requests: [{ method: "POST", path: "/payments", headers: { "content-type": "application/json", "api-key": apiKey }, body: JSON.stringify(protocolOf("REST", profileId).create(true)) }] });
+    for (const protocol of ["REST", "Connect"] as const) {
+      for (const twoStep of [false, true]) {
+        const result = await run(url, apiKey, profileId, protocol, twoStep);
+        results.push(result);
+        console.log(JSON.stringify(result));
+      }
+    }
+    await writeReport(results, process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL");
+  } finally {
+    server?.child.kill("SIGTERM");
+    if (server !== undefined) await once(server.child, "exit");
+  }
+}
+
+async function writeReport(results: Result[], database: string): Promise<void> {
+  const cpus = os.cpus();
+  const rows = results.map(
+    (r) => `| ${r.scenario} | ${r.protocol} | ${r.paymentsPerSecond} | ${r.requestsPerSecond} | ${r.p50} | ${r.p99} | ${r.errors} |`,
+  );
+  const report = `# Performance
+
+Measured by \`npm run bench\` (bench/payments.ts): autocannon with ${connections} concurrent
+connections for ${seconds} s per scenario, after a 3 s warm-up, against one service started with
+\`npm start\` on the same machine. Each payment uses the 4242 test card (sandbox processor).
+"create with confirm" is one request per payment; "create, then confirm" two.
+
+- Date: ${new Date().toISOString().slice(0, 10)}
+- Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}
+- Node: ${process.version}; service workers: ${process.env.WORKERS ?? "default"}
+- Database: ${database}
+
+| Scenario | Protocol | Payments/s | Requests/s | p50 ms | p99 ms | Errors |
+|---|---|---|---|---|---|---|
+${rows.join("\n")}
+`;
+  await writeFile(new URL("../docs/performance.md", import.meta.url), report);
+  console.log(report);
+}
+
+await main();

@@ -1,0 +1,64 @@
+import type { EntityMetadata } from "typeorm";
+import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
+
+/** The SQL type of a column with its length (a bare `char` cast would truncate to one character). */
+function sqlType(column: ColumnMetadata): string {
+  return column.length === "" ? String(column.type) : `${String(column.type)}(${column.length})`;
+}
+
+/**
+ * One SQL statement made of data-modifying CTEs: a change, its event and its jobs reach PostgreSQL in
+ * a single round trip and commit atomically even outside an explicit transaction. Rows are written
+ * from the entities' own metadata, so a new column can never be forgotten here.
+ */
+export class Statement {
+  readonly params: unknown[] = [];
+  private readonly parts: string[] = [];
+
+  /** A bound parameter cast to `type`, so values inside INSERT … SELECT keep their column types. */
+  param(value: unknown, type: string): string {
+    this.params.push(value);
+    return `$${this.params.length}::${type}`;
+  }
+
+  /** The SELECT list of an entity's row: every column's value as a typed parameter. */
+  private rowOf(metadata: EntityMetadata, entity: object): { columns: string; values: string } {
+    const columns = metadata.columns.filter((c) => !c.isGenerated);
+    return {
+      columns: columns.map((c) => `"${c.databaseName}"`).join(", "),
+      values: columns.map((c) => this.param(c.getEntityValue(entity, true) ?? null, sqlType(c))).join(", "),
+    };
+  }
+
+  /** Adds `name AS (INSERT … SELECT … [WHERE guard] RETURNING 1)`. */
+  insert(name: string, metadata: EntityMetadata, entity: object, options: { guard?: string; after?: string } = {}): this {
+    const { columns, values } = this.rowOf(metadata, entity);
+    const from = options.after === undefined ? "" : ` FROM ${options.after}`;
+    const where = options.guard === undefined ? "" : ` WHERE ${options.guard}`;
+    this.parts.push(`${name} AS (INSERT INTO "${metadata.tableName}" (${columns}) SELECT ${values}${from}${where} RETURNING 1)`);
+    return this;
+  }
+
+  /** Adds `name AS (UPDATE … SET every non-key column WHERE key columns RETURNING 1)`. */
+  update(name: string, metadata: EntityMetadata, entity: object): this {
+    const set = metadata.columns
+      .filter((c) => !c.isPrimary)
+      .map((c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true) ?? null, sqlType(c))}`);
+    const key = metadata.primaryColumns.map(
+      (c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true), sqlType(c))}`,
+    );
+    this.parts.push(`${name} AS (UPDATE "${metadata.tableName}" SET ${set.join(", ")} WHERE ${key.join(" AND ")} RETURNING 1)`);
+    return this;
+  }
+
+  /** Adds a raw data-modifying CTE (e.g. a DELETE) whose parameters come from `param`. */
+  raw(name: string, sql: string): this {
+    this.parts.push(`${name} AS (${sql})`);
+    return this;
+  }
+
+  /** The statement; it returns how many rows the CTE `counted` wrote, as `n`. */
+  sql(counted: string): string {
+    return `WITH ${this.parts.join(",\n")}\nSELECT (SELECT count(*) FROM ${counted})::int AS n`;
+  }
+}

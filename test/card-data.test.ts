@@ -1,0 +1,362 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { toJsonString } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
+import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardInput } from "../gen/paymentservice/v1/payment_pb.js";
+import { startEmbeddedDatabase } from "../src/db/embedded.js";
+import { rpcClient } from "./support/clients.js";
+import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { adminApiKey } from "./support/service.js";
+
+/*
+ * Decisions §4 and the issue "no full card number or CVC in any table, log line or response": the
+ * real server runs as `npm start` does (a child process, PORT=0, LOG_LEVEL=info); merchants pay with
+ * test cards over REST and gRPC, and send rejected cards and malformed bodies; then every response,
+ * every line the server printed and every row of every table are searched for the card numbers and
+ * the CVCs.
+ */
+
+const repoRoot = path.resolve(import.meta.dirname, "..");
+const tsx = path.join(repoRoot, "node_modules/.bin/tsx");
+const expYear = String(new Date().getUTCFullYear() + 3);
+
+/** Distinctive CVCs, so that finding one next to "cvc" can only mean it was echoed or stored. */
+const cvc = "737";
+const amexCvc = "7373";
+
+/** Every number sent in this file: the test cards of decisions §3, one unsupported and one never valid. */
+const cards = {
+  visa: "4242424242424242",
+  visaDebit: "4111111111111111",
+  mastercard: "5555555555554444",
+  amex: "378282246310005",
+  discover: "6011111111111117",
+  threeDs: "4000000000003220",
+  insufficientFunds: "4000000000009995",
+  declined: "4000000000000002",
+  disputed: "4000000000000259",
+  unsupported: "4012888888881881",
+  badCheckDigit: "4242424242424241",
+} as const;
+
+/** A running `tsx src/server.ts` and everything it printed on stdout and stderr. */
+interface ServerProcess {
+  readonly url: string;
+  output(): string;
+  /** Stops it with SIGTERM and waits for the exit, so that every line it wrote has been read. */
+  stop(): Promise<void>;
+}
+
+async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env };
+  delete childEnv.DATABASE_URL;
+  delete childEnv.DATA_DIR;
+  const child: ChildProcess = spawn(tsx, ["src/server.ts"], {
+    cwd: repoRoot,
+    env: { ...childEnv, PORT: "0", LOG_LEVEL: "info", ADMIN_API_KEY: adminApiKey, API_KEY_HASH_SECRET: "test-hash-secret", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      for (const line of output.split("\n")) {
+        if (!line.startsWith("{")) continue;
+        const entry = JSON.parse(line) as { message?: string; url?: string };
+        if (entry.message === "listening" && entry.url !== undefined) resolve(entry.url);
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`the server exited (${code}) before listening:\n${output}`)));
+  });
+  return {
+    url,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Digits of `number`, allowing a space or dash between any two, as a log or a form might write it. */
+function cardPattern(number: string): RegExp {
+  return new RegExp(number.split("").join("[ -]?"));
+}
+
+function passesLuhn(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let digit = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 1) digit = digit * 2 > 9 ? digit * 2 - 9 : digit * 2;
+    sum += digit;
+  }
+  return sum % 10 === 0;
+}
+
+/**
+ * What in one record (a response body, a log line, a table row) looks like card data: one of the
+ * numbers sent, any Luhn-valid run of 15–19 digits, or a CVC next to "cvc".
+ */
+function cardDataIn(record: string): string[] {
+  const found: string[] = [];
+  for (const [name, number] of Object.entries(cards)) {
+    if (cardPattern(number).test(record)) found.push(`card number ${name}`);
+  }
+  for (const run of record.match(/\d{15,19}/g) ?? []) {
+    if (passesLuhn(run)) found.push(`Luhn-valid digit run ${run.slice(0, 6)}…`);
+  }
+  if (/cvc|cvv/i.test(record) && new RegExp(`\\b(${cvc}|${amexCvc})\\b`).test(record)) found.push("a CVC in a record about the CVC");
+  if (/(cvc|cvv)["'\s]*[:=]\s*["']?\d{3,4}\b/i.test(record)) found.push("a CVC value");
+  return found;
+}
+
+function expectNoCardData(records: readonly string[], where: string): void {
+  const findings = records.flatMap((record) => cardDataIn(record).map((finding) => `${finding} in: ${record.slice(0, 300)}`));
+  expect(findings, `card data in ${where}`).toEqual([]);
+}
+
+/** Every row of every table of the public schema, as JSON text. */
+async function dumpDatabase(url: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const tables = await client.query<{ table_name: string }>(
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
+    );
+    const rows: string[] = [];
+    for (const { table_name } of tables.rows) {
+      const result = await client.query<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM "${table_name}" t`);
+      rows.push(...result.rows.map(({ row }) => `${table_name}: ${row}`));
+    }
+    return rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe("card data (decisions §4)", () => {
+  /** Where the server keeps its data: real PostgreSQL when DATABASE_URL is set, else an embedded data dir. */
+  const databaseUrl = process.env.DATABASE_URL;
+  let dataDir: string | undefined;
+  let server: ServerProcess;
+  /** The raw body of every response the server gave in this file. */
+  const responses: string[] = [];
+
+  beforeAll(async () => {
+    if (databaseUrl === undefined) dataDir = await mkdtemp(path.join(os.tmpdir(), "card-data-"));
+    server = await spawnServer(databaseUrl === undefined ? { DATA_DIR: dataDir! } : { DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4" });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  /** A REST call with a raw body; the response text is kept for the final search. */
+  async function restCall(method: string, route: string, apiKey: string, body?: string) {
+    const res = await fetch(server.url + route, {
+      method,
+      headers: { "content-type": "application/json", "api-key": apiKey },
+      body,
+    });
+    const text = await res.text();
+    responses.push(`${JSON.stringify(Object.fromEntries(res.headers))} ${text}`);
+    return { status: res.status, body: JSON.parse(text) };
+  }
+
+  function cardBody(merchant: TestMerchant, number: string, extra: Record<string, unknown> = {}) {
+    return JSON.stringify({
+      amount: 1999,
+      currency: "EUR",
+      profile_id: merchant.profileId,
+      confirm: true,
+      payment_method: "card",
+      payment_method_data: {
+        card: { card_number: number, card_exp_month: "07", card_exp_year: expYear, card_cvc: number === cards.amex ? amexCvc : cvc, card_holder_name: "Jo Doe" },
+      },
+      ...extra,
+    });
+  }
+
+  it("answers REST card payments with last4, brand and expiry only", async () => {
+    const merchant = await newMerchant(server.url);
+    const expected: [string, string, string][] = [
+      [cards.visa, "succeeded", "visa"],
+      [cards.visaDebit, "succeeded", "visa"],
+      [cards.mastercard, "succeeded", "mastercard"],
+      [cards.amex, "succeeded", "amex"],
+      [cards.discover, "succeeded", "discover"],
+      [cards.threeDs, "requires_action", "visa"],
+      [cards.insufficientFunds, "failed", "visa"],
+      [cards.declined, "failed", "visa"],
+      [cards.disputed, "succeeded", "visa"],
+    ];
+    for (const [number, status, brand] of expected) {
+      const res = await restCall("POST", "/payments", merchant.apiKey, cardBody(merchant, number));
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.status).toBe(status);
+      expect(res.body.payment_method_data).toEqual({
+        card: { last4: number.slice(-4), brand, exp_month: "07", exp_year: expYear },
+      });
+      const retrieved = await restCall("GET", `/payments/${res.body.payment_id}`, merchant.apiKey);
+      expect(retrieved.body.payment_method_data).toEqual(res.body.payment_method_data);
+    }
+
+    // The two-step flow: create, then confirm with the card.
+    const created = await restCall(
+      "POST",
+      "/payments",
+      merchant.apiKey,
+      JSON.stringify({ amount: 500, currency: "USD", profile_id: merchant.profileId }),
+    );
+    expect(created.status).toBe(200);
+    const confirmed = await restCall(
+      "POST",
+      `/payments/${created.body.payment_id}/confirm`,
+      merchant.apiKey,
+      JSON.stringify({ payment_method: "card", payment_method_data: JSON.parse(cardBody(merchant, cards.mastercard)).payment_method_data }),
+    );
+    expect(confirmed.body).toMatchObject({ status: "succeeded", payment_method_data: { card: { last4: "4444", brand: "mastercard" } } });
+
+    expectNoCardData(responses, "REST responses");
+  });
+
+  it("answers gRPC card payments with the masked card only", async () => {
+    const merchant = await newMerchant(server.url);
+    const client = rpcClient(PaymentService, server.url, "grpc", { apiKey: merchant.apiKey });
+    const card = (number: string): CardInput =>
+      ({ cardNumber: number, cardExpMonth: "07", cardExpYear: expYear, cardCvc: number === cards.amex ? amexCvc : cvc }) as CardInput;
+    const pay = (number: string) =>
+      client.createPayment({
+        amount: 2999n,
+        currency: "GBP",
+        profileId: merchant.profileId,
+        confirm: true,
+        paymentMethod: PaymentMethod.CARD,
+        paymentMethodData: { card: card(number) },
+      });
+    const record = (reason: unknown) => {
+      const error = reason as ConnectError;
+      responses.push(`${error.rawMessage} ${JSON.stringify(error.findDetails(ErrorDetailSchema))} ${JSON.stringify(Object.fromEntries(error.metadata))}`);
+      return error;
+    };
+
+    for (const [number, status] of [
+      [cards.visa, PaymentStatus.SUCCEEDED],
+      [cards.amex, PaymentStatus.SUCCEEDED],
+      [cards.declined, PaymentStatus.FAILED],
+      [cards.threeDs, PaymentStatus.REQUIRES_ACTION],
+    ] as const) {
+      const payment = await pay(number);
+      responses.push(toJsonString(PaymentSchema, payment));
+      expect(payment.status).toBe(status);
+      expect(payment.paymentMethodData?.card?.last4).toBe(number.slice(-4));
+    }
+
+    const unsupported = record(await pay(cards.unsupported).catch((e: unknown) => e));
+    expect(unsupported.findDetails(ErrorDetailSchema)[0]?.code).toBe("IR_05");
+    expect(unsupported.rawMessage).toMatch(/card not supported in sandbox/);
+
+    const expired = record(
+      await client
+        .createPayment({
+          amount: 100n,
+          currency: "GBP",
+          profileId: merchant.profileId,
+          confirm: true,
+          paymentMethod: PaymentMethod.CARD,
+          paymentMethodData: { card: { ...card(cards.visa), cardExpMonth: "01", cardExpYear: "2020" } },
+        })
+        .catch((e: unknown) => e),
+    );
+    expect(expired.findDetails(ErrorDetailSchema)[0]?.code).toBe("IR_16");
+
+    expectNoCardData(responses, "gRPC responses");
+  });
+
+  it("rejects unsupported, expired and malformed cards with a 400 that does not repeat them", async () => {
+    const merchant = await newMerchant(server.url);
+    const rejected = async (body: string) => {
+      const res = await restCall("POST", "/payments", merchant.apiKey, body);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      return res.body.error.message as string;
+    };
+    const base = JSON.parse(cardBody(merchant, cards.visa));
+    const withCard = (card: Record<string, unknown>) =>
+      JSON.stringify({ ...base, payment_method_data: { card: { ...base.payment_method_data.card, ...card } } });
+
+    expect(await rejected(cardBody(merchant, cards.unsupported))).toMatch(/card not supported in sandbox, use a test card/);
+    expect(await rejected(withCard({ card_exp_month: "01", card_exp_year: "2020" }))).toMatch(/expired/);
+    expect(await rejected(withCard({ card_number: cards.badCheckDigit }))).toMatch(/card_number/);
+    expect(await rejected(withCard({ card_number: "4242-4242-4242-4242" }))).toMatch(/card_number/);
+    expect(await rejected(withCard({ card_cvc: "73" }))).toMatch(/card_cvc/);
+    // Wrong JSON types for the card fields, the card given as a bare string, misspelt keys, broken JSON.
+    expect(await rejected(withCard({ card_number: Number(cards.visa) }))).toMatch(/card_number/);
+    expect(await rejected(withCard({ card_cvc: Number(cvc) }))).toMatch(/card_cvc/);
+    expect(await rejected(JSON.stringify({ ...base, payment_method_data: { card: cards.visa } }))).toMatch(/payment_method_data\.card/);
+    expect(await rejected(JSON.stringify({ ...base, payment_method_data: { card: { number: cards.visa, cvc } } }))).toMatch(/number/);
+    expect(await rejected(JSON.stringify({ ...base, card_number: cards.visa }))).toMatch(/card_number/);
+    expect(await rejected(`${cardBody(merchant, cards.visa).slice(0, -1)},}`)).toMatch(/not valid JSON/);
+
+    // The same mistakes through the Connect protocol's JSON, which has its own parser.
+    const connect = async (card: unknown) => {
+      const res = await fetch(`${server.url}/paymentservice.v1.PaymentService/CreatePayment`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "api-key": merchant.apiKey },
+        body: JSON.stringify({ amount: "100", currency: "USD", profileId: merchant.profileId, confirm: true, paymentMethodData: { card } }),
+      });
+      responses.push(await res.text());
+      expect(res.status).toBe(400);
+    };
+    await connect({ cardNumber: Number(cards.visa), cardExpMonth: "07", cardExpYear: expYear, cardCvc: cvc });
+    await connect({ cardNumber: cards.visa, cardExpMonth: "07", cardExpYear: expYear, cardCvc: Number(cvc) });
+    await connect(cards.visa);
+
+    expectNoCardData(responses, "responses to rejected requests");
+  });
+
+  it("writes no card number or CVC to the log or to any table", async () => {
+    // Waiting for the exit makes sure every line the server wrote has been read.
+    await server.stop();
+    const lines = server.output().split("\n").filter((line) => line.trim() !== "");
+    const calls = lines.filter((line) => line.includes('"procedure":"/paymentservice.v1.PaymentService/CreatePayment"'));
+    expect(calls.some((line) => line.includes('"protocol":"rest"'))).toBe(true);
+    expect(calls.some((line) => line.includes('"protocol":"rpc"'))).toBe(true);
+    expectNoCardData(lines, "the server's output");
+
+    const db = databaseUrl === undefined ? await startEmbeddedDatabase(dataDir!, 2) : undefined;
+    try {
+      const rows = await dumpDatabase(databaseUrl ?? db!.url);
+      expect(rows.filter((row) => row.startsWith("payments: ")).length).toBeGreaterThan(0);
+      expect(rows.some((row) => row.startsWith("payments: ") && /"last4": ?"4242"/.test(row))).toBe(true);
+      expectNoCardData(rows, "the database");
+    } finally {
+      await db?.close();
+    }
+  });
+});
+
+describe("starting on PORT=0", () => {
+  it("prints the bound URL in its listening line, and a working first call for the bootstrapped sandbox key", async () => {
+    const server = await spawnServer({ DATA_DIR: ":memory:" });
+    try {
+      expect(server.url).toMatch(/^http:\/\/[^:]+:[1-9][0-9]*$/);
+      // On an empty embedded database the server prints a sandbox key and a curl line to try it.
+      const tryIt = /curl -H "api-key: ([^"]+)" (\S+)/;
+      await expect.poll(() => tryIt.test(server.output()), { timeout: 30_000 }).toBe(true);
+      const [, apiKey, healthUrl] = server.output().match(tryIt)!;
+      const res = await fetch(healthUrl!, { headers: { "api-key": apiKey! } });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { status: string }).status).toBe("ok");
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+});

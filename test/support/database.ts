@@ -1,0 +1,62 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+/*
+ * On PostgreSQL every test file works in a database of its own, cloned from DATABASE_URL's migrated
+ * database (the template). Files then never share jobs or clocks: a file that moves its clock a
+ * week ahead cannot expire another file's authorizations.
+ */
+
+function withDatabase(url: string, name: string): string {
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  return target.toString();
+}
+
+async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: withDatabase(url, "postgres") });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Prefix of the per-file databases cloned from the template at `url`. */
+function clonePrefix(url: string): string {
+  return `${new URL(url).pathname.slice(1)}_f_`;
+}
+
+let fileDatabase: Promise<string> | undefined;
+
+/** This test file's own database (created on first use), or undefined on the embedded database. */
+export function fileDatabaseUrl(): Promise<string> | undefined {
+  const template = process.env.DATABASE_URL;
+  if (template === undefined) return undefined;
+  fileDatabase ??= onServer(template, async (client) => {
+    const name = `${clonePrefix(template)}${randomBytes(6).toString("hex")}`;
+    const source = new URL(template).pathname.slice(1);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.query(`CREATE DATABASE "${name}" TEMPLATE "${source}"`);
+        return withDatabase(template, name);
+      } catch (error) {
+        // Two files cloning at the same instant briefly see each other on the template; try again.
+        if (attempt >= 20 || !String(error).includes("being accessed by other users")) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
+    }
+  });
+  return fileDatabase;
+}
+
+/** Drops every per-file database cloned from the template at `url`. */
+export async function dropFileDatabases(url: string): Promise<void> {
+  await onServer(url, async (client) => {
+    const clones = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [
+      clonePrefix(url),
+    ]);
+    for (const { datname } of clones.rows) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  });
+}

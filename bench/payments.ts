@@ -3,12 +3,13 @@
  * Connect, written into docs/performance.md.
  *
  * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running; without them it starts
- * one (`npm start`) on DATABASE_URL, default a `payments_bench` database in the local PostgreSQL.
- * BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario.
+ * one (`npm start`, WORKERS = one per core unless set) on DATABASE_URL, by default a `payments_bench`
+ * database in the local PostgreSQL over its Unix socket. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10)
+ * size each scenario.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import readline from "node:readline";
 import autocannon from "autocannon";
@@ -16,6 +17,7 @@ import pg from "pg";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const workers = process.env.WORKERS ?? String(os.cpus().length);
 const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 
 interface Result {
@@ -41,7 +43,7 @@ async function ensureDatabase(url: string): Promise<void> {
 async function startServer(databaseUrl: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
   const adminKey = "bench-admin-key";
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    env: { ...process.env, PORT: "0", DATABASE_URL: databaseUrl, ADMIN_API_KEY: adminKey, API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret" },
+    env: { ...process.env, WORKERS: workers, PORT: "0", DATABASE_URL: databaseUrl, ADMIN_API_KEY: adminKey, API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = readline.createInterface({ input: child.stdout! });
@@ -129,11 +131,12 @@ async function describeDatabase(databaseUrl: string): Promise<string> {
   const fsync = (await client.query<{ fsync: string }>("SHOW fsync")).rows[0]!.fsync;
   const commit = (await client.query<{ synchronous_commit: string }>("SHOW synchronous_commit")).rows[0]!.synchronous_commit;
   await client.end();
-  return `${version} on 127.0.0.1 (fsync=${fsync}, synchronous_commit=${commit})`;
+  const via = new URL(databaseUrl).searchParams.get("host") ?? new URL(databaseUrl).host;
+  return `${version} on this machine via ${via} (fsync=${fsync}, synchronous_commit=${commit})`;
 }
 
 async function main(): Promise<void> {
-  const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/payments_bench";
+  const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@localhost/payments_bench?host=/var/run/postgresql";
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   if (process.env.BENCH_URL === undefined) {
     await ensureDatabase(databaseUrl);
@@ -160,29 +163,40 @@ async function main(): Promise<void> {
   }
 }
 
+const reportFile = new URL("../docs/performance.md", import.meta.url);
+const startMarker = "<!-- bench:start -->";
+const endMarker = "<!-- bench:end -->";
+
+/** Replaces the measured part of docs/performance.md, keeping the analysis written around it. */
 async function writeReport(results: Result[], database: string): Promise<void> {
   const cpus = os.cpus();
   const rows = results.map(
     (r) => `| ${r.scenario} | ${r.protocol} | ${r.paymentsPerSecond} | ${r.requestsPerSecond} | ${r.p50} | ${r.p99} | ${r.errors} |`,
   );
-  const report = `# Performance
-
+  const measured = `${startMarker}
 Measured by \`npm run bench\` (bench/payments.ts): autocannon with ${connections} concurrent
-connections for ${seconds} s per scenario, after a 3 s warm-up, against one service started with
+connections for ${seconds} s per scenario, after a 3 s warm-up, against the service started with
 \`npm start\` on the same machine. Each payment uses the 4242 test card (sandbox processor).
 "create with confirm" is one request per payment; "create, then confirm" two.
 
 - Date: ${new Date().toISOString().slice(0, 10)}
 - Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}
-- Node: ${process.version}; service workers: ${process.env.WORKERS ?? "default"}
+- Node: ${process.version}; service: ${process.env.BENCH_URL === undefined ? `${workers} worker(s) (WORKERS), each a full instance` : process.env.BENCH_URL}
 - Database: ${database}
 
 | Scenario | Protocol | Payments/s | Requests/s | p50 ms | p99 ms | Errors |
 |---|---|---|---|---|---|---|
 ${rows.join("\n")}
-`;
-  await writeFile(new URL("../docs/performance.md", import.meta.url), report);
-  console.log(report);
+${endMarker}`;
+  const current = await readFile(reportFile, "utf8").catch(() => `# Performance\n\n${startMarker}\n${endMarker}\n`);
+  const start = current.indexOf(startMarker);
+  const end = current.indexOf(endMarker);
+  const report =
+    start >= 0 && end > start
+      ? current.slice(0, start) + measured + current.slice(end + endMarker.length)
+      : `${current.trimEnd()}\n\n${measured}\n`;
+  await writeFile(reportFile, report);
+  console.log(measured);
 }
 
 await main();

@@ -3,7 +3,7 @@ import type { DescFile } from "@bufbuild/protobuf";
 import { createConnectRouter } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
-import { ApiKeyRow } from "./api-keys/api-key.entity.js";
+import { findKeyByHash } from "./api-keys/lookup.js";
 import { ApiKeyHasher, resolveHashSecret } from "./auth/api-key-secret.js";
 import { createAuthInterceptor } from "./auth/interceptor.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -84,7 +84,6 @@ export async function serve(opened: App): Promise<RunningService> {
   const { port } = listener.server.address() as AddressInfo;
   const app: App = opened.config.publicBaseUrl === undefined ? { ...opened, publicBaseUrl: `http://localhost:${port}` } : opened;
 
-  const keys = app.dataSource.getRepository(ApiKeyRow);
   const router = createConnectRouter({
     interceptors: [
       outcomeInterceptor,
@@ -92,7 +91,7 @@ export async function serve(opened: App): Promise<RunningService> {
         adminApiKey: app.config.adminApiKey,
         hasher: app.hasher,
         clock: app.clock,
-        findKey: (keyHash) => keys.findOneBy({ keyHash }),
+        findKey: (keyHash) => findKeyByHash(app.dataSource, keyHash),
       }),
     ],
     acceptCompression: [compressionGzip],

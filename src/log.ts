@@ -4,9 +4,24 @@
  */
 type Fields = Record<string, unknown>;
 
+const silent = process.env.LOG_LEVEL === "silent";
+let pending: string[] = [];
+
+/** Writes the lines of one event-loop turn with one system call instead of one per line. */
+function flush(): void {
+  if (pending.length === 0) return;
+  const lines = pending.join("");
+  pending = [];
+  process.stdout.write(lines);
+}
+
+// stdout to a file or pipe is synchronous on Linux, so lines logged just before an exit still land.
+process.on("exit", flush);
+
 function write(level: "info" | "warn" | "error", message: string, fields: Fields): void {
-  if (process.env.LOG_LEVEL === "silent") return;
-  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
+  if (silent) return;
+  if (pending.length === 0) setImmediate(flush);
+  pending.push(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
 }
 
 /** The service's logger. */

@@ -1,7 +1,7 @@
 import { getOption } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { Access, access } from "../../gen/paymentservice/v1/options_pb.js";
-import type { ApiKeyRow } from "../api-keys/api-key.entity.js";
+import type { KeyRecord } from "../api-keys/lookup.js";
 import type { Clock } from "../clock.js";
 import { ApiError } from "../errors.js";
 import { type ApiKeyHasher, parseKeyType, secretsEqual } from "./api-key-secret.js";
@@ -13,7 +13,7 @@ export interface AuthDependencies {
   readonly hasher: ApiKeyHasher;
   readonly clock: Clock;
   /** Looks a key up by its keyed hash, in the database on every call so revocation is immediate everywhere. */
-  findKey(hash: Buffer): Promise<ApiKeyRow | null>;
+  findKey(hash: Buffer): Promise<KeyRecord | null>;
 }
 
 /**

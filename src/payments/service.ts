@@ -160,7 +160,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       const row = Object.assign(new PaymentRow(), fields);
       const jobs = card === undefined ? [] : await confirmed(row, processor, card);
       try {
-        await writeNewPayment(dataSource.manager, app, row, jobs);
+        await writeNewPayment(app, row, jobs);
       } catch (error) {
         // Nothing was written: release what the processor may already hold for this payment.
         if (row.processorReference !== null) await releaseFunds(processor, row);

@@ -1,6 +1,7 @@
 import type { EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { App } from "../app.js";
+import { preparedQuery } from "../db/prepared.js";
 import { Statement } from "../db/statement.js";
 import { notFound } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
@@ -57,7 +58,8 @@ function addEventAndJobs(statement: Statement, em: EntityManager, app: App, row:
  * profile and customer checks are part of the same statement; when one fails nothing is written and
  * the error names the field.
  */
-export async function writeNewPayment(em: EntityManager, app: App, row: PaymentRow, jobs: NewJob[]): Promise<void> {
+export async function writeNewPayment(app: App, row: PaymentRow, jobs: NewJob[]): Promise<void> {
+  const em = app.dataSource.manager;
   const statement = new Statement();
   const merchant = statement.param(row.merchantId, "varchar");
   const profile = statement.param(row.profileId, "varchar");
@@ -69,8 +71,8 @@ export async function writeNewPayment(em: EntityManager, app: App, row: PaymentR
     `AND livemode = ${livemode} AND customer_id = ${customer} AND deleted_at IS NULL))`;
   statement.insert("payment", em.connection.getMetadata(PaymentRow), row, { guard });
   addEventAndJobs(statement, em, app, row, jobs, "payment");
-  const [{ n }] = (await em.query(statement.sql("payment"), statement.params)) as [{ n: number }];
-  if (n === 1) return;
+  const [result] = await preparedQuery<{ n: number }>(app.dataSource, statement.sql("payment"), statement.params);
+  if (result?.n === 1) return;
   if (!(await em.existsBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId }))) {
     throw notFound("Profile", row.profileId, "profile_id");
   }

@@ -64,7 +64,10 @@ async function transcode(
   );
 
   const abort = new AbortController();
-  res.once("close", () => abort.abort());
+  // Only a client that goes away early aborts the call (aborting creates a DOMException, not free).
+  res.once("close", () => {
+    if (!res.writableFinished) abort.abort();
+  });
   const header = new Headers({ "content-type": "application/proto", "connect-protocol-version": "1" });
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined && !name.startsWith(":") && !transferHeaders.has(name)) {

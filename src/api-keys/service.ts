@@ -12,6 +12,7 @@ import { ApiError, invalidField, missingField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
 import { text } from "../validation/fields.js";
+import { fetchPage } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { ApiKeyRow } from "./api-key.entity.js";
 
@@ -131,14 +132,7 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
         .where("k.merchant_id = :merchantId", { merchantId: scope.merchantId })
         .andWhere("k.revoked_at IS NULL");
       if (scope.livemode !== undefined) query.andWhere("k.livemode = :livemode", { livemode: scope.livemode });
-      if (page.createdGte) query.andWhere("k.created >= :gte", { gte: page.createdGte });
-      if (page.createdLte) query.andWhere("k.created <= :lte", { lte: page.createdLte });
-      const [rows, total] = await query
-        .orderBy("k.created", "DESC")
-        .addOrderBy("k.key_id", "DESC")
-        .skip(page.offset)
-        .take(page.limit)
-        .getManyAndCount();
+      const [rows, total] = await fetchPage(query, "key_id", page);
       return envelope(rows.map((row) => toApiKey(row)), total, page);
     },
 

@@ -10,6 +10,7 @@ import { callerIdProblem, newId } from "../ids.js";
 import { addressFromStore, addressToStore } from "../validation/address.js";
 import { change, email, phone, phoneCountryCode, text } from "../validation/fields.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
+import { fetchPage } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { isUniqueViolation } from "../db/errors.js";
 import { CustomerRow } from "./customer.entity.js";
@@ -132,15 +133,8 @@ export function customerService(app: App): ServiceImpl<typeof CustomerService> {
           merchantId: caller.merchantId,
           livemode: caller.livemode,
         });
-      if (page.createdGte) query.andWhere("c.created >= :gte", { gte: page.createdGte });
-      if (page.createdLte) query.andWhere("c.created <= :lte", { lte: page.createdLte });
       if (req.email !== undefined) query.andWhere("c.email = :email", { email: req.email });
-      const [rows, total] = await query
-        .orderBy("c.created", "DESC")
-        .addOrderBy("c.customer_id", "DESC")
-        .skip(page.offset)
-        .take(page.limit)
-        .getManyAndCount();
+      const [rows, total] = await fetchPage(query, "customer_id", page);
       return envelope(rows.map(toCustomer), total, page);
     },
 

@@ -22,6 +22,7 @@ import { cardView, readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { processorFor } from "../processors/registry.js";
 import { email, text, url } from "../validation/fields.js";
+import { fetchPage } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
@@ -277,20 +278,13 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
           merchantId: caller.merchantId,
           livemode: caller.livemode,
         });
-      if (page.createdGte) query.andWhere("p.created >= :gte", { gte: page.createdGte });
-      if (page.createdLte) query.andWhere("p.created <= :lte", { lte: page.createdLte });
       if (req.status !== undefined) query.andWhere("p.status = :status", { status: enumWord(PaymentStatusSchema, req.status) });
       if (req.customerId !== undefined) query.andWhere("p.customer_id = :customerId", { customerId: req.customerId });
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
       if (req.paymentMethod !== undefined) {
         query.andWhere("p.payment_method = :method", { method: enumWord(PaymentMethodSchema, req.paymentMethod) });
       }
-      const [rows, total] = await query
-        .orderBy("p.created", "DESC")
-        .addOrderBy("p.payment_id", "DESC")
-        .skip(page.offset)
-        .take(page.limit)
-        .getManyAndCount();
+      const [rows, total] = await fetchPage(query, "payment_id", page);
       return envelope(rows.map(toPayment), total, page);
     },
   };

@@ -1,0 +1,22 @@
+import type { ObjectLiteral, SelectQueryBuilder } from "typeorm";
+import type { Page } from "../validation/list.js";
+
+/**
+ * Runs a list query the documented way (decisions §7): the creation window, newest first with ties
+ * broken by id so pages never overlap, one page, and the exact number of matches.
+ */
+export function fetchPage<Row extends ObjectLiteral>(
+  query: SelectQueryBuilder<Row>,
+  idColumn: string,
+  page: Page,
+): Promise<[Row[], number]> {
+  const alias = query.alias;
+  if (page.createdGte) query.andWhere(`${alias}.created >= :createdGte`, { createdGte: page.createdGte });
+  if (page.createdLte) query.andWhere(`${alias}.created <= :createdLte`, { createdLte: page.createdLte });
+  return query
+    .orderBy(`${alias}.created`, "DESC")
+    .addOrderBy(`${alias}.${idColumn}`, "DESC")
+    .skip(page.offset)
+    .take(page.limit)
+    .getManyAndCount();
+}

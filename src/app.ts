@@ -9,6 +9,7 @@ import { createAuthInterceptor } from "./auth/interceptor.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { useNamedStatements } from "./db/prepared.js";
 import { JobRunner } from "./jobs/runner.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/authorization.js";
@@ -52,6 +53,7 @@ export async function openApp(config: Config, clock: Clock = systemClock): Promi
     config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
+    if (embedded === undefined) useNamedStatements(dataSource);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded, publicBaseUrl };
   } catch (error) {

@@ -4,6 +4,18 @@ import type { DataSource } from "typeorm";
 
 const names = new Map<string, string>();
 
+/**
+ * Data sources whose connections are real PostgreSQL sessions. The embedded database serves every
+ * connection from one shared session, where a name prepared by one connection would clash with the
+ * same name prepared by the next, so it runs statements unnamed.
+ */
+const sessionPerConnection = new WeakSet<DataSource>();
+
+/** Marks a data source as real PostgreSQL, where named statements are per connection. */
+export function useNamedStatements(dataSource: DataSource): void {
+  sessionPerConnection.add(dataSource);
+}
+
 /** A stable name per statement text, so each pooled connection parses and plans it only once. */
 function nameOf(text: string): string {
   let name = names.get(text);
@@ -25,6 +37,7 @@ export async function preparedQuery<Row extends pg.QueryResultRow>(
   values: unknown[],
 ): Promise<Row[]> {
   const pool = (dataSource.driver as unknown as { master: pg.Pool }).master;
-  const result = await pool.query<Row>({ name: nameOf(text), text, values });
+  const name = sessionPerConnection.has(dataSource) ? nameOf(text) : undefined;
+  const result = await pool.query<Row>({ name, text, values });
   return result.rows;
 }

@@ -14,6 +14,7 @@ import { JobRunner } from "./jobs/runner.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/authorization.js";
 import { paymentJobHandlers } from "./payments/jobs.js";
+import { refundJobHandlers } from "./refunds/jobs.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
@@ -31,6 +32,8 @@ export interface App {
   readonly embedded: EmbeddedDatabase | undefined;
   /** Base of URLs handed to browsers: PUBLIC_BASE_URL, or this instance's own port on localhost. */
   readonly publicBaseUrl: string;
+  /** This instance's job runner; serve() registers the handlers and starts it. */
+  readonly jobs: JobRunner;
 }
 
 /** A service listening on its port. */
@@ -38,8 +41,6 @@ export interface RunningService {
   readonly app: App;
   /** Base URL of the port, e.g. http://127.0.0.1:8080. */
   readonly url: string;
-  /** This instance's job runner; tests may call runDue() instead of waiting for its poll. */
-  readonly jobs: JobRunner;
   close(): Promise<void>;
 }
 
@@ -55,7 +56,8 @@ export async function openApp(config: Config, clock: Clock = systemClock): Promi
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
     if (embedded === undefined) useNamedStatements(dataSource);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
-    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded, publicBaseUrl };
+    const jobs = new JobRunner(dataSource, clock, config.jobPollMs);
+    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded, publicBaseUrl, jobs };
   } catch (error) {
     await embedded?.close();
     throw error;
@@ -103,14 +105,14 @@ export async function serve(opened: App): Promise<RunningService> {
   registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file))]);
   handle = createNodeHandler(router, [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }]);
 
-  const jobs = new JobRunner(app.dataSource, app.clock, paymentJobHandlers(app), app.config.jobPollMs);
-  jobs.start();
+  app.jobs.register(paymentJobHandlers(app));
+  app.jobs.register(refundJobHandlers(app));
+  app.jobs.start();
   return {
     app,
     url: `http://127.0.0.1:${port}`,
-    jobs,
     async close() {
-      await jobs.stop();
+      await app.jobs.stop();
       await listener.close();
     },
   };

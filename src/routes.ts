@@ -15,6 +15,7 @@ import { customerService } from "./customers/service.js";
 import { healthService } from "./health/service.js";
 import { merchantService } from "./merchants/service.js";
 import { paymentService } from "./payments/service.js";
+import { refundService } from "./refunds/service.js";
 
 /**
  * Every service the API serves, registered once: the same handlers answer Connect, gRPC, gRPC-Web and
@@ -28,7 +29,7 @@ export default function routes(router: ConnectRouter, app: App): ConnectRouter {
     .service(ApiKeyService, apiKeyService(app))
     .service(CustomerService, customerService(app))
     .service(PaymentService, paymentService(app))
-    .service(RefundService, {})
+    .service(RefundService, refundService(app))
     .service(PayoutService, {})
     .service(DisputeService, {})
     .service(EventService, {})

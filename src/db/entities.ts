@@ -5,6 +5,7 @@ import { JobRow } from "../jobs/job.entity.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { PaymentRow } from "../payments/payment.entity.js";
+import { RefundRow } from "../refunds/refund.entity.js";
 
 /** Every entity the data source maps; each lives in the folder of its resource. */
-export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, EventRow, JobRow];
+export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, RefundRow, EventRow, JobRow];

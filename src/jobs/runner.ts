@@ -31,34 +31,61 @@ function retryDelayMs(attempts: number): number {
  * back to a job that is still there.
  */
 export class JobRunner {
+  private readonly handlers = new Map<string, JobHandler>();
+  private started = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private wokenDuringTick = false;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
-    private readonly handlers: ReadonlyMap<string, JobHandler>,
     private readonly pollMs: number,
   ) {}
 
+  /** Adds the handlers of one resource's job kinds. */
+  register(handlers: ReadonlyMap<string, JobHandler>): void {
+    for (const [kind, handler] of handlers) this.handlers.set(kind, handler);
+  }
+
   /** Starts polling. */
   start(): void {
-    const tick = () => {
-      this.running = this.runDue()
-        .then(() => undefined)
-        .catch((error: unknown) => log.error("job runner tick failed", { error: String(error) }))
-        .finally(() => {
-          if (this.timer !== undefined) this.timer = setTimeout(tick, this.pollMs);
-        });
-    };
-    this.timer = setTimeout(tick, this.pollMs);
+    this.started = true;
+    this.schedule(this.pollMs);
+  }
+
+  /**
+   * Runs due jobs now rather than at the next poll: called after a commit that created a job due at
+   * once (an instant refund), so it runs within milliseconds on this instance.
+   */
+  wake(): void {
+    if (!this.started) return;
+    if (this.running !== undefined) this.wokenDuringTick = true;
+    else this.schedule(0);
   }
 
   /** Stops polling and waits for the job in progress. */
   async stop(): Promise<void> {
+    this.started = false;
     clearTimeout(this.timer);
-    this.timer = undefined;
     await this.running;
+  }
+
+  private schedule(delayMs: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), delayMs);
+  }
+
+  private tick(): void {
+    this.running = this.runDue()
+      .then(() => undefined)
+      .catch((error: unknown) => log.error("job runner tick failed", { error: String(error) }))
+      .finally(() => {
+        this.running = undefined;
+        const again = this.wokenDuringTick;
+        this.wokenDuringTick = false;
+        if (this.started) this.schedule(again ? 0 : this.pollMs);
+      });
   }
 
   /** Runs every job due now, one transaction each; returns how many ran. */

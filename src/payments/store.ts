@@ -4,9 +4,9 @@ import type { App } from "../app.js";
 import { preparedQuery } from "../db/prepared.js";
 import { Statement } from "../db/statement.js";
 import { notFound } from "../errors.js";
-import { EventRow } from "../events/event.entity.js";
+import { addEndOfJobs, addFollowUps } from "../db/follow-ups.js";
+import type { EventRow } from "../events/event.entity.js";
 import { newEvent } from "../events/record.js";
-import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { PaymentRow, type PaymentStatusWord } from "./payment.entity.js";
@@ -32,9 +32,9 @@ export async function lockPayment(em: EntityManager, scope: Scope, paymentId: st
   return row;
 }
 
-/** Adds the event of the status the payment is in and the jobs it needs to a statement. */
-function addEventAndJobs(statement: Statement, em: EntityManager, app: App, row: PaymentRow, jobs: NewJob[], after: string): void {
-  const event = newEvent(
+/** The event of the status a payment is in now. */
+function paymentEvent(app: App, row: PaymentRow): EventRow {
+  return newEvent(
     {
       merchantId: row.merchantId,
       livemode: row.livemode,
@@ -46,11 +46,6 @@ function addEventAndJobs(statement: Statement, em: EntityManager, app: App, row:
     },
     app.clock,
   );
-  statement.insert("event", em.connection.getMetadata(EventRow), event, { after });
-  jobs.forEach((job, i) => {
-    const jobRow = Object.assign(new JobRow(), { ...job, attempts: 0, lastError: null, created: app.clock.now() });
-    statement.insert(`job${i}`, em.connection.getMetadata(JobRow), jobRow, { after });
-  });
 }
 
 /**
@@ -70,7 +65,7 @@ export async function writeNewPayment(app: App, row: PaymentRow, jobs: NewJob[])
     `(${customer} IS NULL OR EXISTS (SELECT 1 FROM customers WHERE merchant_id = ${merchant} ` +
     `AND livemode = ${livemode} AND customer_id = ${customer} AND deleted_at IS NULL))`;
   statement.insert("payment", em.connection.getMetadata(PaymentRow), row, { guard });
-  addEventAndJobs(statement, em, app, row, jobs, "payment");
+  addFollowUps(statement, em, app.clock, { event: paymentEvent(app, row), jobs }, "payment");
   const [result] = await preparedQuery<{ n: number }>(app.dataSource, statement.sql("payment"), statement.params);
   if (result?.n === 1) return;
   if (!(await em.existsBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId }))) {
@@ -92,15 +87,8 @@ export async function writePaymentChange(
   jobs: NewJob[] = [],
 ): Promise<void> {
   const statement = new Statement().update("payment", em.connection.getMetadata(PaymentRow), row);
-  if (row.status !== previous) addEventAndJobs(statement, em, app, row, jobs, "payment");
-  if (terminalStatuses.has(row.status)) {
-    statement.raw(
-      "ended_jobs",
-      `DELETE FROM jobs WHERE merchant_id = ${statement.param(row.merchantId, "varchar")} ` +
-        `AND livemode = ${statement.param(row.livemode, "boolean")} AND object_id = ${statement.param(row.paymentId, "varchar")} ` +
-        `AND kind LIKE 'payment.%'`,
-    );
-  }
+  if (row.status !== previous) addFollowUps(statement, em, app.clock, { event: paymentEvent(app, row), jobs }, "payment");
+  if (terminalStatuses.has(row.status)) addEndOfJobs(statement, { ...row, objectId: row.paymentId }, "payment.");
   await em.query(statement.sql("payment"), statement.params);
 }
 

@@ -28,6 +28,9 @@ export type StepResult =
   | { readonly status: "succeeded"; readonly reference: string }
   | { readonly status: "declined"; readonly reference: string; readonly errorCode: string; readonly errorMessage: string };
 
+/** Outcome of a refund: processors may also hold one for a manual review by their staff. */
+export type RefundResult = StepResult | { readonly status: "manual_review"; readonly reference: string };
+
 /** A payout destination as the processor receives it. */
 export type PayoutDestination =
   | { readonly type: "card"; readonly card: Omit<CardDetails, "cvc"> }
@@ -79,7 +82,7 @@ export interface Processor {
     readonly reference: string;
     readonly amount: bigint;
     readonly currency: string;
-  }): Promise<StepResult>;
+  }): Promise<RefundResult>;
 
   /** Sends money to a card or bank account. */
   payout(request: {

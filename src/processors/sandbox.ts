@@ -1,6 +1,6 @@
 import { invalidField } from "../errors.js";
 import { randomBase62 } from "../ids.js";
-import type { AuthorizeResult, CardDetails, PayoutDestination, Processor, StepResult } from "./processor.js";
+import type { AuthorizeResult, CardDetails, PayoutDestination, Processor, RefundResult, StepResult } from "./processor.js";
 
 /** How a sandbox test card behaves (decisions §3). */
 type TestCard =
@@ -35,6 +35,13 @@ function testCardFor(number: string): TestCard {
 /** Bank accounts with a scripted failure (decisions §3); every other account succeeds. */
 const failingBankAccounts: ReadonlyMap<string, { readonly errorCode: string; readonly errorMessage: string }> = new Map([
   ["000111111116", { errorCode: "account_closed", errorMessage: "The bank account is closed." }],
+]);
+
+/** Refund amounts with a scripted outcome, the refund counterpart of the test cards. */
+type ScriptedRefund = "manual_review" | { readonly errorCode: string; readonly errorMessage: string };
+const scriptedRefunds: ReadonlyMap<bigint, ScriptedRefund> = new Map<bigint, ScriptedRefund>([
+  [9995n, { errorCode: "refund_declined", errorMessage: "The card issuer declined the refund." }],
+  [9996n, "manual_review"],
 ]);
 
 /** References look like a real processor's: opaque and unique, so nothing can be inferred from them. */
@@ -97,8 +104,13 @@ export class SandboxProcessor implements Processor {
     return { status: "succeeded", reference: newReference() };
   }
 
-  async refund(): Promise<StepResult> {
-    return { status: "succeeded", reference: newReference() };
+  /** Refunds succeed, except the amounts scripted like test cards: 9995 fails, 9996 goes to manual review. */
+  async refund(request: { readonly amount: bigint }): Promise<RefundResult> {
+    const reference = newReference();
+    const scripted = scriptedRefunds.get(request.amount);
+    if (scripted === "manual_review") return { status: "manual_review", reference };
+    if (scripted !== undefined) return { status: "declined", reference, ...scripted };
+    return { status: "succeeded", reference };
   }
 
   /**

@@ -43,7 +43,7 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
   return {
     url: running.url,
     app,
-    jobs: running.jobs,
+    jobs: app.jobs,
     async close() {
       await running.close();
       await closeApp(app);

@@ -1,0 +1,38 @@
+import type { EntityManager } from "typeorm";
+import type { Clock } from "../clock.js";
+import { EventRow } from "../events/event.entity.js";
+import { JobRow } from "../jobs/job.entity.js";
+import type { NewJob } from "../jobs/runner.js";
+import type { Statement } from "./statement.js";
+
+/**
+ * Adds what must commit with a change — the event of the status it entered and the jobs it needs —
+ * to the change's statement, written only if the change (the CTE named `after`) wrote its row.
+ */
+export function addFollowUps(
+  statement: Statement,
+  em: EntityManager,
+  clock: Clock,
+  followUps: { event?: EventRow; jobs: readonly NewJob[] },
+  after: string,
+): void {
+  if (followUps.event !== undefined) statement.insert("event", em.connection.getMetadata(EventRow), followUps.event, { after });
+  followUps.jobs.forEach((job, i) => {
+    const row = Object.assign(new JobRow(), { ...job, attempts: 0, lastError: null, created: clock.now() });
+    statement.insert(`job${i}`, em.connection.getMetadata(JobRow), row, { after });
+  });
+}
+
+/** Adds the deletion of an object's pending jobs of `kindPrefix` (a final status makes them pointless). */
+export function addEndOfJobs(
+  statement: Statement,
+  object: { merchantId: string; livemode: boolean; objectId: string },
+  kindPrefix: string,
+): void {
+  statement.raw(
+    "ended_jobs",
+    `DELETE FROM jobs WHERE merchant_id = ${statement.param(object.merchantId, "varchar")} ` +
+      `AND livemode = ${statement.param(object.livemode, "boolean")} AND object_id = ${statement.param(object.objectId, "varchar")} ` +
+      `AND starts_with(kind, ${statement.param(kindPrefix, "text")})`,
+  );
+}

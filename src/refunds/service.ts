@@ -1,0 +1,153 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "typeorm";
+import {
+  RefundReasonSchema,
+  RefundStatusSchema,
+  RefundType,
+  type RefundReason,
+  type RefundService,
+} from "../../gen/paymentservice/v1/refund_pb.js";
+import type { App } from "../app.js";
+import { merchantOf } from "../auth/caller.js";
+import { fetchPage } from "../db/list-query.js";
+import { enumWord } from "../enum-words.js";
+import { ApiError, invalidRequest, missingField, notFound } from "../errors.js";
+import { newId } from "../ids.js";
+import { lockPayment, type Scope } from "../payments/store.js";
+import { envelope, pageOf } from "../validation/list.js";
+import { mergeMetadata, newMetadata } from "../validation/metadata.js";
+import { positiveAmount } from "../validation/money.js";
+import { RefundRow } from "./refund.entity.js";
+import { lockRefund, processRefundJob, writeNewRefund, writeRefundChange } from "./store.js";
+import { toRefund } from "./view.js";
+
+/** Refund statuses that hold money back from being refunded again. */
+const countedStatuses = ["pending", "succeeded", "manual_review"];
+
+/**
+ * What is still refundable on a payment whose row the caller has locked: what was captured minus
+ * the refunds that are pending, succeeded or in manual review (decisions §4). The payment lock is
+ * what makes concurrent refunds see each other.
+ */
+async function refundable(em: EntityManager, scope: Scope, paymentId: string, received: bigint): Promise<bigint> {
+  const [{ total }] = (await em.query(
+    `SELECT coalesce(sum(amount), 0)::text AS total FROM refunds
+      WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($4)`,
+    [scope.merchantId, scope.livemode, paymentId, countedStatuses],
+  )) as [{ total: string }];
+  return received - BigInt(total);
+}
+
+function reasonWord(reason: RefundReason | undefined): string | null {
+  return reason === undefined ? null : enumWord(RefundReasonSchema, reason);
+}
+
+/**
+ * Refunds (interface §4, decisions §9). Create locks the payment, checks the refundable amount and
+ * writes the refund with its event and its processing job in one transaction; the job runner sends it
+ * to the processor right after the commit (instant) or at the settlement run (scheduled).
+ */
+export function refundService(app: App): ServiceImpl<typeof RefundService> {
+  const { dataSource, clock } = app;
+
+  return {
+    async createRefund(req, ctx) {
+      const caller = merchantOf(ctx);
+      if (req.paymentId === undefined || req.paymentId === "") throw missingField("payment_id");
+      const requested = req.amount === undefined ? undefined : positiveAmount("amount", req.amount);
+      const scheduled = req.refundType === RefundType.SCHEDULED;
+      const row = await dataSource.transaction(async (em) => {
+        const payment = await lockPayment(em, caller, req.paymentId!);
+        if (payment.status !== "succeeded") {
+          throw new ApiError("IR_14", `This payment cannot be refunded because its status is ${payment.status}; expected succeeded`);
+        }
+        const left = await refundable(em, caller, payment.paymentId, payment.amountReceived ?? 0n);
+        const amount = requested ?? left;
+        if (amount > left || amount === 0n) {
+          throw new ApiError("IR_13", `The refund amount ${amount} exceeds what is left to refund on this payment (${left})`);
+        }
+        const now = clock.now();
+        const refund = Object.assign(new RefundRow(), {
+          merchantId: caller.merchantId,
+          livemode: caller.livemode,
+          refundId: newId("ref"),
+          paymentId: payment.paymentId,
+          status: "pending",
+          amount,
+          currency: payment.currency,
+          reason: reasonWord(req.reason),
+          refundType: scheduled ? "scheduled" : "instant",
+          errorCode: null,
+          errorMessage: null,
+          metadata: newMetadata("metadata", req.metadata),
+          processorReference: null,
+          created: now,
+          updated: now,
+        } satisfies RefundRow);
+        const delayMs = scheduled ? app.config.scheduledRefundDelaySeconds * 1000 : 0;
+        await writeNewRefund(em, app, refund, [
+          { kind: processRefundJob, merchantId: refund.merchantId, livemode: refund.livemode, objectId: refund.refundId, runAt: new Date(now.getTime() + delayMs) },
+        ]);
+        return refund;
+      });
+      if (!scheduled) app.jobs.wake();
+      return toRefund(row);
+    },
+
+    async updateRefund(req, ctx) {
+      const caller = merchantOf(ctx);
+      if (req.amount !== undefined) throw invalidRequest("The field amount of a refund cannot be updated; create another refund");
+      if (req.paymentId !== undefined) throw invalidRequest("The field payment_id of a refund cannot be updated");
+      return dataSource.transaction(async (em) => {
+        const row = await lockRefund(em, caller, req.refundId);
+        if (req.reason !== undefined) row.reason = reasonWord(req.reason);
+        row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
+        row.updated = clock.now();
+        await writeRefundChange(em, app, row, row.status);
+        return toRefund(row);
+      });
+    },
+
+    async retrieveRefund(req, ctx) {
+      const caller = merchantOf(ctx);
+      const row = await dataSource
+        .getRepository(RefundRow)
+        .findOneBy({ merchantId: caller.merchantId, livemode: caller.livemode, refundId: req.refundId });
+      if (row === null) throw notFound("Refund", req.refundId);
+      return toRefund(row);
+    },
+
+    async cancelRefund(req, ctx) {
+      const caller = merchantOf(ctx);
+      return dataSource.transaction(async (em) => {
+        const row = await lockRefund(em, caller, req.refundId);
+        if (row.status !== "pending" || row.refundType !== "scheduled") {
+          throw new ApiError(
+            "IR_16",
+            `This refund cannot be cancelled: it is ${row.status} and ${row.refundType}; only a pending scheduled refund can`,
+          );
+        }
+        row.status = "cancelled";
+        row.updated = clock.now();
+        await writeRefundChange(em, app, row, "pending");
+        return toRefund(row);
+      });
+    },
+
+    async listRefunds(req, ctx) {
+      const caller = merchantOf(ctx);
+      const page = pageOf(req);
+      const query = dataSource
+        .getRepository(RefundRow)
+        .createQueryBuilder("r")
+        .where("r.merchant_id = :merchantId AND r.livemode = :livemode", {
+          merchantId: caller.merchantId,
+          livemode: caller.livemode,
+        });
+      if (req.paymentId !== undefined) query.andWhere("r.payment_id = :paymentId", { paymentId: req.paymentId });
+      if (req.status !== undefined) query.andWhere("r.status = :status", { status: enumWord(RefundStatusSchema, req.status) });
+      const [rows, total] = await fetchPage(query, "refund_id", page);
+      return envelope(rows.map(toRefund), total, page);
+    },
+  };
+}

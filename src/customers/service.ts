@@ -10,7 +10,7 @@ import { callerIdProblem, newId } from "../ids.js";
 import { addressFromStore, addressToStore } from "../validation/address.js";
 import { change, email, phone, phoneCountryCode, text } from "../validation/fields.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
-import { fetchPage } from "../db/list-query.js";
+import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { isUniqueViolation } from "../db/errors.js";
 import { CustomerRow } from "./customer.entity.js";
@@ -127,12 +127,7 @@ export function customerService(app: App): ServiceImpl<typeof CustomerService> {
     async listCustomers(req, ctx) {
       const caller = merchantOf(ctx);
       const page = pageOf(req);
-      const query = customers
-        .createQueryBuilder("c")
-        .where("c.merchant_id = :merchantId AND c.livemode = :livemode AND c.deleted_at IS NULL", {
-          merchantId: caller.merchantId,
-          livemode: caller.livemode,
-        });
+      const query = scopedQuery(dataSource, CustomerRow, "c", caller).andWhere("c.deleted_at IS NULL");
       if (req.email !== undefined) query.andWhere("c.email = :email", { email: req.email });
       const [rows, total] = await fetchPage(query, "customer_id", page);
       return envelope(rows.map(toCustomer), total, page);

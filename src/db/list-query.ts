@@ -1,4 +1,4 @@
-import type { ObjectLiteral, SelectQueryBuilder } from "typeorm";
+import type { DataSource, EntityTarget, ObjectLiteral, SelectQueryBuilder } from "typeorm";
 import type { Page } from "../validation/list.js";
 
 /**
@@ -19,4 +19,20 @@ export function fetchPage<Row extends ObjectLiteral>(
     .skip(page.offset)
     .take(page.limit)
     .getManyAndCount();
+}
+
+/** A list query over one merchant's objects of one environment, the partition every list starts from. */
+export function scopedQuery<Row extends ObjectLiteral>(
+  dataSource: DataSource,
+  entity: EntityTarget<Row>,
+  alias: string,
+  scope: { merchantId: string; livemode: boolean },
+): SelectQueryBuilder<Row> {
+  return dataSource
+    .getRepository(entity)
+    .createQueryBuilder(alias)
+    .where(`${alias}.merchant_id = :merchantId AND ${alias}.livemode = :livemode`, {
+      merchantId: scope.merchantId,
+      livemode: scope.livemode,
+    });
 }

@@ -22,7 +22,7 @@ import { cardView, readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { processorFor } from "../processors/registry.js";
 import { email, text, url } from "../validation/fields.js";
-import { fetchPage } from "../db/list-query.js";
+import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
@@ -271,13 +271,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
     async listPayments(req, ctx) {
       const caller = merchantOf(ctx);
       const page = pageOf(req);
-      const query = dataSource
-        .getRepository(PaymentRow)
-        .createQueryBuilder("p")
-        .where("p.merchant_id = :merchantId AND p.livemode = :livemode", {
-          merchantId: caller.merchantId,
-          livemode: caller.livemode,
-        });
+      const query = scopedQuery(dataSource, PaymentRow, "p", caller);
       if (req.status !== undefined) query.andWhere("p.status = :status", { status: enumWord(PaymentStatusSchema, req.status) });
       if (req.customerId !== undefined) query.andWhere("p.customer_id = :customerId", { customerId: req.customerId });
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });

@@ -9,7 +9,7 @@ import {
 } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
-import { fetchPage } from "../db/list-query.js";
+import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { enumWord } from "../enum-words.js";
 import { ApiError, invalidRequest, missingField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
@@ -137,13 +137,7 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
     async listRefunds(req, ctx) {
       const caller = merchantOf(ctx);
       const page = pageOf(req);
-      const query = dataSource
-        .getRepository(RefundRow)
-        .createQueryBuilder("r")
-        .where("r.merchant_id = :merchantId AND r.livemode = :livemode", {
-          merchantId: caller.merchantId,
-          livemode: caller.livemode,
-        });
+      const query = scopedQuery(dataSource, RefundRow, "r", caller);
       if (req.paymentId !== undefined) query.andWhere("r.payment_id = :paymentId", { paymentId: req.paymentId });
       if (req.status !== undefined) query.andWhere("r.status = :status", { status: enumWord(RefundStatusSchema, req.status) });
       const [rows, total] = await fetchPage(query, "refund_id", page);

@@ -15,6 +15,7 @@ import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/authorization.js";
 import { paymentJobHandlers } from "./payments/jobs.js";
 import { refundJobHandlers } from "./refunds/jobs.js";
+import { disputeJobHandlers } from "./disputes/jobs.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
@@ -107,6 +108,7 @@ export async function serve(opened: App): Promise<RunningService> {
 
   app.jobs.register(paymentJobHandlers(app));
   app.jobs.register(refundJobHandlers(app));
+  app.jobs.register(disputeJobHandlers(app));
   app.jobs.start();
   return {
     app,

@@ -12,10 +12,12 @@ import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { apiKeyService } from "./api-keys/service.js";
 import type { App } from "./app.js";
 import { customerService } from "./customers/service.js";
+import { disputeService } from "./disputes/service.js";
 import { healthService } from "./health/service.js";
 import { merchantService } from "./merchants/service.js";
 import { paymentService } from "./payments/service.js";
 import { refundService } from "./refunds/service.js";
+import { sandboxService } from "./sandbox/service.js";
 
 /**
  * Every service the API serves, registered once: the same handlers answer Connect, gRPC, gRPC-Web and
@@ -31,7 +33,7 @@ export default function routes(router: ConnectRouter, app: App): ConnectRouter {
     .service(PaymentService, paymentService(app))
     .service(RefundService, refundService(app))
     .service(PayoutService, {})
-    .service(DisputeService, {})
+    .service(DisputeService, disputeService(app))
     .service(EventService, {})
-    .service(SandboxService, {});
+    .service(SandboxService, sandboxService(app));
 }

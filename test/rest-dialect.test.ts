@@ -302,7 +302,7 @@ describe("REST→RPC: responses", () => {
     ["malformed field", "POST", "/customers", { email: "x" }, 400, "IR_05"],
     ["bad list limit", "GET", "/customers/list?limit=0", undefined, 400, "IR_06"],
     ["unknown customer", "GET", "/customers/cus_missing", undefined, 404, "HE_02"],
-    ["not built yet", "POST", "/disputes/list", {}, 501, "IR_00"],
+    ["not built yet", "POST", "/events/list", {}, 501, "IR_00"],
   ])("answers a %s with exactly {error: {type, code, message}}", async (_, method, path, body, status, code) => {
     const { call } = await withMerchant();
     const res = await call(method, path, body);

@@ -1,5 +1,6 @@
 import { ApiKeyRow } from "../api-keys/api-key.entity.js";
 import { CustomerRow } from "../customers/customer.entity.js";
+import { DisputeRow } from "../disputes/dispute.entity.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
@@ -8,4 +9,4 @@ import { PaymentRow } from "../payments/payment.entity.js";
 import { RefundRow } from "../refunds/refund.entity.js";
 
 /** Every entity the data source maps; each lives in the folder of its resource. */
-export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, RefundRow, EventRow, JobRow];
+export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, RefundRow, DisputeRow, EventRow, JobRow];

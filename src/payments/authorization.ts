@@ -1,5 +1,6 @@
 import type { App } from "../app.js";
 import type { NewJob } from "../jobs/runner.js";
+import { disputeJobs } from "../disputes/store.js";
 import { randomBase62 } from "../ids.js";
 import type { AuthorizeResult } from "../processors/processor.js";
 import type { PaymentRow } from "./payment.entity.js";
@@ -37,7 +38,7 @@ export function applyAuthorization(app: App, row: PaymentRow, result: AuthorizeR
       row.status = "succeeded";
       row.amountReceived = row.amount;
       row.amountCapturable = 0n;
-      return [];
+      return result.disputeExpected === true ? [reportedDisputeJob(row, now)] : [];
     case "authorized": {
       row.status = "requires_capture";
       row.amountCapturable = row.amount;
@@ -63,6 +64,14 @@ export function applyAuthorization(app: App, row: PaymentRow, result: AuthorizeR
       row.errorMessage = result.errorMessage;
       return [];
   }
+}
+
+/**
+ * The processor said a dispute will follow once the money is captured (sandbox card
+ * 4000000000000259): a job, due at once, opens it as the network's report would.
+ */
+export function reportedDisputeJob(row: PaymentRow, now: Date): NewJob {
+  return { kind: disputeJobs.openReported, merchantId: row.merchantId, livemode: row.livemode, objectId: row.paymentId, runAt: now };
 }
 
 /**

@@ -15,8 +15,8 @@ export function paymentJobHandlers(app: App): Map<string, JobHandler> {
       async (em, job) => {
         const row = await lockPayment(em, job, job.objectId);
         if (row.status !== "requires_capture") return;
-        await captureAuthorized(app, row, row.amountCapturable);
-        await writePaymentChange(em, app, row, "requires_capture");
+        const jobs = await captureAuthorized(app, row, row.amountCapturable);
+        await writePaymentChange(em, app, row, "requires_capture", jobs);
       },
     ],
     [

@@ -26,7 +26,8 @@ import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
-import { applyAuthorization, capturesOnAuthorization } from "./authorization.js";
+import type { NewJob } from "../jobs/runner.js";
+import { applyAuthorization, capturesOnAuthorization, reportedDisputeJob } from "./authorization.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { assertAllowed } from "./rules.js";
 import { lockPayment, writeNewPayment, writePaymentChange } from "./store.js";
@@ -168,6 +169,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         if (isUniqueViolation(error)) throw new ApiError("HE_01", `A payment with payment_id ${paymentId} already exists`);
         throw error;
       }
+      wakeForDueJobs(app, jobs);
       return toPayment(row);
     },
 
@@ -235,7 +237,10 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         if (returnUrl !== undefined) row.returnUrl = returnUrl;
         const jobs = await confirmed(row, processor, card);
         await writePaymentChange(em, app, row, previous, jobs);
-        return toPayment(row);
+        return { payment: toPayment(row), jobs };
+      }).then(({ payment, jobs }) => {
+        wakeForDueJobs(app, jobs);
+        return payment;
       });
     },
 
@@ -249,9 +254,12 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         if (toCapture > row.amountCapturable) {
           throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
         }
-        await captureAuthorized(app, row, toCapture);
-        await writePaymentChange(em, app, row, "requires_capture");
-        return toPayment(row);
+        const jobs = await captureAuthorized(app, row, toCapture);
+        await writePaymentChange(em, app, row, "requires_capture", jobs);
+        return { payment: toPayment(row), jobs };
+      }).then(({ payment, jobs }) => {
+        wakeForDueJobs(app, jobs);
+        return payment;
       });
     },
 
@@ -284,8 +292,11 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
   };
 }
 
-/** Captures `amount` of an authorized payment: succeeded with amount_received, or failed if the processor refuses. */
-export async function captureAuthorized(app: App, row: PaymentRow, amount: bigint): Promise<void> {
+/**
+ * Captures `amount` of an authorized payment: succeeded with amount_received, or failed if the
+ * processor refuses. Returns the jobs the capture calls for (a dispute the processor announced).
+ */
+export async function captureAuthorized(app: App, row: PaymentRow, amount: bigint): Promise<NewJob[]> {
   const result = await processorFor(row.livemode).capture({
     reference: row.processorReference!,
     amount,
@@ -293,14 +304,21 @@ export async function captureAuthorized(app: App, row: PaymentRow, amount: bigin
   });
   row.modifiedAt = app.clock.now();
   row.amountCapturable = 0n;
-  if (result.status === "succeeded") {
-    row.status = "succeeded";
-    row.amountReceived = amount;
-  } else {
+  if (result.status === "declined") {
     row.status = "failed";
     row.errorCode = result.errorCode;
     row.errorMessage = result.errorMessage;
+    return [];
   }
+  row.status = "succeeded";
+  row.amountReceived = amount;
+  return result.disputeExpected === true ? [reportedDisputeJob(row, row.modifiedAt)] : [];
+}
+
+/** Runs at once, on this instance, the jobs a commit made due now (e.g. a dispute report). */
+function wakeForDueJobs(app: App, jobs: readonly NewJob[]): void {
+  const now = app.clock.now();
+  if (jobs.some((job) => job.runAt <= now)) app.jobs.wake();
 }
 
 /** Gives back what the processor holds or took for a payment that could not be recorded. */

@@ -17,7 +17,12 @@ export interface CardDetails {
 /** Outcome of an authorization attempt. */
 export type AuthorizeResult =
   /** Funds are held (capture false) or already captured (capture true). */
-  | { readonly status: "authorized" | "captured"; readonly reference: string; readonly disputeExpected?: boolean }
+  | {
+      readonly status: "authorized" | "captured";
+      readonly reference: string;
+      /** The processor will report a dispute once this money is captured (sandbox card 4000000000000259). */
+      readonly disputeExpected?: boolean;
+    }
   /** The issuer wants the cardholder to authenticate (3DS) before deciding. */
   | { readonly status: "requires_authentication"; readonly reference: string }
   /** Declined: not an API error, the payment fails with these details. */
@@ -25,7 +30,8 @@ export type AuthorizeResult =
 
 /** Outcome of a step that either goes through or is declined. */
 export type StepResult =
-  | { readonly status: "succeeded"; readonly reference: string }
+  /** disputeExpected (captures only): the processor will report a dispute on this money. */
+  | { readonly status: "succeeded"; readonly reference: string; readonly disputeExpected?: boolean }
   | { readonly status: "declined"; readonly reference: string; readonly errorCode: string; readonly errorMessage: string };
 
 /** Outcome of a refund: processors may also hold one for a manual review by their staff. */

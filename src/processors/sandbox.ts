@@ -44,6 +44,9 @@ const scriptedRefunds: ReadonlyMap<bigint, ScriptedRefund> = new Map<bigint, Scr
   [9996n, "manual_review"],
 ]);
 
+/** Prefix of authorizations of the dispute test card 4000000000000259. */
+const disputedPrefix = "sbx_dsp_";
+
 /** References look like a real processor's: opaque and unique, so nothing can be inferred from them. */
 function newReference(): string {
   return `sbx_${randomBase62(24)}`;
@@ -63,19 +66,17 @@ export class SandboxProcessor implements Processor {
   }
 
   async authorize(request: { readonly card: CardDetails; readonly capture: boolean }): Promise<AuthorizeResult> {
-    const reference = newReference();
     const testCard = testCardFor(request.card.number);
     switch (testCard.outcome) {
-      case "succeeds":
-        return {
-          status: request.capture ? "captured" : "authorized",
-          reference,
-          ...(testCard.disputeExpected ? { disputeExpected: true } : {}),
-        };
+      case "succeeds": {
+        // The reference remembers a dispute card, so a later capture (on any instance) still knows.
+        const reference = testCard.disputeExpected ? `${disputedPrefix}${randomBase62(24)}` : newReference();
+        return { status: request.capture ? "captured" : "authorized", reference, disputeExpected: testCard.disputeExpected === true };
+      }
       case "requires_authentication":
-        return { status: "requires_authentication", reference };
+        return { status: "requires_authentication", reference: newReference() };
       case "declined":
-        return { status: "declined", reference, errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
+        return { status: "declined", reference: newReference(), errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
     }
   }
 
@@ -96,8 +97,8 @@ export class SandboxProcessor implements Processor {
     return { status: request.capture ? "captured" : "authorized", reference };
   }
 
-  async capture(): Promise<StepResult> {
-    return { status: "succeeded", reference: newReference() };
+  async capture(request: { readonly reference: string }): Promise<StepResult> {
+    return { status: "succeeded", reference: newReference(), disputeExpected: request.reference.startsWith(disputedPrefix) };
   }
 
   async void(): Promise<StepResult> {

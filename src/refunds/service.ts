@@ -13,6 +13,7 @@ import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { enumWord } from "../enum-words.js";
 import { ApiError, invalidRequest, missingField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
+import { lostStatuses, openStatuses } from "../disputes/store.js";
 import { lockPayment, type Scope } from "../payments/store.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
@@ -25,17 +26,26 @@ import { toRefund } from "./view.js";
 const countedStatuses = ["pending", "succeeded", "manual_review"];
 
 /**
- * What is still refundable on a payment whose row the caller has locked: what was captured minus
- * the refunds that are pending, succeeded or in manual review (decisions §4). The payment lock is
- * what makes concurrent refunds see each other.
+ * What is still refundable on a payment whose row the caller has locked: what was captured minus the
+ * refunds that are pending, succeeded or in manual review, minus disputes the merchant lost or
+ * accepted (decisions §4). An undecided dispute blocks refunds: its money may still go to the
+ * cardholder. The payment lock is what makes concurrent refunds and dispute decisions see each other.
  */
 async function refundable(em: EntityManager, scope: Scope, paymentId: string, received: bigint): Promise<bigint> {
-  const [{ total }] = (await em.query(
-    `SELECT coalesce(sum(amount), 0)::text AS total FROM refunds
-      WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($4)`,
-    [scope.merchantId, scope.livemode, paymentId, countedStatuses],
-  )) as [{ total: string }];
-  return received - BigInt(total);
+  const [row] = (await em.query(
+    `SELECT (SELECT coalesce(sum(amount), 0) FROM refunds
+              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($4))::text AS refunded,
+            (SELECT coalesce(sum(amount), 0) FROM disputes
+              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($5))::text AS lost,
+            EXISTS (SELECT 1 FROM disputes
+              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($6)) AS disputed`,
+    [scope.merchantId, scope.livemode, paymentId, countedStatuses, lostStatuses, openStatuses],
+  )) as [{ refunded: string; lost: string; disputed: boolean }];
+  if (row.disputed) {
+    throw new ApiError("IR_16", "This payment has an open dispute; it can be refunded once the dispute is decided");
+  }
+  const left = received - BigInt(row.refunded) - BigInt(row.lost);
+  return left > 0n ? left : 0n;
 }
 
 function reasonWord(reason: RefundReason | undefined): string | null {
@@ -62,8 +72,9 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
           throw new ApiError("IR_14", `This payment cannot be refunded because its status is ${payment.status}; expected succeeded`);
         }
         const left = await refundable(em, caller, payment.paymentId, payment.amountReceived ?? 0n);
+        if (left === 0n) throw new ApiError("IR_13", "Nothing is left to refund on this payment");
         const amount = requested ?? left;
-        if (amount > left || amount === 0n) {
+        if (amount > left) {
           throw new ApiError("IR_13", `The refund amount ${amount} exceeds what is left to refund on this payment (${left})`);
         }
         const now = clock.now();

@@ -1,0 +1,108 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "typeorm";
+import { DisputeStatusSchema, type DisputeEvidence, type DisputeService } from "../../gen/paymentservice/v1/dispute_pb.js";
+import type { App } from "../app.js";
+import { merchantOf } from "../auth/caller.js";
+import { fetchPage, scopedQuery } from "../db/list-query.js";
+import { enumWord } from "../enum-words.js";
+import { ApiError, missingField, notFound } from "../errors.js";
+import { lockPayment, type Scope } from "../payments/store.js";
+import { text } from "../validation/fields.js";
+import { envelope, pageOf } from "../validation/list.js";
+import { DisputeRow, type DisputeStatusWord, type StoredEvidence } from "./dispute.entity.js";
+import { lockDispute, openStatuses, writeDisputeChange } from "./store.js";
+import { toDispute } from "./view.js";
+
+/** Longest text of one evidence field. */
+const maxEvidenceLength = 20_000;
+
+/** Checks evidence: at least one field, each within bounds; returns what to store. */
+function evidenceToStore(evidence: DisputeEvidence | undefined): StoredEvidence {
+  if (evidence === undefined) throw missingField("evidence");
+  const field = (name: keyof StoredEvidence, value: string | undefined) =>
+    text(`evidence.${name}`, value === "" ? undefined : value, maxEvidenceLength);
+  const stored: StoredEvidence = {
+    uncategorized_text: field("uncategorized_text", evidence.uncategorizedText),
+    customer_communication: field("customer_communication", evidence.customerCommunication),
+    receipt: field("receipt", evidence.receipt),
+    shipping_documentation: field("shipping_documentation", evidence.shippingDocumentation),
+    product_description: field("product_description", evidence.productDescription),
+    refund_policy: field("refund_policy", evidence.refundPolicy),
+  };
+  const present = Object.fromEntries(Object.entries(stored).filter(([, v]) => v !== undefined)) as StoredEvidence;
+  if (Object.keys(present).length === 0) throw missingField("evidence (at least one of its fields)");
+  return present;
+}
+
+/**
+ * Locks a dispute together with its payment, payment first as refunds do, so accepting a dispute and
+ * refunding the same payment are serialized and the refundable amount stays right.
+ */
+export async function lockDisputeWithPayment(em: EntityManager, scope: Scope, disputeId: string): Promise<DisputeRow> {
+  const found = await em.findOneBy(DisputeRow, { merchantId: scope.merchantId, livemode: scope.livemode, disputeId });
+  if (found === null) throw notFound("Dispute", disputeId);
+  await lockPayment(em, scope, found.paymentId);
+  return lockDispute(em, scope, disputeId);
+}
+
+/** Throws IR_16 naming the current and expected statuses unless the dispute is in one of `expected`. */
+export function assertDisputeStatus(row: DisputeRow, expected: readonly DisputeStatusWord[], action: string): void {
+  if (!expected.includes(row.status)) {
+    throw new ApiError("IR_16", `This dispute cannot be ${action} because its status is ${row.status}; expected ${expected.join(" or ")}`);
+  }
+}
+
+/** Disputes (interface §4 accept, decisions §9): retrieve, list, accept, submit evidence. */
+export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
+  const { dataSource, clock } = app;
+
+  return {
+    async retrieveDispute(req, ctx) {
+      const caller = merchantOf(ctx);
+      const row = await dataSource
+        .getRepository(DisputeRow)
+        .findOneBy({ merchantId: caller.merchantId, livemode: caller.livemode, disputeId: req.disputeId });
+      if (row === null) throw notFound("Dispute", req.disputeId);
+      return toDispute(row);
+    },
+
+    async listDisputes(req, ctx) {
+      const caller = merchantOf(ctx);
+      const page = pageOf(req);
+      const query = scopedQuery(dataSource, DisputeRow, "d", caller);
+      if (req.paymentId !== undefined) query.andWhere("d.payment_id = :paymentId", { paymentId: req.paymentId });
+      if (req.status !== undefined) query.andWhere("d.status = :status", { status: enumWord(DisputeStatusSchema, req.status) });
+      const [rows, total] = await fetchPage(query, "dispute_id", page);
+      return envelope(rows.map(toDispute), total, page);
+    },
+
+    async acceptDispute(req, ctx) {
+      const caller = merchantOf(ctx);
+      return dataSource.transaction(async (em) => {
+        const row = await lockDisputeWithPayment(em, caller, req.disputeId);
+        assertDisputeStatus(row, openStatuses, "accepted");
+        const previous = row.status;
+        row.status = "accepted";
+        row.evidence = null;
+        row.updated = clock.now();
+        await writeDisputeChange(em, app, row, previous);
+        return toDispute(row);
+      });
+    },
+
+    async submitDisputeEvidence(req, ctx) {
+      const caller = merchantOf(ctx);
+      const evidence = evidenceToStore(req.evidence);
+      return dataSource.transaction(async (em) => {
+        const row = await lockDispute(em, caller, req.disputeId);
+        assertDisputeStatus(row, openStatuses, "given evidence");
+        const previous = row.status;
+        row.status = "challenged";
+        row.evidence = evidence;
+        row.updated = clock.now();
+        await writeDisputeChange(em, app, row, previous);
+        return toDispute(row);
+      });
+    },
+  };
+}

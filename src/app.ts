@@ -7,6 +7,7 @@ import { findKeyByHash } from "./api-keys/lookup.js";
 import { ApiKeyHasher, resolveHashSecret } from "./auth/api-key-secret.js";
 import { createAuthInterceptor } from "./auth/interceptor.js";
 import { systemClock, type Clock } from "./clock.js";
+import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
 import { useNamedStatements } from "./db/prepared.js";
@@ -35,6 +36,8 @@ export interface App {
   readonly publicBaseUrl: string;
   /** This instance's job runner; serve() registers the handlers and starts it. */
   readonly jobs: JobRunner;
+  /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
+  readonly testClock: SandboxTestClock | undefined;
 }
 
 /** A service listening on its port. */
@@ -48,8 +51,11 @@ export interface RunningService {
 /** Largest RPC message accepted; payment requests are a few kilobytes. */
 const readMaxBytes = 1024 * 1024;
 
-/** Opens the database (starting the embedded one if needed) and runs pending migrations. */
-export async function openApp(config: Config, clock: Clock = systemClock): Promise<App> {
+/**
+ * Opens the database (starting the embedded one if needed) and runs pending migrations. Time comes
+ * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
+ */
+export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const secret = await resolveHashSecret(config.apiKeyHashSecret, config.databaseUrl === undefined ? config.dataDir : undefined);
   const embedded =
     config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
@@ -57,8 +63,11 @@ export async function openApp(config: Config, clock: Clock = systemClock): Promi
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
     if (embedded === undefined) useNamedStatements(dataSource);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
-    const jobs = new JobRunner(dataSource, clock, config.jobPollMs);
-    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded, publicBaseUrl, jobs };
+    const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
+    await testClock?.refresh();
+    const clock = injected ?? testClock ?? systemClock;
+    const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
+    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded, publicBaseUrl, jobs, testClock };
   } catch (error) {
     await embedded?.close();
     throw error;

@@ -16,6 +16,8 @@ export interface Config {
   readonly workers: number;
   /** How often each instance looks for due jobs (scheduled captures, expiries). */
   readonly jobPollMs: number;
+  /** Whether POST /sandbox/clock/advance may move the service's clock (never in production). */
+  readonly sandboxTestClock: boolean;
   /** How long a scheduled refund waits for its settlement run. */
   readonly scheduledRefundDelaySeconds: number;
 }
@@ -35,6 +37,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
     workers: integer(env, "WORKERS", 1, 1, 64),
     jobPollMs: integer(env, "JOB_POLL_MS", 1000, 10, 3_600_000),
+    sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
     scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
   };
 }

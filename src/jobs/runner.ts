@@ -37,10 +37,12 @@ export class JobRunner {
   private running: Promise<void> | undefined;
   private wokenDuringTick = false;
 
+  /** `beforePass` runs before each pass over due jobs (the sandbox test clock re-reads its offset there). */
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly pollMs: number,
+    private readonly beforePass: () => Promise<void> | undefined = () => undefined,
   ) {}
 
   /** Adds the handlers of one resource's job kinds. */
@@ -90,6 +92,7 @@ export class JobRunner {
 
   /** Runs every job due now, one transaction each; returns how many ran. */
   async runDue(): Promise<number> {
+    await this.beforePass();
     let ran = 0;
     while (await this.runOne()) ran++;
     return ran;

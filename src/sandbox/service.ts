@@ -1,3 +1,4 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { DisputeOutcome, type SandboxService } from "../../gen/paymentservice/v1/sandbox_pb.js";
 import type { App } from "../app.js";
@@ -6,7 +7,7 @@ import { openDispute } from "../disputes/open.js";
 import { assertDisputeStatus, lockDisputeWithPayment } from "../disputes/service.js";
 import { writeDisputeChange } from "../disputes/store.js";
 import { toDispute } from "../disputes/view.js";
-import { ApiError, missingField } from "../errors.js";
+import { ApiError, invalidField, missingField } from "../errors.js";
 import { lockPayment } from "../payments/store.js";
 
 /** Sandbox endpoints act as the card network does in production, so production keys may not use them. */
@@ -15,14 +16,30 @@ function sandboxCaller(caller: MerchantCaller): MerchantCaller {
   return caller;
 }
 
+/** Longest single step of the test clock: ten years. */
+const maxAdvanceSeconds = 10 * 365 * 86_400;
+
 /**
- * Sandbox controls for tests (decisions §9): open a dispute on any succeeded sandbox payment, and
- * settle a challenged one as the network would. The test clock (AdvanceClock) is not built yet.
+ * Sandbox controls for tests (decisions §4, §9): move the shared test clock, open a dispute on any
+ * succeeded sandbox payment, and settle a challenged one as the network would.
  */
-export function sandboxService(app: App): Partial<ServiceImpl<typeof SandboxService>> {
+export function sandboxService(app: App): ServiceImpl<typeof SandboxService> {
   const { dataSource, clock } = app;
 
   return {
+    async advanceClock(req) {
+      if (app.testClock === undefined) {
+        throw new ApiError("IR_16", "The test clock is off: start the service with SANDBOX_TEST_CLOCK=true to move time");
+      }
+      if (req.seconds === undefined) throw missingField("seconds");
+      if (req.seconds < 1n || req.seconds > BigInt(maxAdvanceSeconds)) {
+        throw invalidField("seconds", `expected 1 to ${maxAdvanceSeconds}`);
+      }
+      const now = await app.testClock.advance(Number(req.seconds));
+      app.jobs.wake();
+      return { now: timestampFromDate(now) };
+    },
+
     async openDispute(req, ctx) {
       const caller = sandboxCaller(merchantOf(ctx));
       return dataSource.transaction(async (em) => {

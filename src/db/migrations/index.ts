@@ -2,6 +2,7 @@ import { Foundation1763800000000 } from "./1763800000000-foundation.js";
 import { Payments1763900000000 } from "./1763900000000-payments.js";
 import { Refunds1764000000000 } from "./1764000000000-refunds.js";
 import { Disputes1764100000000 } from "./1764100000000-disputes.js";
+import { SandboxClock1764200000000 } from "./1764200000000-sandbox-clock.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
-export const migrations = [Foundation1763800000000, Payments1763900000000, Refunds1764000000000, Disputes1764100000000];
+export const migrations = [Foundation1763800000000, Payments1763900000000, Refunds1764000000000, Disputes1764100000000, SandboxClock1764200000000];

@@ -1,0 +1,110 @@
+import { Code } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
+import { rest, rpcClient } from "./support/clients.js";
+import { expectRestError, expectRpcError } from "./support/errors.js";
+import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { startService, type TestService } from "./support/service.js";
+
+/*
+ * The sandbox test clock (decisions §4): with SANDBOX_TEST_CLOCK=true the admin moves the service's
+ * clock, and every time-based behaviour follows — here the 7-day expiry of a manual authorization.
+ * The clock's offset lives in the database, so every instance on it moves together.
+ */
+
+const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
+const day = 86_400;
+
+/** A manual-capture payment authorized now, waiting in requires_capture. */
+async function authorized(service: TestService, merchant: TestMerchant): Promise<string> {
+  const res = await rest(service.url, "POST", "/payments", {
+    apiKey: merchant.apiKey,
+    body: { amount: 1500, currency: "USD", profile_id: merchant.profileId, confirm: true, capture_method: "manual", payment_method_data: { card } },
+  });
+  expect(res.body.status).toBe("requires_capture");
+  return res.body.payment_id;
+}
+
+async function status(service: TestService, merchant: TestMerchant, paymentId: string): Promise<{ status: string; cancellation_reason: string | null }> {
+  const res = await rest(service.url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
+  return { status: res.body.status, cancellation_reason: res.body.cancellation_reason };
+}
+
+async function advance(service: TestService, seconds: unknown) {
+  return rest(service.url, "POST", "/sandbox/clock/advance", { admin: true, body: { seconds } });
+}
+
+describe("with SANDBOX_TEST_CLOCK=true", () => {
+  let first: TestService;
+  let second: TestService;
+
+  beforeAll(async () => {
+    // Polling off: the tests run due jobs themselves, so nothing happens behind their back.
+    first = await startService({ SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "3600000" });
+    second = process.env.DATABASE_URL === undefined ? first : await startService({ SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "3600000" });
+  });
+  afterAll(async () => {
+    if (second !== first) await second?.close();
+    await first?.close();
+  });
+
+  it("moves time forward for the authorization expiry: 6 days later nothing, 8 days later cancelled as expired", async () => {
+    const merchant = await newMerchant(first.url);
+    const paymentId = await authorized(first, merchant);
+
+    const before = Date.now();
+    const moved = await advance(first, 6 * day);
+    expect(moved.status).toBe(200);
+    expect(Date.parse(moved.body.now) - before).toBeGreaterThanOrEqual(6 * day * 1000);
+    await first.jobs.runDue();
+    expect(await status(first, merchant, paymentId)).toEqual({ status: "requires_capture", cancellation_reason: null });
+
+    expect((await advance(first, 2 * day)).status).toBe(200);
+    await first.jobs.runDue();
+    expect(await status(first, merchant, paymentId)).toEqual({ status: "cancelled", cancellation_reason: "expired" });
+  });
+
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    "moves every instance on the database (PostgreSQL: a second instance runs the expiry)",
+    async () => {
+      const merchant = await newMerchant(first.url);
+      const paymentId = await authorized(first, merchant);
+      expect((await advance(first, 8 * day)).status).toBe(200);
+      await second.jobs.runDue();
+      expect(await status(second, merchant, paymentId)).toEqual({ status: "cancelled", cancellation_reason: "expired" });
+    },
+  );
+
+  it("answers the same over gRPC, with the new time", async () => {
+    const client = rpcClient(SandboxService, first.url, "grpc", { admin: true });
+    const before = Date.now();
+    const answer = await client.advanceClock({ seconds: 60n });
+    expect(timestampDate(answer.now!).getTime() - before).toBeGreaterThanOrEqual(60_000);
+  });
+
+  it("rejects a missing, zero or fractional number of seconds naming the field", async () => {
+    expect(expectRestError(await advance(first, undefined), 400, "IR_04")).toContain("seconds");
+    expect(expectRestError(await advance(first, 0), 400, "IR_05")).toContain("seconds");
+    expect(expectRestError(await advance(first, 1.5), 400, "IR_05")).toContain("seconds");
+  });
+
+  it("is for the operator only: a merchant key is not enough", async () => {
+    const merchant = await newMerchant(first.url);
+    const res = await rest(first.url, "POST", "/sandbox/clock/advance", { apiKey: merchant.apiKey, body: { seconds: 60 } });
+    expectRestError(res, 401, "IR_01");
+  });
+});
+
+describe("without SANDBOX_TEST_CLOCK", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(() => service?.close());
+
+  it("refuses to move time with IR_16 on REST and gRPC", async () => {
+    expect(expectRestError(await advance(service, 60), 400, "IR_16")).toContain("SANDBOX_TEST_CLOCK");
+    await expectRpcError(rpcClient(SandboxService, service.url, "grpc", { admin: true }).advanceClock({ seconds: 60n }), Code.FailedPrecondition, "IR_16");
+  });
+});

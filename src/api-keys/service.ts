@@ -2,12 +2,13 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { IsNull, type EntityManager } from "typeorm";
-import { ApiKeyKind, type ApiKeySchema, type ApiKeyService } from "../../gen/paymentservice/v1/api_key_pb.js";
-import { Environment } from "../../gen/paymentservice/v1/common_pb.js";
+import { ApiKeyKind, ApiKeyKindSchema, type ApiKeySchema, type ApiKeyService } from "../../gen/paymentservice/v1/api_key_pb.js";
+import { Environment, EnvironmentSchema } from "../../gen/paymentservice/v1/common_pb.js";
 import type { App } from "../app.js";
 import { generateApiKey, keyPrefixLength, type ApiKeyHasher } from "../auth/api-key-secret.js";
 import { callerOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
+import { sentWord } from "../enum-words.js";
 import { ApiError, invalidField, missingField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
@@ -89,13 +90,10 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
   return {
     async createApiKey(req, ctx) {
       const scope = scopeOf(ctx, req.merchantId);
-      let livemode: boolean;
-      if (req.environment === Environment.UNSPECIFIED) {
-        if (scope.livemode === undefined) throw missingField("environment");
-        livemode = scope.livemode;
-      } else {
-        livemode = req.environment === Environment.PRODUCTION;
-      }
+      const environment = sentWord(EnvironmentSchema, "environment", req.environment);
+      const kind = sentWord(ApiKeyKindSchema, "kind", req.kind);
+      if (environment === undefined && scope.livemode === undefined) throw missingField("environment");
+      const livemode = environment === undefined ? scope.livemode! : environment === "production";
       if (scope.livemode !== undefined && scope.livemode !== livemode) {
         throw new ApiError("IR_22", "A sandbox key cannot issue production keys, nor the other way round");
       }
@@ -111,7 +109,7 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
         return issueApiKey(em, app, {
           merchantId: scope.merchantId,
           livemode,
-          publishable: req.kind === ApiKeyKind.PUBLISHABLE,
+          publishable: kind === "publishable",
           name,
           expiresAt,
         });

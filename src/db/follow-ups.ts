@@ -23,7 +23,13 @@ export function addFollowUps(
   });
 }
 
-/** Adds the deletion of an object's pending jobs of `kindPrefix` (a final status makes them pointless). */
+/**
+ * Adds the deletion of an object's pending jobs of `kindPrefix` (a final status makes them pointless).
+ * A job a runner has claimed is skipped, not waited for: the runner holds the job's lock and then
+ * waits for the object's lock, which the caller holds, so waiting would deadlock (a cancel racing
+ * the processing of a due scheduled refund). That runner finds the object final, leaves it alone and
+ * deletes its job itself. A job of the caller's own transaction (a handler ending it) is not skipped.
+ */
 export function addEndOfJobs(
   statement: Statement,
   object: { merchantId: string; livemode: boolean; objectId: string },
@@ -31,8 +37,8 @@ export function addEndOfJobs(
 ): void {
   statement.raw(
     "ended_jobs",
-    `DELETE FROM jobs WHERE merchant_id = ${statement.param(object.merchantId, "varchar")} ` +
+    `DELETE FROM jobs WHERE job_id IN (SELECT job_id FROM jobs WHERE merchant_id = ${statement.param(object.merchantId, "varchar")} ` +
       `AND livemode = ${statement.param(object.livemode, "boolean")} AND object_id = ${statement.param(object.objectId, "varchar")} ` +
-      `AND starts_with(kind, ${statement.param(kindPrefix, "text")})`,
+      `AND starts_with(kind, ${statement.param(kindPrefix, "text")}) FOR UPDATE SKIP LOCKED)`,
   );
 }

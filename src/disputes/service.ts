@@ -4,7 +4,7 @@ import { DisputeStatusSchema, type DisputeEvidence, type DisputeService } from "
 import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
-import { enumWord } from "../enum-words.js";
+import { sentWord } from "../enum-words.js";
 import { ApiError, missingField, notFound } from "../errors.js";
 import { lockPayment, type Scope } from "../payments/store.js";
 import { text } from "../validation/fields.js";
@@ -71,7 +71,8 @@ export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
       const page = pageOf(req);
       const query = scopedQuery(dataSource, DisputeRow, "d", caller);
       if (req.paymentId !== undefined) query.andWhere("d.payment_id = :paymentId", { paymentId: req.paymentId });
-      if (req.status !== undefined) query.andWhere("d.status = :status", { status: enumWord(DisputeStatusSchema, req.status) });
+      const status = sentWord(DisputeStatusSchema, "status", req.status);
+      if (status !== undefined) query.andWhere("d.status = :status", { status });
       const [rows, total] = await fetchPage(query, "dispute_id", page);
       return envelope(rows.map(toDispute), total, page);
     },
@@ -96,6 +97,13 @@ export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
       return dataSource.transaction(async (em) => {
         const row = await lockDispute(em, caller, req.disputeId);
         assertDisputeStatus(row, openStatuses, "given evidence");
+        // Evidence counts only if it arrives by evidence_due_by; the expiry job may not have run yet.
+        if (row.status === "opened" && clock.now() > row.evidenceDueBy) {
+          throw new ApiError(
+            "IR_16",
+            `This dispute can no longer be given evidence: evidence_due_by ${row.evidenceDueBy.toISOString()} has passed and it expires`,
+          );
+        }
         const previous = row.status;
         row.status = "challenged";
         row.evidence = evidence;

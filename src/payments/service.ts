@@ -15,7 +15,7 @@ import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { secretsEqual } from "../auth/api-key-secret.js";
 import { CustomerRow } from "../customers/customer.entity.js";
 import { isUniqueViolation } from "../db/errors.js";
-import { enumWord } from "../enum-words.js";
+import { sentWord } from "../enum-words.js";
 import { ApiError, invalidField, missingField, notFound } from "../errors.js";
 import { callerIdProblem, newId, randomBase62 } from "../ids.js";
 import { cardView, readCard } from "../processors/card.js";
@@ -44,14 +44,13 @@ function requestedCard(app: App, processor: Processor, data: PaymentMethodDataIn
 
 /** Only cards are processed today; other methods are accepted by the API but not yet by a processor. */
 function paymentMethodWord(method: PaymentMethod | undefined, card: CardDetails | undefined): string | undefined {
-  if (method !== undefined && method !== PaymentMethod.CARD) {
-    throw invalidField("payment_method", `${enumWord(PaymentMethodSchema, method)} is not supported yet; use card`);
-  }
-  return method === undefined && card === undefined ? undefined : "card";
+  const word = sentWord(PaymentMethodSchema, "payment_method", method);
+  if (word !== undefined && word !== "card") throw invalidField("payment_method", `${word} is not supported yet; use card`);
+  return word === undefined && card === undefined ? undefined : "card";
 }
 
 function captureMethodWord(method: CaptureMethod | undefined): CaptureMethodWord {
-  return (method === undefined ? "automatic" : enumWord(CaptureMethodSchema, method)) as CaptureMethodWord;
+  return (sentWord(CaptureMethodSchema, "capture_method", method) ?? "automatic") as CaptureMethodWord;
 }
 
 /** capture_on belongs to scheduled capture only, and must lie ahead. */
@@ -280,12 +279,12 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       const caller = merchantOf(ctx);
       const page = pageOf(req);
       const query = scopedQuery(dataSource, PaymentRow, "p", caller);
-      if (req.status !== undefined) query.andWhere("p.status = :status", { status: enumWord(PaymentStatusSchema, req.status) });
+      const status = sentWord(PaymentStatusSchema, "status", req.status);
+      if (status !== undefined) query.andWhere("p.status = :status", { status });
       if (req.customerId !== undefined) query.andWhere("p.customer_id = :customerId", { customerId: req.customerId });
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
-      if (req.paymentMethod !== undefined) {
-        query.andWhere("p.payment_method = :method", { method: enumWord(PaymentMethodSchema, req.paymentMethod) });
-      }
+      const method = sentWord(PaymentMethodSchema, "payment_method", req.paymentMethod);
+      if (method !== undefined) query.andWhere("p.payment_method = :method", { method });
       const [rows, total] = await fetchPage(query, "payment_id", page);
       return envelope(rows.map(toPayment), total, page);
     },

@@ -1,4 +1,3 @@
-import type { DescEnum } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "typeorm";
 import {
@@ -12,8 +11,8 @@ import {
 import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
-import { enumWord } from "../enum-words.js";
-import { ApiError, invalidField, invalidRequest, missingField, notFound } from "../errors.js";
+import { sentWord } from "../enum-words.js";
+import { ApiError, invalidRequest, missingField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
 import { lostStatuses, openStatuses } from "../disputes/store.js";
 import { lockPayment, type Scope } from "../payments/store.js";
@@ -50,19 +49,8 @@ async function refundable(em: EntityManager, scope: Scope, paymentId: string, re
   return left > 0n ? left : 0n;
 }
 
-/**
- * The documented word of an enum value an RPC client sent; UNSPECIFIED (0) means not given. Proto
- * enums are open, so a number outside the enum reaches the handler: IR_05 naming the field, as the
- * REST dialect answers an unknown word.
- */
-function knownWord(desc: DescEnum, field: string, value: number): string | null {
-  const word = enumWord(desc, value);
-  if (word === null && value !== 0) throw invalidField(field, `unknown value ${value}`);
-  return word;
-}
-
 function reasonWord(reason: RefundReason | undefined): string | null {
-  return reason === undefined ? null : knownWord(RefundReasonSchema, "reason", reason);
+  return sentWord(RefundReasonSchema, "reason", reason) ?? null;
 }
 
 /**
@@ -78,7 +66,7 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
       const caller = merchantOf(ctx);
       if (req.paymentId === undefined || req.paymentId === "") throw missingField("payment_id");
       const requested = req.amount === undefined ? undefined : positiveAmount("amount", req.amount);
-      if (req.refundType !== undefined) knownWord(RefundTypeSchema, "refund_type", req.refundType);
+      sentWord(RefundTypeSchema, "refund_type", req.refundType);
       const scheduled = req.refundType === RefundType.SCHEDULED;
       const row = await dataSource.transaction(async (em) => {
         const payment = await lockPayment(em, caller, req.paymentId!);
@@ -164,7 +152,8 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
       const page = pageOf(req);
       const query = scopedQuery(dataSource, RefundRow, "r", caller);
       if (req.paymentId !== undefined) query.andWhere("r.payment_id = :paymentId", { paymentId: req.paymentId });
-      if (req.status !== undefined) query.andWhere("r.status = :status", { status: knownWord(RefundStatusSchema, "status", req.status) });
+      const status = sentWord(RefundStatusSchema, "status", req.status);
+      if (status !== undefined) query.andWhere("r.status = :status", { status });
       const [rows, total] = await fetchPage(query, "refund_id", page);
       return envelope(rows.map(toRefund), total, page);
     },

@@ -50,7 +50,8 @@ export function sandboxService(app: App): ServiceImpl<typeof SandboxService> {
 
     async resolveDispute(req, ctx) {
       const caller = sandboxCaller(merchantOf(ctx));
-      if (req.outcome === undefined) throw missingField("outcome");
+      // UNSPECIFIED (0) is what an RPC client sends when it sets the field without choosing: no outcome.
+      if (req.outcome === undefined || req.outcome === DisputeOutcome.UNSPECIFIED) throw missingField("outcome");
       return dataSource.transaction(async (em) => {
         const row = await lockDisputeWithPayment(em, caller, req.disputeId);
         assertDisputeStatus(row, ["challenged"], "resolved");

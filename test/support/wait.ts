@@ -1,0 +1,13 @@
+/**
+ * Polls `probe` until `done` accepts its value, at most `tries` times, and returns that value. Each
+ * try is a real request, so the loop waits on the service rather than on a timer; a probe that never
+ * satisfies `done` fails the test with the last value it saw.
+ */
+export async function waitUntil<T>(probe: () => Promise<T>, done: (value: T) => boolean, tries = 200): Promise<T> {
+  let last: T | undefined;
+  for (let attempt = 1; attempt <= tries; attempt++) {
+    last = await probe();
+    if (done(last)) return last;
+  }
+  throw new Error(`still not done after ${tries} tries; last value: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? String(v) : v))}`);
+}

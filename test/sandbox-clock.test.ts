@@ -6,6 +6,7 @@ import { rest, rpcClient } from "./support/clients.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { startService, type TestService } from "./support/service.js";
+import { waitUntil } from "./support/wait.js";
 
 /*
  * The sandbox test clock (decisions §4): with SANDBOX_TEST_CLOCK=true the admin moves the service's
@@ -60,19 +61,30 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
     await first.jobs.runDue();
     expect(await status(first, merchant, paymentId)).toEqual({ status: "requires_capture", cancellation_reason: null });
 
+    // Advancing also wakes the instance's runner, which may be the one that runs the expiry.
     expect((await advance(first, 2 * day)).status).toBe(200);
     await first.jobs.runDue();
-    expect(await status(first, merchant, paymentId)).toEqual({ status: "cancelled", cancellation_reason: "expired" });
+    const expired = await waitUntil(() => status(first, merchant, paymentId), (s) => s.status !== "requires_capture");
+    expect(expired).toEqual({ status: "cancelled", cancellation_reason: "expired" });
   });
 
   it.skipIf(process.env.DATABASE_URL === undefined)(
-    "moves every instance on the database (PostgreSQL: a second instance runs the expiry)",
+    "moves every instance on the database (PostgreSQL only: two instances)",
     async () => {
       const merchant = await newMerchant(first.url);
       const paymentId = await authorized(first, merchant);
       expect((await advance(first, 8 * day)).status).toBe(200);
       await second.jobs.runDue();
-      expect(await status(second, merchant, paymentId)).toEqual({ status: "cancelled", cancellation_reason: "expired" });
+      const expired = await waitUntil(() => status(second, merchant, paymentId), (s) => s.status !== "requires_capture");
+      expect(expired).toEqual({ status: "cancelled", cancellation_reason: "expired" });
+
+      // The second instance's own clock moved too: a capture_on one real day ahead is in its past now.
+      const tomorrow = new Date(Date.now() + day * 1000).toISOString();
+      const scheduled = await rest(second.url, "POST", "/payments", {
+        apiKey: merchant.apiKey,
+        body: { amount: 1500, currency: "USD", profile_id: merchant.profileId, capture_method: "scheduled", capture_on: tomorrow },
+      });
+      expect(expectRestError(scheduled, 400, "IR_05")).toContain("capture_on");
     },
   );
 

@@ -2,6 +2,7 @@ import type { EntityManager } from "typeorm";
 import { DisputeSchema } from "../../gen/paymentservice/v1/dispute_pb.js";
 import type { App } from "../app.js";
 import { addEndOfJobs, addFollowUps } from "../db/follow-ups.js";
+import { lockRow } from "../db/lock.js";
 import { Statement } from "../db/statement.js";
 import { notFound } from "../errors.js";
 import type { EventRow } from "../events/event.entity.js";
@@ -27,10 +28,7 @@ export const openStatuses: readonly DisputeStatusWord[] = ["opened", "challenged
 
 /** Loads a dispute and locks its row for the transaction. */
 export async function lockDispute(em: EntityManager, scope: Scope, disputeId: string): Promise<DisputeRow> {
-  const row = await em.findOne(DisputeRow, {
-    where: { merchantId: scope.merchantId, livemode: scope.livemode, disputeId },
-    lock: { mode: "pessimistic_write" },
-  });
+  const row = await lockRow(em, DisputeRow, { merchantId: scope.merchantId, livemode: scope.livemode, disputeId });
   if (row === null) throw notFound("Dispute", disputeId);
   return row;
 }

@@ -1,6 +1,7 @@
 import type { EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { App } from "../app.js";
+import { lockRow } from "../db/lock.js";
 import { preparedQuery } from "../db/prepared.js";
 import { Statement } from "../db/statement.js";
 import { notFound } from "../errors.js";
@@ -24,10 +25,7 @@ export interface Scope {
  * one operation can never interleave with another's (confirm vs cancel, two captures, …).
  */
 export async function lockPayment(em: EntityManager, scope: Scope, paymentId: string): Promise<PaymentRow> {
-  const row = await em.findOne(PaymentRow, {
-    where: { merchantId: scope.merchantId, livemode: scope.livemode, paymentId },
-    lock: { mode: "pessimistic_write" },
-  });
+  const row = await lockRow(em, PaymentRow, { merchantId: scope.merchantId, livemode: scope.livemode, paymentId });
   if (row === null) throw notFound("Payment", paymentId);
   return row;
 }

@@ -2,6 +2,7 @@ import type { EntityManager } from "typeorm";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { App } from "../app.js";
 import { addEndOfJobs, addFollowUps } from "../db/follow-ups.js";
+import { lockRow } from "../db/lock.js";
 import { Statement } from "../db/statement.js";
 import { notFound } from "../errors.js";
 import type { EventRow } from "../events/event.entity.js";
@@ -16,10 +17,7 @@ export const processRefundJob = "refund.process";
 
 /** Loads a refund and locks its row for the transaction (cancel vs processing, two cancels, …). */
 export async function lockRefund(em: EntityManager, scope: Scope, refundId: string): Promise<RefundRow> {
-  const row = await em.findOne(RefundRow, {
-    where: { merchantId: scope.merchantId, livemode: scope.livemode, refundId },
-    lock: { mode: "pessimistic_write" },
-  });
+  const row = await lockRow(em, RefundRow, { merchantId: scope.merchantId, livemode: scope.livemode, refundId });
   if (row === null) throw notFound("Refund", refundId);
   return row;
 }

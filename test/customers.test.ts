@@ -1,7 +1,4 @@
-import { randomUUID } from "node:crypto";
-import { fromJson, type JsonObject } from "@bufbuild/protobuf";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { Code } from "@connectrpc/connect";
+import { fromJson } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CreateCustomerRequestSchema,
@@ -10,9 +7,9 @@ import {
   UpdateCustomerRequestSchema,
   type Customer,
 } from "../gen/paymentservice/v1/customer_pb.js";
-import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
-import { documentedErrorType, expectRestError, expectRpcError } from "./support/errors.js";
+import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { newMerchant } from "./support/merchant.js";
+import { expectError, iso, issueKey, type Json, type Protocol, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 
 /*
@@ -29,8 +26,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-type Json = JsonObject;
-
 /** The customer operations, as seen by a caller; results use the REST field names. */
 interface CustomerApi {
   create(body: Json): Promise<Json>;
@@ -40,23 +35,8 @@ interface CustomerApi {
   delete(customerId: string): Promise<Json>;
 }
 
-/** REST lists with a POST body; "rest-get" is the same API listing with GET and query parameters. */
-type Protocol = "rest" | "rest-get" | RpcProtocol;
-const protocols = ["rest", "connect", "grpc", "grpc-web"] as const;
-
-/** A non-200 REST answer, kept whole so its status and body can be checked. */
-class RestFailure extends Error {
-  constructor(readonly response: RestResponse) {
-    super(`HTTP ${response.status}: ${JSON.stringify(response.body)}`);
-  }
-}
-
 function restApi(apiKey: string, listWith: "GET" | "POST"): CustomerApi {
-  const call = async (method: string, path: string, body?: Json): Promise<Json> => {
-    const res = await rest(service.url, method, path, { apiKey, body });
-    if (res.status !== 200) throw new RestFailure(res);
-    return res.body;
-  };
+  const call = restCaller(service.url, apiKey);
   const at = (id: string) => `/customers/${encodeURIComponent(id)}`;
   return {
     create: (body) => call("POST", "/customers", body),
@@ -68,10 +48,6 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): CustomerApi {
         : call("GET", `/customers/list?${new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]))}`),
     delete: (id) => call("DELETE", at(id)),
   };
-}
-
-function iso(timestamp: Timestamp | undefined): string | null {
-  return timestamp === undefined ? null : timestampDate(timestamp).toISOString();
 }
 
 /** A customer message under the REST field names, unset optional fields as null. */
@@ -111,7 +87,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): CustomerApi {
     retrieve: async (id) => asRest(await client.retrieveCustomer({ customerId: id })),
     list: async (params) => {
       const page = await client.listCustomers(fromJson(ListCustomersRequestSchema, params));
-      return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
+      return restPage(page, asRest);
     },
     delete: async (id) => {
       const res = await client.deleteCustomer({ customerId: id });
@@ -132,41 +108,6 @@ async function merchantApi(protocol: Protocol) {
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
 }
 
-/** Issues another key for an existing merchant through the admin API (decisions §2). */
-async function issueKey(merchantId: string, environment: "sandbox" | "production"): Promise<string> {
-  const res = await rest(service.url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchantId, environment } });
-  expect(res.status).toBe(200);
-  return res.body.api_key;
-}
-
-/** How each error code used here reaches REST callers (HTTP status) and RPC callers (Connect code). */
-const errorTransport = {
-  IR_05: { http: 400, rpc: Code.InvalidArgument },
-  IR_06: { http: 400, rpc: Code.InvalidArgument },
-  HE_01: { http: 409, rpc: Code.AlreadyExists },
-  HE_02: { http: 404, rpc: Code.NotFound },
-} as const;
-
-/**
- * Asserts that a call failed with the documented code: over REST the status and an error body with
- * nothing else in it, over RPC the ConnectError code and the paymentservice.v1.ErrorDetail. The
- * message must name `mentions` (usually the offending field) when given.
- */
-async function expectError(call: Promise<unknown>, code: keyof typeof errorTransport, mentions?: string): Promise<void> {
-  const failure: unknown = await call.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  let message: string;
-  if (failure instanceof RestFailure) {
-    message = expectRestError(failure.response, errorTransport[code].http, code);
-    expect(failure.response.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
-  } else {
-    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
-  }
-  if (mentions !== undefined) expect(message).toContain(mentions);
-}
-
 /** Waits until the clock has moved past `timestamp`, so the next object is strictly newer. */
 async function pastMillisecond(timestamp: unknown): Promise<void> {
   while (Date.now() <= Date.parse(String(timestamp))) await new Promise((resolve) => setTimeout(resolve, 1));
@@ -184,7 +125,6 @@ async function createInOrder(api: CustomerApi, bodies: Json[]): Promise<Json[]> 
 }
 
 const ids = (list: Json) => (list.data as Json[]).map((c) => c.customer_id);
-const uniqueId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
 const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 const fullBody: Json = {
@@ -390,7 +330,7 @@ describe.each(protocols)("customers over %s", (protocol) => {
 
     it("a production key of the same merchant does not see sandbox customers, and the reverse", async () => {
       const { merchant, api: sandbox } = await merchantApi(protocol);
-      const production = apiFor(protocol, await issueKey(merchant.merchantId, "production"));
+      const production = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "production"));
       const sandboxCustomer = await sandbox.create(fullBody);
       const id = sandboxCustomer.customer_id as string;
 
@@ -408,7 +348,7 @@ describe.each(protocols)("customers over %s", (protocol) => {
 
     it("keeps separate id spaces for sandbox and production: the same chosen id works in both", async () => {
       const { merchant, api: sandbox } = await merchantApi(protocol);
-      const production = apiFor(protocol, await issueKey(merchant.merchantId, "production"));
+      const production = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "production"));
       const chosen = `cus_both_${protocol.replace("-", "_")}_${Date.now()}`;
       const inSandbox = await sandbox.create({ customer_id: chosen, name: "Test" });
       const inProduction = await production.create({ customer_id: chosen, name: "Live" });

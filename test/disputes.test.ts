@@ -1,5 +1,4 @@
-import { fromJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -12,8 +11,9 @@ import {
 import { DisputeOutcome, ResolveDisputeRequestSchema, SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { documentedErrorType, expectRestError, expectRpcError } from "./support/errors.js";
+import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -38,8 +38,6 @@ beforeAll(async () => {
   service = await startService({ JOB_POLL_MS: "3600000" }, clock);
 });
 afterAll(() => service.close());
-
-type Json = JsonObject;
 
 const day = 24 * 3_600_000;
 /** How long a merchant has to answer a dispute (docs/disputes.md). */
@@ -70,28 +68,8 @@ interface DisputeApi {
   resolve(disputeId: string, body: Json): Promise<Json>;
 }
 
-/** REST lists with a POST body; "rest-get" is the same API listing with GET and query parameters. */
-type Protocol = "rest" | "rest-get" | RpcProtocol;
-const protocols = ["rest", "connect", "grpc", "grpc-web"] as const;
-
-/** A non-200 REST answer, kept whole so its status and body can be checked. */
-class RestFailure extends Error {
-  constructor(readonly response: RestResponse) {
-    super(`HTTP ${response.status}: ${JSON.stringify(response.body)}`);
-  }
-}
-
-function query(params: Json): string {
-  const search = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
-  return search.size === 0 ? "" : `?${search}`;
-}
-
 function restApi(apiKey: string, listWith: "GET" | "POST"): DisputeApi {
-  const call = async (method: string, path: string, body?: Json): Promise<Json> => {
-    const res = await rest(service.url, method, path, { apiKey, body });
-    if (res.status !== 200) throw new RestFailure(res);
-    return res.body;
-  };
+  const call = restCaller(service.url, apiKey);
   const at = (id: string) => `/disputes/${encodeURIComponent(id)}`;
   return {
     retrieve: (id) => call("GET", at(id)),
@@ -101,26 +79,6 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): DisputeApi {
     open: (paymentId) => call("POST", `/sandbox/payments/${encodeURIComponent(paymentId)}/dispute`),
     resolve: (id, body) => call("POST", `/sandbox/disputes/${encodeURIComponent(id)}/resolve`, body),
   };
-}
-
-/** The documented word of an enum value (DISPUTE_STATUS_CHALLENGED → challenged), or null when unset. */
-function word(desc: DescEnum, prefix: string, value: number | undefined): string | null {
-  if (value === undefined || value === 0) return null;
-  return desc.value[value]!.name.slice(prefix.length).toLowerCase();
-}
-
-/** A REST body as proto JSON: the documented enum words become proto enum names. */
-function protoJson(body: Json, enums: Record<string, string>): Json {
-  return Object.fromEntries(
-    Object.entries(body).map(([key, value]): [string, JsonValue] => [
-      key,
-      typeof value === "string" && key in enums ? enums[key] + value.toUpperCase() : value,
-    ]),
-  );
-}
-
-function iso(timestamp: Timestamp | undefined): string | null {
-  return timestamp === undefined ? null : timestampDate(timestamp).toISOString();
 }
 
 /** A dispute message under the REST field names, unset optional fields as null. */
@@ -159,7 +117,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): DisputeApi {
     retrieve: async (id) => asRest(await disputes.retrieveDispute({ disputeId: id })),
     list: async (params) => {
       const page = await disputes.listDisputes(fromJson(ListDisputesRequestSchema, protoJson(params, { status: "DISPUTE_STATUS_" })));
-      return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
+      return restPage(page, asRest);
     },
     accept: async (id) => asRest(await disputes.acceptDispute({ disputeId: id })),
     evidence: async (id, body) =>
@@ -184,45 +142,6 @@ function apiFor(protocol: Protocol, apiKey: string): DisputeApi {
 async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: DisputeApi }> {
   const merchant = await newMerchant(service.url);
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
-
-/** Issues another key for an existing merchant through the admin API (decisions §2). */
-async function issueKey(merchantId: string, environment: "sandbox" | "production", kind: "secret" | "publishable"): Promise<string> {
-  const res = await rest(service.url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchantId, environment, kind } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.api_key;
-}
-
-/** How each error code used here reaches REST callers (HTTP status) and RPC callers (Connect code). */
-const errorTransport = {
-  IR_04: { http: 400, rpc: Code.InvalidArgument },
-  IR_05: { http: 400, rpc: Code.InvalidArgument },
-  IR_06: { http: 400, rpc: Code.InvalidArgument },
-  IR_14: { http: 400, rpc: Code.FailedPrecondition },
-  IR_16: { http: 400, rpc: Code.FailedPrecondition },
-  IR_22: { http: 403, rpc: Code.PermissionDenied },
-  HE_02: { http: 404, rpc: Code.NotFound },
-} as const;
-
-/**
- * Asserts that a call failed with the documented code: over REST the status and an error body with
- * nothing else in it, over RPC the ConnectError code and the paymentservice.v1.ErrorDetail. The
- * message must name every one of `mentions`. Returns the message.
- */
-async function expectError(call: Promise<unknown>, code: keyof typeof errorTransport, ...mentions: string[]): Promise<string> {
-  const failure: unknown = await call.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  let message: string;
-  if (failure instanceof RestFailure) {
-    message = expectRestError(failure.response, errorTransport[code].http, code);
-    expect(failure.response.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
-  } else {
-    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
-  }
-  for (const mention of mentions) expect(message).toContain(mention);
-  return message;
 }
 
 /** Moves the service's clock forward so the next change is strictly newer; returns the new time. */
@@ -423,7 +342,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
   describe("access", () => {
     it("sandbox endpoints refuse a production key (403 IR_22), which does not see sandbox disputes either", async () => {
       const { merchant, api, paymentId, dispute } = await openedDispute(protocol);
-      const production = apiFor(protocol, await issueKey(merchant.merchantId, "production", "secret"));
+      const production = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "production", "secret"));
       const disputeId = dispute.dispute_id as string;
 
       await expectError(production.open(paymentId), "IR_22");
@@ -436,7 +355,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
     it("a publishable key may not use dispute endpoints: 403 IR_22", async () => {
       const { merchant, api, paymentId, dispute } = await openedDispute(protocol);
-      const publishable = apiFor(protocol, await issueKey(merchant.merchantId, "sandbox", "publishable"));
+      const publishable = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
       const disputeId = dispute.dispute_id as string;
 
       await expectError(publishable.retrieve(disputeId), "IR_22");

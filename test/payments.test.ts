@@ -1,6 +1,4 @@
-import { randomUUID } from "node:crypto";
-import { fromJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -17,10 +15,11 @@ import {
   UpdatePaymentRequestSchema,
   type Payment,
 } from "../gen/paymentservice/v1/payment_pb.js";
-import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
+import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { documentedErrorType, expectRestError, expectRpcError } from "./support/errors.js";
+import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, RestFailure, restPage, uniqueId, word } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 
 /*
@@ -42,8 +41,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-type Json = JsonObject;
-
 const hour = 3_600_000;
 const day = 24 * hour;
 
@@ -58,28 +55,8 @@ interface PaymentApi {
   list(params: Json): Promise<Json>;
 }
 
-/** REST lists with a POST body; "rest-get" is the same API listing with GET and query parameters. */
-type Protocol = "rest" | "rest-get" | RpcProtocol;
-const protocols = ["rest", "connect", "grpc", "grpc-web"] as const;
-
-/** A non-200 REST answer, kept whole so its status and body can be checked. */
-class RestFailure extends Error {
-  constructor(readonly response: RestResponse) {
-    super(`HTTP ${response.status}: ${JSON.stringify(response.body)}`);
-  }
-}
-
-function query(params: Json): string {
-  const search = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
-  return search.size === 0 ? "" : `?${search}`;
-}
-
 function restApi(apiKey: string, listWith: "GET" | "POST"): PaymentApi {
-  const call = async (method: string, path: string, body?: Json): Promise<Json> => {
-    const res = await rest(service.url, method, path, { apiKey, body });
-    if (res.status !== 200) throw new RestFailure(res);
-    return res.body;
-  };
+  const call = restCaller(service.url, apiKey);
   const at = (id: string) => `/payments/${encodeURIComponent(id)}`;
   return {
     create: (body) => call("POST", "/payments", body),
@@ -92,32 +69,12 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): PaymentApi {
   };
 }
 
-/** The documented word of an enum value (PAYMENT_STATUS_REQUIRES_CAPTURE → requires_capture), or null when unset. */
-function word(desc: DescEnum, prefix: string, value: number | undefined): string | null {
-  if (value === undefined || value === 0) return null;
-  return desc.value[value]!.name.slice(prefix.length).toLowerCase();
-}
-
 /** Enum fields of the request messages, by the prefix their proto JSON names carry. */
 const enumPrefixes: Record<string, string> = {
   capture_method: "CAPTURE_METHOD_",
   payment_method: "PAYMENT_METHOD_",
   status: "PAYMENT_STATUS_",
 };
-
-/** A REST body as proto JSON: the documented enum words become proto enum names. */
-function protoJson(body: Json): Json {
-  return Object.fromEntries(
-    Object.entries(body).map(([key, value]): [string, JsonValue] => [
-      key,
-      typeof value === "string" && key in enumPrefixes ? enumPrefixes[key] + value.toUpperCase() : value,
-    ]),
-  );
-}
-
-function iso(timestamp: Timestamp | undefined): string | null {
-  return timestamp === undefined ? null : timestampDate(timestamp).toISOString();
-}
 
 const num = (value: bigint | undefined): number | null => (value === undefined ? null : Number(value));
 
@@ -171,19 +128,19 @@ function asRest(p: Payment): Json {
 function rpcApi(apiKey: string, protocol: RpcProtocol): PaymentApi {
   const client = rpcClient(PaymentService, service.url, protocol, { apiKey });
   return {
-    create: async (body) => asRest(await client.createPayment(fromJson(CreatePaymentRequestSchema, protoJson(body)))),
+    create: async (body) => asRest(await client.createPayment(fromJson(CreatePaymentRequestSchema, protoJson(body, enumPrefixes)))),
     update: async (id, body) =>
-      asRest(await client.updatePayment(fromJson(UpdatePaymentRequestSchema, protoJson({ ...body, payment_id: id })))),
+      asRest(await client.updatePayment(fromJson(UpdatePaymentRequestSchema, protoJson({ ...body, payment_id: id }, enumPrefixes)))),
     retrieve: async (id, clientSecret) => asRest(await client.retrievePayment({ paymentId: id, clientSecret })),
     confirm: async (id, body) =>
-      asRest(await client.confirmPayment(fromJson(ConfirmPaymentRequestSchema, protoJson({ ...body, payment_id: id })))),
+      asRest(await client.confirmPayment(fromJson(ConfirmPaymentRequestSchema, protoJson({ ...body, payment_id: id }, enumPrefixes)))),
     capture: async (id, body = {}) =>
       asRest(await client.capturePayment(fromJson(CapturePaymentRequestSchema, { ...body, payment_id: id }))),
     cancel: async (id, body = {}) =>
       asRest(await client.cancelPayment(fromJson(CancelPaymentRequestSchema, { ...body, payment_id: id }))),
     list: async (params) => {
-      const page = await client.listPayments(fromJson(ListPaymentsRequestSchema, protoJson(params)));
-      return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
+      const page = await client.listPayments(fromJson(ListPaymentsRequestSchema, protoJson(params, enumPrefixes)));
+      return restPage(page, asRest);
     },
   };
 }
@@ -198,45 +155,6 @@ function apiFor(protocol: Protocol, apiKey: string): PaymentApi {
 async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: PaymentApi }> {
   const merchant = await newMerchant(service.url);
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
-
-/** Issues another key for an existing merchant through the admin API (decisions §2). */
-async function issueKey(merchantId: string, environment: "sandbox" | "production", kind: "secret" | "publishable"): Promise<string> {
-  const res = await rest(service.url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchantId, environment, kind } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.api_key;
-}
-
-/** How each error code used here reaches REST callers (HTTP status) and RPC callers (Connect code). */
-const errorTransport = {
-  IR_04: { http: 400, rpc: Code.InvalidArgument },
-  IR_05: { http: 400, rpc: Code.InvalidArgument },
-  IR_14: { http: 400, rpc: Code.FailedPrecondition },
-  IR_16: { http: 400, rpc: Code.FailedPrecondition },
-  IR_22: { http: 403, rpc: Code.PermissionDenied },
-  HE_01: { http: 409, rpc: Code.AlreadyExists },
-  HE_02: { http: 404, rpc: Code.NotFound },
-} as const;
-
-/**
- * Asserts that a call failed with the documented code: over REST the status and an error body with
- * nothing else in it, over RPC the ConnectError code and the paymentservice.v1.ErrorDetail. The
- * message must name every one of `mentions` (usually the offending field). Returns the message.
- */
-async function expectError(call: Promise<unknown>, code: keyof typeof errorTransport, ...mentions: string[]): Promise<string> {
-  const failure: unknown = await call.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  let message: string;
-  if (failure instanceof RestFailure) {
-    message = expectRestError(failure.response, errorTransport[code].http, code);
-    expect(failure.response.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
-  } else {
-    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
-  }
-  for (const mention of mentions) expect(message).toContain(mention);
-  return message;
 }
 
 /** Card fields for a payment request: a future expiry and a CVC of the right length. */
@@ -262,7 +180,6 @@ function tick(ms = 1000): string {
   return clock.now().toISOString();
 }
 
-const uniqueId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
 const ids = (list: Json) => (list.data as Json[]).map((p) => p.payment_id);
 
 /** The events of one payment, oldest first, read from the events table (there is no events API yet). */
@@ -818,7 +735,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
   describe("publishable keys", () => {
     it("retrieve needs the payment's client_secret: missing → IR_04, wrong → 403 IR_22, right → the payment", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const publishable = apiFor(protocol, await issueKey(merchant.merchantId, "sandbox", "publishable"));
+      const publishable = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
       const payment = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId });
       const other = await api.create({ amount: 200, currency: "USD", profile_id: merchant.profileId });
       const id = payment.payment_id as string;
@@ -833,7 +750,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
 
     it("confirm needs the client_secret in the body: missing → IR_04, wrong → 403 IR_22, right → succeeded", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const publishable = apiFor(protocol, await issueKey(merchant.merchantId, "sandbox", "publishable"));
+      const publishable = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
       const payment = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId });
       const id = payment.payment_id as string;
 
@@ -848,7 +765,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
 
     it("a publishable key may not create, update, capture, cancel or list: 403 IR_22", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const publishable = apiFor(protocol, await issueKey(merchant.merchantId, "sandbox", "publishable"));
+      const publishable = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
       const payment = await api.create({
         amount: 100,
         currency: "USD",
@@ -871,7 +788,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
 
   it("a production key with no processor configured: create is 400 IR_16 saying so", async () => {
     const { merchant } = await merchantApi(protocol);
-    const production = apiFor(protocol, await issueKey(merchant.merchantId, "production", "secret"));
+    const production = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "production", "secret"));
     const message = await expectError(
       production.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(visa) }),
       "IR_16",
@@ -1189,7 +1106,7 @@ describe("payments over REST only", () => {
 
   it("retrieve with a publishable key takes client_secret as a query parameter", async () => {
     const merchant = await newMerchant(service.url);
-    const publishableKey = await issueKey(merchant.merchantId, "sandbox", "publishable");
+    const publishableKey = await issueKey(service.url, merchant.merchantId, "sandbox", "publishable");
     const created = await rest(service.url, "POST", "/payments", {
       apiKey: merchant.apiKey,
       body: { amount: 100, currency: "USD", profile_id: merchant.profileId },

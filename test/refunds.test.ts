@@ -1,6 +1,4 @@
-import { fromJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { Code } from "@connectrpc/connect";
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CreateRefundRequestSchema,
@@ -12,10 +10,11 @@ import {
   UpdateRefundRequestSchema,
   type Refund,
 } from "../gen/paymentservice/v1/refund_pb.js";
-import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
+import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { documentedErrorType, expectRestError, expectRpcError } from "./support/errors.js";
+import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { expectError, iso, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -40,8 +39,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-type Json = JsonObject;
-
 /** The documented default settlement delay of a scheduled refund. */
 const scheduledDelayMs = 60_000;
 
@@ -54,28 +51,8 @@ interface RefundApi {
   list(params: Json): Promise<Json>;
 }
 
-/** REST lists with a POST body; "rest-get" is the same API listing with GET and query parameters. */
-type Protocol = "rest" | "rest-get" | RpcProtocol;
-const protocols = ["rest", "connect", "grpc", "grpc-web"] as const;
-
-/** A non-200 REST answer, kept whole so its status and body can be checked. */
-class RestFailure extends Error {
-  constructor(readonly response: RestResponse) {
-    super(`HTTP ${response.status}: ${JSON.stringify(response.body)}`);
-  }
-}
-
-function query(params: Json): string {
-  const search = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
-  return search.size === 0 ? "" : `?${search}`;
-}
-
 function restApi(apiKey: string, listWith: "GET" | "POST"): RefundApi {
-  const call = async (method: string, path: string, body?: Json): Promise<Json> => {
-    const res = await rest(service.url, method, path, { apiKey, body });
-    if (res.status !== 200) throw new RestFailure(res);
-    return res.body;
-  };
+  const call = restCaller(service.url, apiKey);
   const at = (id: string) => `/refunds/${encodeURIComponent(id)}`;
   return {
     create: (body) => call("POST", "/refunds", body),
@@ -86,32 +63,12 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): RefundApi {
   };
 }
 
-/** The documented word of an enum value (REFUND_STATUS_MANUAL_REVIEW → manual_review), or null when unset. */
-function word(desc: DescEnum, prefix: string, value: number | undefined): string | null {
-  if (value === undefined || value === 0) return null;
-  return desc.value[value]!.name.slice(prefix.length).toLowerCase();
-}
-
 /** Enum fields of the request messages, by the prefix their proto JSON names carry. */
 const enumPrefixes: Record<string, string> = {
   reason: "REFUND_REASON_",
   refund_type: "REFUND_TYPE_",
   status: "REFUND_STATUS_",
 };
-
-/** A REST body as proto JSON: documented enum words become proto enum names (numbers pass as they are). */
-function protoJson(body: Json): Json {
-  return Object.fromEntries(
-    Object.entries(body).map(([key, value]): [string, JsonValue] => [
-      key,
-      typeof value === "string" && key in enumPrefixes ? enumPrefixes[key] + value.toUpperCase() : value,
-    ]),
-  );
-}
-
-function iso(timestamp: Timestamp | undefined): string | null {
-  return timestamp === undefined ? null : timestampDate(timestamp).toISOString();
-}
 
 /** A refund message under the REST field names, unset optional fields as null. */
 function asRest(r: Refund): Json {
@@ -135,14 +92,14 @@ function asRest(r: Refund): Json {
 function rpcApi(apiKey: string, protocol: RpcProtocol): RefundApi {
   const client = rpcClient(RefundService, service.url, protocol, { apiKey });
   return {
-    create: async (body) => asRest(await client.createRefund(fromJson(CreateRefundRequestSchema, protoJson(body)))),
+    create: async (body) => asRest(await client.createRefund(fromJson(CreateRefundRequestSchema, protoJson(body, enumPrefixes)))),
     update: async (id, body) =>
-      asRest(await client.updateRefund(fromJson(UpdateRefundRequestSchema, protoJson({ ...body, refund_id: id })))),
+      asRest(await client.updateRefund(fromJson(UpdateRefundRequestSchema, protoJson({ ...body, refund_id: id }, enumPrefixes)))),
     retrieve: async (id) => asRest(await client.retrieveRefund({ refundId: id })),
     cancel: async (id) => asRest(await client.cancelRefund({ refundId: id })),
     list: async (params) => {
-      const page = await client.listRefunds(fromJson(ListRefundsRequestSchema, protoJson(params)));
-      return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
+      const page = await client.listRefunds(fromJson(ListRefundsRequestSchema, protoJson(params, enumPrefixes)));
+      return restPage(page, asRest);
     },
   };
 }
@@ -157,38 +114,6 @@ function apiFor(protocol: Protocol, apiKey: string): RefundApi {
 async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: RefundApi }> {
   const merchant = await newMerchant(service.url);
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
-
-/** How each error code used here reaches REST callers (HTTP status) and RPC callers (Connect code). */
-const errorTransport = {
-  IR_04: { http: 400, rpc: Code.InvalidArgument },
-  IR_05: { http: 400, rpc: Code.InvalidArgument },
-  IR_06: { http: 400, rpc: Code.InvalidArgument },
-  IR_13: { http: 400, rpc: Code.FailedPrecondition },
-  IR_14: { http: 400, rpc: Code.FailedPrecondition },
-  IR_16: { http: 400, rpc: Code.FailedPrecondition },
-  HE_02: { http: 404, rpc: Code.NotFound },
-} as const;
-
-/**
- * Asserts that a call failed with the documented code: over REST the status and an error body with
- * nothing else in it, over RPC the ConnectError code and the paymentservice.v1.ErrorDetail. The
- * message must name every one of `mentions`. Returns the message.
- */
-async function expectError(call: Promise<unknown>, code: keyof typeof errorTransport, ...mentions: string[]): Promise<string> {
-  const failure: unknown = await call.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  let message: string;
-  if (failure instanceof RestFailure) {
-    message = expectRestError(failure.response, errorTransport[code].http, code);
-    expect(failure.response.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
-  } else {
-    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
-  }
-  for (const mention of mentions) expect(message).toContain(mention);
-  return message;
 }
 
 const visa = "4242424242424242";

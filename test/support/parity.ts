@@ -1,0 +1,128 @@
+import { randomUUID } from "node:crypto";
+import type { DescEnum, JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import { expect } from "vitest";
+import { rest, type RestResponse, type RpcProtocol } from "./clients.js";
+import { documentedErrorType, expectRestError, expectRpcError } from "./errors.js";
+
+/*
+ * What the protocol-parity suites (customers, payments, refunds, disputes) share: each runs the same
+ * scenarios over REST and every RPC protocol through a small per-resource Api, and these helpers are
+ * the pieces of that set-up that do not depend on the resource.
+ */
+
+/** A JSON object under the REST field names: what every parity Api sends and answers, whatever the protocol. */
+export type Json = JsonObject;
+
+/** REST lists with a POST body; "rest-get" is the same API listing with GET and query parameters. */
+export type Protocol = "rest" | "rest-get" | RpcProtocol;
+
+/** The protocols every parity scenario runs over ("rest-get" is added only where listing is under test). */
+export const protocols = ["rest", "connect", "grpc", "grpc-web"] as const;
+
+/** A non-200 REST answer, kept whole so its status and body can be checked. */
+export class RestFailure extends Error {
+  constructor(readonly response: RestResponse) {
+    super(`HTTP ${response.status}: ${JSON.stringify(response.body)}`);
+  }
+}
+
+/** Calls the REST API with `apiKey`, so a REST adapter answers 200 bodies and throws RestFailure otherwise, as an RPC client throws. */
+export function restCaller(url: string, apiKey: string): (method: string, path: string, body?: Json) => Promise<Json> {
+  return async (method, path, body) => {
+    const res = await rest(url, method, path, { apiKey, body });
+    if (res.status !== 200) throw new RestFailure(res);
+    return res.body;
+  };
+}
+
+/** `params` as a query string ("" when there are none), so a GET list sends what a POST list puts in its body. */
+export function query(params: Json): string {
+  const search = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
+  return search.size === 0 ? "" : `?${search}`;
+}
+
+/** The documented word of an enum value (PAYMENT_STATUS_REQUIRES_CAPTURE → requires_capture), or null when unset, so RPC answers compare with REST ones. */
+export function word(desc: DescEnum, prefix: string, value: number | undefined): string | null {
+  if (value === undefined || value === 0) return null;
+  return desc.value[value]!.name.slice(prefix.length).toLowerCase();
+}
+
+/**
+ * A REST body as proto JSON, so RPC requests carry what the REST ones do: documented enum words
+ * become proto enum names by the prefix `enumPrefixes` gives each enum field (other values, numbers
+ * included, pass as they are).
+ */
+export function protoJson(body: Json, enumPrefixes: Record<string, string>): Json {
+  return Object.fromEntries(
+    Object.entries(body).map(([key, value]): [string, JsonValue] => [
+      key,
+      typeof value === "string" && key in enumPrefixes ? enumPrefixes[key] + value.toUpperCase() : value,
+    ]),
+  );
+}
+
+/** A protobuf timestamp as the ISO string REST answers with, or null when unset. */
+export function iso(timestamp: Timestamp | undefined): string | null {
+  return timestamp === undefined ? null : timestampDate(timestamp).toISOString();
+}
+
+/** An RPC list page under the REST field names, so list assertions are the same over every protocol. */
+export function restPage<T>(page: { data: T[]; totalCount: bigint; hasMore: boolean }, asRest: (item: T) => Json): Json {
+  return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
+}
+
+/** A fresh id with `prefix`, so caller-chosen ids never collide between tests sharing a database. */
+export const uniqueId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+
+/**
+ * Issues another key for an existing merchant through the admin API (decisions §2), so a test can
+ * call as a production or publishable caller. Without `kind` the request leaves it to the default.
+ */
+export async function issueKey(
+  url: string,
+  merchantId: string,
+  environment: "sandbox" | "production",
+  kind?: "secret" | "publishable",
+): Promise<string> {
+  const body = kind === undefined ? { merchant_id: merchantId, environment } : { merchant_id: merchantId, environment, kind };
+  const res = await rest(url, "POST", "/api-keys", { admin: true, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.api_key;
+}
+
+/** How each error code the parity suites expect reaches REST callers (HTTP status) and RPC callers (Connect code). */
+export const errorTransport = {
+  IR_04: { http: 400, rpc: Code.InvalidArgument },
+  IR_05: { http: 400, rpc: Code.InvalidArgument },
+  IR_06: { http: 400, rpc: Code.InvalidArgument },
+  IR_13: { http: 400, rpc: Code.FailedPrecondition },
+  IR_14: { http: 400, rpc: Code.FailedPrecondition },
+  IR_16: { http: 400, rpc: Code.FailedPrecondition },
+  IR_22: { http: 403, rpc: Code.PermissionDenied },
+  HE_01: { http: 409, rpc: Code.AlreadyExists },
+  HE_02: { http: 404, rpc: Code.NotFound },
+} as const;
+
+/**
+ * Asserts that a call failed with the documented code whatever the protocol: over REST the status
+ * and an error body with nothing else in it, over RPC the ConnectError code and the
+ * paymentservice.v1.ErrorDetail. The message must name every one of `mentions` (usually the
+ * offending field). Returns the message.
+ */
+export async function expectError(call: Promise<unknown>, code: keyof typeof errorTransport, ...mentions: string[]): Promise<string> {
+  const failure: unknown = await call.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  let message: string;
+  if (failure instanceof RestFailure) {
+    message = expectRestError(failure.response, errorTransport[code].http, code);
+    expect(failure.response.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
+  } else {
+    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
+  }
+  for (const mention of mentions) expect(message).toContain(mention);
+  return message;
+}

@@ -1,14 +1,9 @@
 import type { EntityManager } from "typeorm";
 import { DisputeSchema } from "../../gen/paymentservice/v1/dispute_pb.js";
 import type { App } from "../app.js";
-import { addEndOfJobs, addFollowUps } from "../db/follow-ups.js";
-import { lockRow } from "../db/lock.js";
-import { Statement } from "../db/statement.js";
-import { notFound } from "../errors.js";
-import type { EventRow } from "../events/event.entity.js";
-import { newEvent } from "../events/record.js";
+import { lockObject, writeNewObject, writeObjectChange, type Resource } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
-import type { Scope } from "../payments/store.js";
+import type { Scope } from "../db/resource.js";
 import { DisputeRow, type DisputeStatusWord } from "./dispute.entity.js";
 import { toDispute } from "./view.js";
 
@@ -26,39 +21,28 @@ export const lostStatuses: readonly DisputeStatusWord[] = ["accepted", "lost", "
 /** Statuses in which the dispute is still undecided. */
 export const openStatuses: readonly DisputeStatusWord[] = ["opened", "challenged"];
 
-/** Loads a dispute and locks its row for the transaction. */
-export async function lockDispute(em: EntityManager, scope: Scope, disputeId: string): Promise<DisputeRow> {
-  const row = await lockRow(em, DisputeRow, { merchantId: scope.merchantId, livemode: scope.livemode, disputeId });
-  if (row === null) throw notFound("Dispute", disputeId);
-  return row;
-}
+/** How disputes are stored and reported. */
+const disputeResource: Resource<DisputeRow, typeof DisputeSchema> = {
+  name: "dispute",
+  label: "Dispute",
+  entity: DisputeRow,
+  idProperty: "disputeId",
+  schema: DisputeSchema,
+  view: toDispute,
+  isFinal: (row) => !openStatuses.includes(row.status),
+};
 
-function disputeEvent(app: App, row: DisputeRow): EventRow {
-  return newEvent(
-    {
-      merchantId: row.merchantId,
-      livemode: row.livemode,
-      resource: "dispute",
-      objectId: row.disputeId,
-      status: row.status,
-      schema: DisputeSchema,
-      view: toDispute(row),
-    },
-    app.clock,
-  );
+/** Loads a dispute and locks its row for the transaction. */
+export function lockDispute(em: EntityManager, scope: Scope, disputeId: string): Promise<DisputeRow> {
+  return lockObject(em, disputeResource, scope, disputeId);
 }
 
 /** Writes a new dispute with its dispute.opened event and its expiry job. */
-export async function writeNewDispute(em: EntityManager, app: App, row: DisputeRow, jobs: NewJob[]): Promise<void> {
-  const statement = new Statement().insert("dispute", em.connection.getMetadata(DisputeRow), row);
-  addFollowUps(statement, em, app.clock, { event: disputeEvent(app, row), jobs }, "dispute");
-  await em.query(statement.sql("dispute"), statement.params);
+export function writeNewDispute(em: EntityManager, app: App, row: DisputeRow, jobs: NewJob[]): Promise<void> {
+  return writeNewObject(em, app.clock, disputeResource, row, jobs);
 }
 
 /** Writes a change to a locked dispute with the event of its new status; a decided dispute ends its jobs. */
-export async function writeDisputeChange(em: EntityManager, app: App, row: DisputeRow, previous: DisputeStatusWord): Promise<void> {
-  const statement = new Statement().update("dispute", em.connection.getMetadata(DisputeRow), row);
-  if (row.status !== previous) addFollowUps(statement, em, app.clock, { event: disputeEvent(app, row), jobs: [] }, "dispute");
-  if (!openStatuses.includes(row.status)) addEndOfJobs(statement, { ...row, objectId: row.disputeId }, "dispute.");
-  await em.query(statement.sql("dispute"), statement.params);
+export function writeDisputeChange(em: EntityManager, app: App, row: DisputeRow, previous: DisputeStatusWord): Promise<void> {
+  return writeObjectChange(em, app.clock, disputeResource, row, previous);
 }

@@ -1,0 +1,127 @@
+import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
+import type { EntityManager, EntityTarget } from "typeorm";
+import type { Clock } from "../clock.js";
+import { notFound } from "../errors.js";
+import type { EventRow } from "../events/event.entity.js";
+import { newEvent } from "../events/record.js";
+import type { NewJob } from "../jobs/runner.js";
+import { addEndOfJobs, addFollowUps } from "./follow-ups.js";
+import { lockRow } from "./lock.js";
+import { Statement } from "./statement.js";
+
+/** Which merchant and environment a call acts in: the partition every object lives in. */
+export interface Scope {
+  readonly merchantId: string;
+  readonly livemode: boolean;
+}
+
+/** A stored object with a status, owned by one merchant in one environment. */
+export interface StatusRow {
+  merchantId: string;
+  livemode: boolean;
+  status: string;
+}
+
+/**
+ * How a resource with a status is stored and reported (payments, refunds, disputes): what the shared
+ * locking read and one-statement writes need to know about it.
+ */
+export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
+  /** "payment": the event type prefix (payment.succeeded) and the job kind prefix (payment.…). */
+  readonly name: string;
+  /** "Payment", for not-found messages. */
+  readonly label: string;
+  readonly entity: EntityTarget<Row>;
+  /** The property holding the object's id, e.g. paymentId. */
+  readonly idProperty: keyof Row & string;
+  readonly schema: Desc;
+  view(row: Row): MessageInitShape<Desc>;
+  /** A status from which the object never moves again: its pending jobs are deleted. */
+  isFinal(row: Row): boolean;
+}
+
+function idOf<Row extends StatusRow>(resource: Resource<Row, DescMessage>, row: Row): string {
+  return row[resource.idProperty] as string;
+}
+
+/**
+ * Loads an object of the caller's merchant and environment and locks its row until the transaction
+ * ends, so the status checks and changes of one operation never interleave with another's.
+ */
+export async function lockObject<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  resource: Resource<Row, Desc>,
+  scope: Scope,
+  id: string,
+): Promise<Row> {
+  const key = { merchantId: scope.merchantId, livemode: scope.livemode, [resource.idProperty]: id } as Partial<Row>;
+  const row = await lockRow(em, resource.entity, key);
+  if (row === null) throw notFound(resource.label, id);
+  return row;
+}
+
+/** The `<resource>.<status>` event of the status the object is in now. */
+function eventOf<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row, clock: Clock): EventRow {
+  return newEvent(
+    {
+      merchantId: row.merchantId,
+      livemode: row.livemode,
+      resource: resource.name,
+      objectId: idOf(resource, row),
+      status: row.status,
+      schema: resource.schema,
+      view: resource.view(row),
+    },
+    clock,
+  );
+}
+
+/**
+ * The statement that writes a new object with the event of the status it starts in and its jobs;
+ * with a `guard` (an SQL condition) nothing at all is written unless it holds. It counts the rows
+ * the object's insert wrote.
+ */
+export function newObjectStatement<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  clock: Clock,
+  resource: Resource<Row, Desc>,
+  row: Row,
+  jobs: readonly NewJob[],
+  guard?: (statement: Statement) => string,
+): { sql: string; params: unknown[] } {
+  const statement = new Statement();
+  statement.insert("object", em.connection.getMetadata(resource.entity), row, { guard: guard?.(statement) });
+  addFollowUps(statement, em, clock, { event: eventOf(resource, row, clock), jobs }, "object");
+  return { sql: statement.sql("object"), params: statement.params };
+}
+
+/** Writes a new object, its first event and its jobs in one statement in the caller's transaction. */
+export async function writeNewObject<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  clock: Clock,
+  resource: Resource<Row, Desc>,
+  row: Row,
+  jobs: readonly NewJob[],
+): Promise<void> {
+  const { sql, params } = newObjectStatement(em, clock, resource, row, jobs);
+  await em.query(sql, params);
+}
+
+/**
+ * Writes a change to a locked object in one statement with what must commit with it: the event of
+ * the status it entered (if it changed), the jobs the new status needs, and the end of pending jobs
+ * once its status is final.
+ */
+export async function writeObjectChange<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  clock: Clock,
+  resource: Resource<Row, Desc>,
+  row: Row,
+  previousStatus: string,
+  jobs: readonly NewJob[] = [],
+): Promise<void> {
+  const statement = new Statement().update("object", em.connection.getMetadata(resource.entity), row);
+  if (row.status !== previousStatus) addFollowUps(statement, em, clock, { event: eventOf(resource, row, clock), jobs }, "object");
+  if (resource.isFinal(row)) addEndOfJobs(statement, { ...row, objectId: idOf(resource, row) }, `${resource.name}.`);
+  await em.query(statement.sql("object"), statement.params);
+}

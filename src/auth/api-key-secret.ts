@@ -7,7 +7,7 @@ import { randomBase62 } from "../ids.js";
 export const keyPrefixLength = 12;
 
 /** Key prefixes of interface §5, by environment and kind. */
-export function keyTypePrefix(livemode: boolean, publishable: boolean): string {
+function keyTypePrefix(livemode: boolean, publishable: boolean): string {
   return `${publishable ? "pk_" : ""}${livemode ? "prd_" : "snd_"}`;
 }
 

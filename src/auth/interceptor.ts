@@ -1,4 +1,4 @@
-import { getOption } from "@bufbuild/protobuf";
+import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { Access, access } from "../../gen/paymentservice/v1/options_pb.js";
 import type { KeyRecord } from "../api-keys/lookup.js";
@@ -21,8 +21,18 @@ export interface AuthDependencies {
  * and leaves the caller in the context for the handler. Runs for REST, Connect and gRPC alike.
  */
 export function createAuthInterceptor(deps: AuthDependencies): Interceptor {
+  // Options are decoded from the descriptor on each getOption call; a method's rule never changes.
+  const rules = new WeakMap<DescMethod, Access>();
+  const ruleOf = (method: DescMethod): Access => {
+    let rule = rules.get(method);
+    if (rule === undefined) {
+      rule = getOption(method, access);
+      rules.set(method, rule);
+    }
+    return rule;
+  };
   return (next) => async (req) => {
-    const rule = getOption(req.method, access);
+    const rule = ruleOf(req.method);
     req.contextValues.set(callerKey, await authenticate(rule, req.header, deps));
     return next(req);
   };

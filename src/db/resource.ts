@@ -60,6 +60,19 @@ export async function lockObject<Row extends StatusRow, Desc extends DescMessage
   return row;
 }
 
+/** Loads an object of the caller's merchant and environment without locking it (reads). */
+export async function findObject<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  resource: Resource<Row, Desc>,
+  scope: Scope,
+  id: string,
+): Promise<Row> {
+  const where = { merchantId: scope.merchantId, livemode: scope.livemode, [resource.idProperty]: id } as never;
+  const row = await em.findOneBy(resource.entity, where);
+  if (row === null) throw notFound(resource.label, id);
+  return row;
+}
+
 /** The `<resource>.<status>` event of the status the object is in now. */
 function eventOf<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row, clock: Clock): EventRow {
   return newEvent(

@@ -5,13 +5,13 @@ import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
-import { ApiError, missingField, notFound } from "../errors.js";
-import type { Scope } from "../db/resource.js";
+import { ApiError, missingField } from "../errors.js";
+import { findObject, type Scope } from "../db/resource.js";
 import { lockPayment } from "../payments/store.js";
 import { text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { DisputeRow, type DisputeStatusWord, type StoredEvidence } from "./dispute.entity.js";
-import { lockDispute, openStatuses, writeDisputeChange } from "./store.js";
+import { disputeResource, lockDispute, openStatuses, writeDisputeChange } from "./store.js";
 import { toDispute } from "./view.js";
 
 /** Longest text of one evidence field. */
@@ -40,8 +40,7 @@ function evidenceToStore(evidence: DisputeEvidence | undefined): StoredEvidence 
  * refunding the same payment are serialized and the refundable amount stays right.
  */
 export async function lockDisputeWithPayment(em: EntityManager, scope: Scope, disputeId: string): Promise<DisputeRow> {
-  const found = await em.findOneBy(DisputeRow, { merchantId: scope.merchantId, livemode: scope.livemode, disputeId });
-  if (found === null) throw notFound("Dispute", disputeId);
+  const found = await findObject(em, disputeResource, scope, disputeId);
   await lockPayment(em, scope, found.paymentId);
   return lockDispute(em, scope, disputeId);
 }
@@ -60,11 +59,7 @@ export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
   return {
     async retrieveDispute(req, ctx) {
       const caller = merchantOf(ctx);
-      const row = await dataSource
-        .getRepository(DisputeRow)
-        .findOneBy({ merchantId: caller.merchantId, livemode: caller.livemode, disputeId: req.disputeId });
-      if (row === null) throw notFound("Dispute", req.disputeId);
-      return toDispute(row);
+      return toDispute(await findObject(dataSource.manager, disputeResource, caller, req.disputeId));
     },
 
     async listDisputes(req, ctx) {

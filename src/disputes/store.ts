@@ -22,7 +22,7 @@ export const lostStatuses: readonly DisputeStatusWord[] = ["accepted", "lost", "
 export const openStatuses: readonly DisputeStatusWord[] = ["opened", "challenged"];
 
 /** How disputes are stored and reported. */
-const disputeResource: Resource<DisputeRow, typeof DisputeSchema> = {
+export const disputeResource: Resource<DisputeRow, typeof DisputeSchema> = {
   name: "dispute",
   label: "Dispute",
   entity: DisputeRow,

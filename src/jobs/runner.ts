@@ -15,11 +15,6 @@ export interface NewJob {
   readonly runAt: Date;
 }
 
-/** Schedules a job in the caller's transaction, so it exists exactly when the change that needs it commits. */
-export async function enqueueJob(em: EntityManager, job: NewJob, clock: Clock): Promise<void> {
-  await em.insert(JobRow, { ...job, attempts: 0, lastError: null, created: clock.now() });
-}
-
 /** Retry delay after a failed attempt: 10 s, doubling, at most an hour. */
 function retryDelayMs(attempts: number): number {
   return Math.min(10_000 * 2 ** (attempts - 1), 3_600_000);

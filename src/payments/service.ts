@@ -30,7 +30,8 @@ import type { NewJob } from "../jobs/runner.js";
 import { applyAuthorization, capturesOnAuthorization, reportedDisputeJob } from "./authorization.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { assertAllowed } from "./rules.js";
-import { lockPayment, writeNewPayment, writePaymentChange } from "./store.js";
+import { findObject } from "../db/resource.js";
+import { lockPayment, paymentResource, writeNewPayment, writePaymentChange } from "./store.js";
 import { toPayment } from "./view.js";
 
 /** Card details from a request, checked by the processor that will see them. */
@@ -211,10 +212,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
 
     async retrievePayment(req, ctx) {
       const caller = merchantOf(ctx);
-      const row = await dataSource
-        .getRepository(PaymentRow)
-        .findOneBy({ merchantId: caller.merchantId, livemode: caller.livemode, paymentId: req.paymentId });
-      if (row === null) throw notFound("Payment", req.paymentId);
+      const row = await findObject(dataSource.manager, paymentResource, caller, req.paymentId);
       assertClientSecret(caller, row, req.clientSecret);
       return toPayment(row);
     },

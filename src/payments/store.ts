@@ -11,7 +11,7 @@ import { terminalStatuses } from "./rules.js";
 import { toPayment } from "./view.js";
 
 /** How payments are stored and reported. */
-const paymentResource: Resource<PaymentRow, typeof PaymentSchema> = {
+export const paymentResource: Resource<PaymentRow, typeof PaymentSchema> = {
   name: "payment",
   label: "Payment",
   entity: PaymentRow,

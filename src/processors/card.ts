@@ -99,7 +99,7 @@ const brandRanges: readonly (readonly [string, number, number, number])[] = [
 ];
 
 /** The card network of a (digits-only) number, shown to callers and deciding the CVC length. */
-export function cardBrand(number: string): string {
+function cardBrand(number: string): string {
   for (const [brand, length, low, high] of brandRanges) {
     const prefix = Number(number.slice(0, length));
     if (number.length >= length && prefix >= low && prefix <= high) return brand;

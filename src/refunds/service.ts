@@ -12,16 +12,16 @@ import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
-import { ApiError, invalidRequest, missingField, notFound } from "../errors.js";
+import { ApiError, invalidRequest, missingField } from "../errors.js";
 import { newId } from "../ids.js";
 import { lostStatuses, openStatuses } from "../disputes/store.js";
-import type { Scope } from "../db/resource.js";
+import { findObject, type Scope } from "../db/resource.js";
 import { lockPayment } from "../payments/store.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { positiveAmount } from "../validation/money.js";
 import { RefundRow } from "./refund.entity.js";
-import { lockRefund, processRefundJob, writeNewRefund, writeRefundChange } from "./store.js";
+import { lockRefund, processRefundJob, refundResource, writeNewRefund, writeRefundChange } from "./store.js";
 import { toRefund } from "./view.js";
 
 /** Refund statuses that hold money back from being refunded again. */
@@ -124,11 +124,7 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
 
     async retrieveRefund(req, ctx) {
       const caller = merchantOf(ctx);
-      const row = await dataSource
-        .getRepository(RefundRow)
-        .findOneBy({ merchantId: caller.merchantId, livemode: caller.livemode, refundId: req.refundId });
-      if (row === null) throw notFound("Refund", req.refundId);
-      return toRefund(row);
+      return toRefund(await findObject(dataSource.manager, refundResource, caller, req.refundId));
     },
 
     async cancelRefund(req, ctx) {

@@ -11,7 +11,7 @@ import { toRefund } from "./view.js";
 export const processRefundJob = "refund.process";
 
 /** How refunds are stored and reported. */
-const refundResource: Resource<RefundRow, typeof RefundSchema> = {
+export const refundResource: Resource<RefundRow, typeof RefundSchema> = {
   name: "refund",
   label: "Refund",
   entity: RefundRow,

@@ -1,7 +1,7 @@
 import { invalidField, missingField } from "../errors.js";
 
 /** Amounts are integers in the smallest currency unit, 1 … 999 999 999 999 (decisions §4). */
-export const maxAmount = 999_999_999_999n;
+const maxAmount = 999_999_999_999n;
 
 /**
  * The ISO 4217 currencies in circulation, as Node's ICU knows them (fixed for a given Node version,

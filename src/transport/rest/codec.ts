@@ -124,7 +124,7 @@ function readSingular(schema: DescMessage, value: unknown, path: string): Reflec
 const isoTimestamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** Parses an ISO 8601 timestamp with a zone; anything else is IR_05 naming the field. */
-export function readTimestamp(value: unknown, path: string): Timestamp {
+function readTimestamp(value: unknown, path: string): Timestamp {
   const date = typeof value === "string" && isoTimestamp.test(value) ? new Date(value) : undefined;
   if (date === undefined || Number.isNaN(date.getTime())) {
     throw invalidField(path, `expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got ${describe(value)}`);

@@ -57,11 +57,7 @@ async function transcode(
   } else if (url.search !== "") {
     throw invalidRequest(`${route.httpMethod} ${route.template} takes its parameters in the JSON body, not the query string`);
   }
-  applyPathVariables(
-    request,
-    route.segments.flatMap((s) => ("variable" in s ? [s.variable] : [])),
-    variables,
-  );
+  applyPathVariables(request, route.variables, variables);
 
   const abort = new AbortController();
   // Only a client that goes away early aborts the call (aborting creates a DOMException, not free).

@@ -1,4 +1,4 @@
-import { getOption, type DescMethod } from "@bufbuild/protobuf";
+import { getOption, type DescField, type DescMethod } from "@bufbuild/protobuf";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
@@ -10,6 +10,8 @@ export interface RestRoute {
   readonly httpMethod: string;
   readonly template: string;
   readonly segments: PathSegment[];
+  /** The request fields the path variables fill, in path order. */
+  readonly variables: DescField[];
   /** `"*"` when the JSON body is the whole request message, `""` when the binding takes no body. */
   readonly body: "*" | "";
   readonly method: DescMethod;
@@ -52,11 +54,6 @@ export class RestRouter {
     }
   }
 
-  /** All bindings, most specific first; exposed for documentation and tests. */
-  get bindings(): readonly RestRoute[] {
-    return this.routes;
-  }
-
   /**
    * Finds the route for a request. A literal segment beats a variable (`/customers/list` is not a
    * customer id). A path that exists for other methods is IR_03; no such path at all is IR_02.
@@ -94,10 +91,12 @@ function toRoute(rule: HttpRule, handler: UniversalHandler): RestRoute {
   if (rule.responseBody !== "") {
     throw new Error(`${handler.method.name}: response_body is not supported`);
   }
+  const segments = parsePathTemplate(pattern.value, handler.method.input);
   return {
     httpMethod: pattern.case.toUpperCase(),
     template: pattern.value,
-    segments: parsePathTemplate(pattern.value, handler.method.input),
+    segments,
+    variables: segments.flatMap((s) => ("variable" in s ? [s.variable] : [])),
     body: rule.body,
     method: handler.method,
     handler,

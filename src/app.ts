@@ -4,7 +4,7 @@ import { createConnectRouter } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
 import { findKeyByHash } from "./api-keys/lookup.js";
-import { ApiKeyHasher, resolveHashSecret } from "./auth/api-key-secret.js";
+import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
 import { createAuthInterceptor } from "./auth/interceptor.js";
 import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
@@ -17,6 +17,11 @@ import { authenticationPath } from "./payments/authorization.js";
 import { paymentJobHandlers } from "./payments/jobs.js";
 import { refundJobHandlers } from "./refunds/jobs.js";
 import { disputeJobHandlers } from "./disputes/jobs.js";
+import { payoutJobHandlers } from "./payouts/jobs.js";
+import type { PayoutProcessor } from "./processors/processor.js";
+import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
+import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
+import { resolveServerSecret } from "./secrets/server-secret.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
@@ -30,6 +35,10 @@ export interface App {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly hasher: ApiKeyHasher;
+  /** Encrypts what must be kept but never in clear (payout destinations). */
+  readonly dataCipher: DataCipher;
+  /** The sandbox payout rails, in routing order. */
+  readonly sandboxPayoutRails: readonly PayoutProcessor[];
   /** The embedded database, when DATABASE_URL is unset. */
   readonly embedded: EmbeddedDatabase | undefined;
   /** Base of URLs handed to browsers: PUBLIC_BASE_URL, or this instance's own port on localhost. */
@@ -56,7 +65,9 @@ const readMaxBytes = 1024 * 1024;
  * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
  */
 export async function openApp(config: Config, injected?: Clock): Promise<App> {
-  const secret = await resolveHashSecret(config.apiKeyHashSecret, config.databaseUrl === undefined ? config.dataDir : undefined);
+  const embeddedDataDir = config.databaseUrl === undefined ? config.dataDir : undefined;
+  const hashSecret = await resolveServerSecret(apiKeyHashSecret, config.apiKeyHashSecret, embeddedDataDir);
+  const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
   const embedded =
     config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
@@ -67,7 +78,18 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     await testClock?.refresh();
     const clock = injected ?? testClock ?? systemClock;
     const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
-    return { config, dataSource, clock, hasher: new ApiKeyHasher(secret), embedded, publicBaseUrl, jobs, testClock };
+    return {
+      config,
+      dataSource,
+      clock,
+      hasher: new ApiKeyHasher(hashSecret),
+      dataCipher: new DataCipher(dataKey),
+      sandboxPayoutRails: sandboxPayoutRails(dataSource),
+      embedded,
+      publicBaseUrl,
+      jobs,
+      testClock,
+    };
   } catch (error) {
     await embedded?.close();
     throw error;
@@ -118,6 +140,7 @@ export async function serve(opened: App): Promise<RunningService> {
   app.jobs.register(paymentJobHandlers(app));
   app.jobs.register(refundJobHandlers(app));
   app.jobs.register(disputeJobHandlers(app));
+  app.jobs.register(payoutJobHandlers(app));
   app.jobs.start();
   return {
     app,

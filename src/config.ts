@@ -8,6 +8,8 @@ export interface Config {
   readonly redisUrl: string | undefined;
   readonly adminApiKey: string | undefined;
   readonly apiKeyHashSecret: string | undefined;
+  /** 64 hex digits: the AES-256 key of stored sensitive data (payout destinations). */
+  readonly dataEncryptionKey: string | undefined;
   readonly rateLimitPerMinute: number;
   /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
   readonly publicBaseUrl: string | undefined;
@@ -32,6 +34,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: text(env, "REDIS_URL"),
     adminApiKey: text(env, "ADMIN_API_KEY"),
     apiKeyHashSecret: text(env, "API_KEY_HASH_SECRET"),
+    dataEncryptionKey: text(env, "DATA_ENCRYPTION_KEY"),
     rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
     publicBaseUrl: text(env, "PUBLIC_BASE_URL")?.replace(/\/+$/, ""),
     databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),

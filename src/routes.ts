@@ -16,6 +16,7 @@ import { disputeService } from "./disputes/service.js";
 import { healthService } from "./health/service.js";
 import { merchantService } from "./merchants/service.js";
 import { paymentService } from "./payments/service.js";
+import { payoutService } from "./payouts/service.js";
 import { refundService } from "./refunds/service.js";
 import { sandboxService } from "./sandbox/service.js";
 
@@ -32,7 +33,7 @@ export default function routes(router: ConnectRouter, app: App): ConnectRouter {
     .service(CustomerService, customerService(app))
     .service(PaymentService, paymentService(app))
     .service(RefundService, refundService(app))
-    .service(PayoutService, {})
+    .service(PayoutService, payoutService(app))
     .service(DisputeService, disputeService(app))
     .service(EventService, {})
     .service(SandboxService, sandboxService(app));

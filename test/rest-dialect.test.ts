@@ -119,7 +119,7 @@ describe("REST→RPC: routing", () => {
 
   it("answers an endpoint that is not built yet with 501 IR_00 in the documented error shape", async () => {
     const { call } = await withMerchant();
-    const res = await call("POST", "/payouts/create", { amount: 1000, currency: "USD" });
+    const res = await call("GET", "/events/list");
     expect(res.status).toBe(501);
     expect(res.body).toEqual({ error: { type: "invalid_request", code: "IR_00", message: expect.any(String) } });
   });

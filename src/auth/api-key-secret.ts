@@ -1,7 +1,6 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { randomBase62 } from "../ids.js";
+import type { ServerSecret } from "../secrets/server-secret.js";
 
 /** Length of the stored, displayable beginning of a key (decisions §2). */
 export const keyPrefixLength = 12;
@@ -41,23 +40,9 @@ export function secretsEqual(presented: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-/**
- * The API-key hashing secret. Production (DATABASE_URL) must configure it, since instances sharing a
- * database must share it; the embedded database gets one generated once and kept beside its data.
- */
-export async function resolveHashSecret(configured: string | undefined, embeddedDataDir: string | undefined): Promise<Buffer> {
-  if (configured !== undefined) return Buffer.from(configured, "utf8");
-  if (embeddedDataDir === undefined) {
-    throw new Error("API_KEY_HASH_SECRET must be set when DATABASE_URL is set (every instance needs the same value)");
-  }
-  if (embeddedDataDir === ":memory:") return randomBytes(32);
-  const file = path.resolve(embeddedDataDir, "api-key-hash-secret");
-  try {
-    return Buffer.from((await readFile(file, "utf8")).trim(), "hex");
-  } catch {
-    const secret = randomBytes(32);
-    await mkdir(embeddedDataDir, { recursive: true });
-    await writeFile(file, secret.toString("hex"), { mode: 0o600, flag: "wx" });
-    return secret;
-  }
-}
+/** API_KEY_HASH_SECRET: any text; instances sharing a database must share it. */
+export const apiKeyHashSecret: ServerSecret = {
+  variable: "API_KEY_HASH_SECRET",
+  file: "api-key-hash-secret",
+  parse: (configured) => Buffer.from(configured, "utf8"),
+};

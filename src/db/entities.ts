@@ -6,7 +6,8 @@ import { JobRow } from "../jobs/job.entity.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { PaymentRow } from "../payments/payment.entity.js";
+import { PayoutRow } from "../payouts/payout.entity.js";
 import { RefundRow } from "../refunds/refund.entity.js";
 
 /** Every entity the data source maps; each lives in the folder of its resource. */
-export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, RefundRow, DisputeRow, EventRow, JobRow];
+export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, RefundRow, PayoutRow, DisputeRow, EventRow, JobRow];

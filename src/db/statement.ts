@@ -7,6 +7,15 @@ function sqlType(column: ColumnMetadata): string {
 }
 
 /**
+ * A column's value as a parameter. JSON columns are sent as their JSON text: the driver would turn
+ * a JavaScript array into a PostgreSQL array literal, which is not JSON.
+ */
+function columnValue(column: ColumnMetadata, entity: object): unknown {
+  const value: unknown = column.getEntityValue(entity, true) ?? null;
+  return value !== null && (column.type === "jsonb" || column.type === "json") ? JSON.stringify(value) : value;
+}
+
+/**
  * One SQL statement made of data-modifying CTEs: a change, its event and its jobs reach PostgreSQL in
  * a single round trip and commit atomically even outside an explicit transaction. Rows are written
  * from the entities' own metadata, so a new column can never be forgotten here.
@@ -26,7 +35,7 @@ export class Statement {
     const columns = metadata.columns.filter((c) => !c.isGenerated);
     return {
       columns: columns.map((c) => `"${c.databaseName}"`).join(", "),
-      values: columns.map((c) => this.param(c.getEntityValue(entity, true) ?? null, sqlType(c))).join(", "),
+      values: columns.map((c) => this.param(columnValue(c, entity), sqlType(c))).join(", "),
     };
   }
 
@@ -43,7 +52,7 @@ export class Statement {
   update(name: string, metadata: EntityMetadata, entity: object): this {
     const set = metadata.columns
       .filter((c) => !c.isPrimary)
-      .map((c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true) ?? null, sqlType(c))}`);
+      .map((c) => `"${c.databaseName}" = ${this.param(columnValue(c, entity), sqlType(c))}`);
     const key = metadata.primaryColumns.map(
       (c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true), sqlType(c))}`,
     );

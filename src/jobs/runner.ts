@@ -6,6 +6,18 @@ import { JobRow } from "./job.entity.js";
 /** What a job does; it runs inside the transaction that deletes the job, so its effect and the job's end commit together. */
 export type JobHandler = (em: EntityManager, job: JobRow) => Promise<void>;
 
+/**
+ * A job whose work must not run inside a database transaction: it calls out to a processor that
+ * may be slow, and commits recovery points of its own before and after. The runner leases the job
+ * (moves its run_at `leaseMs` ahead) and commits before running it, and deletes it afterwards; if
+ * the instance dies meanwhile, the job is due again when the lease ends. So it runs at least once,
+ * possibly twice at the same time after a lease ran out: `run` must be idempotent.
+ */
+export interface LeasedJobHandler {
+  readonly leaseMs: number;
+  run(job: JobRow): Promise<void>;
+}
+
 /** A job to schedule. */
 export interface NewJob {
   readonly kind: string;
@@ -26,7 +38,7 @@ function retryDelayMs(attempts: number): number {
  * back to a job that is still there.
  */
 export class JobRunner {
-  private readonly handlers = new Map<string, JobHandler>();
+  private readonly handlers = new Map<string, JobHandler | LeasedJobHandler>();
   private started = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -41,7 +53,7 @@ export class JobRunner {
   ) {}
 
   /** Adds the handlers of one resource's job kinds. */
-  register(handlers: ReadonlyMap<string, JobHandler>): void {
+  register(handlers: ReadonlyMap<string, JobHandler | LeasedJobHandler>): void {
     for (const [kind, handler] of handlers) this.handlers.set(kind, handler);
   }
 
@@ -96,6 +108,7 @@ export class JobRunner {
   private async runOne(): Promise<boolean> {
     const now = this.clock.now();
     let claimed: JobRow | undefined;
+    let leased: LeasedJobHandler | undefined;
     try {
       await this.dataSource.transaction(async (em) => {
         claimed = await em
@@ -109,9 +122,18 @@ export class JobRunner {
         if (claimed === undefined) return;
         const handler = this.handlers.get(claimed.kind);
         if (handler === undefined) throw new Error(`no handler for job kind ${claimed.kind}`);
-        await handler(em, claimed);
-        await em.delete(JobRow, { jobId: claimed.jobId });
+        if (typeof handler === "function") {
+          await handler(em, claimed);
+          await em.delete(JobRow, { jobId: claimed.jobId });
+        } else {
+          leased = handler;
+          await em.update(JobRow, { jobId: claimed.jobId }, { runAt: new Date(now.getTime() + handler.leaseMs) });
+        }
       });
+      if (leased !== undefined && claimed !== undefined) {
+        await leased.run(claimed);
+        await this.dataSource.getRepository(JobRow).delete({ jobId: claimed.jobId });
+      }
     } catch (error) {
       if (claimed === undefined) throw error;
       await this.recordFailure(claimed, error, now);

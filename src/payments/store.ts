@@ -3,9 +3,8 @@ import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { App } from "../app.js";
 import { preparedQuery } from "../db/prepared.js";
 import { lockObject, newObjectStatement, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
-import { notFound } from "../errors.js";
 import type { NewJob } from "../jobs/runner.js";
-import { ProfileRow } from "../merchants/profile.entity.js";
+import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
 import { PaymentRow, type PaymentStatusWord } from "./payment.entity.js";
 import { terminalStatuses } from "./rules.js";
 import { toPayment } from "./view.js";
@@ -34,21 +33,9 @@ export function lockPayment(em: EntityManager, scope: Scope, paymentId: string):
  */
 export async function writeNewPayment(app: App, row: PaymentRow, jobs: NewJob[]): Promise<void> {
   const em = app.dataSource.manager;
-  const { sql, params } = newObjectStatement(em, app.clock, paymentResource, row, jobs, (statement) => {
-    const merchant = statement.param(row.merchantId, "varchar");
-    const customer = statement.param(row.customerId, "varchar");
-    return (
-      `EXISTS (SELECT 1 FROM profiles WHERE merchant_id = ${merchant} AND profile_id = ${statement.param(row.profileId, "varchar")}) AND ` +
-      `(${customer} IS NULL OR EXISTS (SELECT 1 FROM customers WHERE merchant_id = ${merchant} ` +
-      `AND livemode = ${statement.param(row.livemode, "boolean")} AND customer_id = ${customer} AND deleted_at IS NULL))`
-    );
-  });
+  const { sql, params } = newObjectStatement(em, app.clock, paymentResource, row, jobs, (statement) => ownershipGuard(statement, row));
   const [result] = await preparedQuery<{ n: number }>(app.dataSource, sql, params);
-  if (result?.n === 1) return;
-  if (!(await em.existsBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId }))) {
-    throw notFound("Profile", row.profileId, "profile_id");
-  }
-  throw notFound("Customer", row.customerId ?? "", "customer_id");
+  if (result?.n !== 1) throw await ownershipError(em, row);
 }
 
 /** Writes a change to a locked payment with its event, its jobs and, once final, the end of its jobs. */

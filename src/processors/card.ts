@@ -2,7 +2,7 @@ import { ApiError, invalidField, missingField } from "../errors.js";
 import { text } from "../validation/fields.js";
 import type { CardDetails } from "./processor.js";
 
-/** Card fields as a request carries them (payment_method_data.card and, later, payouts). */
+/** Card fields as a request carries them (payment_method_data.card, payout_method_data.card). */
 export interface CardFields {
   cardNumber?: string;
   cardExpMonth?: string;
@@ -46,6 +46,21 @@ function passesLuhn(digits: string): boolean {
  * normalised, so that processors only ever see well-formed, unexpired cards.
  */
 export function readCard(input: CardFields, field: string, now: Date): CardDetails {
+  const { card, cvc } = parseCard(input, field, now, true);
+  return { ...card, cvc: cvc! };
+}
+
+/** Like readCard for a card money is sent to (a payout destination): no CVC is involved. */
+export function readDestinationCard(input: CardFields, field: string, now: Date): Omit<CardDetails, "cvc"> {
+  return parseCard(input, field, now, false).card;
+}
+
+function parseCard(
+  input: CardFields,
+  field: string,
+  now: Date,
+  withCvc: boolean,
+): { card: Omit<CardDetails, "cvc">; cvc: string | undefined } {
   const numberField = `${field}.card_number`;
   const monthField = `${field}.card_exp_month`;
   const yearField = `${field}.card_exp_year`;
@@ -53,7 +68,7 @@ export function readCard(input: CardFields, field: string, now: Date): CardDetai
   const rawNumber = required(numberField, input.cardNumber);
   const rawMonth = required(monthField, input.cardExpMonth);
   const rawYear = required(yearField, input.cardExpYear);
-  const cvc = required(cvcField, input.cardCvc);
+  const cvc = withCvc ? required(cvcField, input.cardCvc) : undefined;
 
   // Never echo the number back: error messages end up in logs.
   const number = rawNumber.replaceAll(" ", "");
@@ -66,8 +81,10 @@ export function readCard(input: CardFields, field: string, now: Date): CardDetai
   if (!/^([0-9]{2}|[0-9]{4})$/.test(rawYear)) throw invalidField(yearField, `expected a year such as "2030" or "30"`);
   const expYear = rawYear.length === 2 ? 2000 + Number(rawYear) : Number(rawYear);
 
-  const cvcLength = cardBrand(number) === "amex" ? 4 : 3;
-  if (!new RegExp(`^[0-9]{${cvcLength}}$`).test(cvc)) throw invalidField(cvcField, `expected ${cvcLength} digits`);
+  if (cvc !== undefined) {
+    const cvcLength = cardBrand(number) === "amex" ? 4 : 3;
+    if (!new RegExp(`^[0-9]{${cvcLength}}$`).test(cvc)) throw invalidField(cvcField, `expected ${cvcLength} digits`);
+  }
 
   const holderName = text(`${field}.card_holder_name`, input.cardHolderName, 100);
 
@@ -78,7 +95,7 @@ export function readCard(input: CardFields, field: string, now: Date): CardDetai
     throw new ApiError("IR_16", `The card has expired: ${field} expired at the end of ${expiry}`);
   }
 
-  return { number, expMonth, expYear, cvc, holderName: holderName === "" ? undefined : holderName };
+  return { card: { number, expMonth, expYear, holderName: holderName === "" ? undefined : holderName }, cvc };
 }
 
 /** Issuer identification ranges: [brand, prefix length, lowest prefix, highest prefix]. */

@@ -48,7 +48,7 @@ export type PayoutDestination =
       readonly holderName: string;
     };
 
-/** One card network / bank integration. */
+/** One card network integration: takes payments and returns their money. */
 export interface Processor {
   /** Stable name stored on objects, e.g. "sandbox". */
   readonly name: string;
@@ -89,12 +89,51 @@ export interface Processor {
     readonly amount: bigint;
     readonly currency: string;
   }): Promise<RefundResult>;
+}
 
-  /** Sends money to a card or bank account. */
+/** Outcome of a payout attempt. */
+export type PayoutResult =
+  | { readonly status: "succeeded"; readonly reference: string }
+  /**
+   * Not sent. `retryable`: the failure is the processor's own (an outage, a rail that is down), so
+   * another processor may succeed; otherwise it is the destination's (closed account, declined card)
+   * and no processor will.
+   */
+  | {
+      readonly status: "declined";
+      readonly reference: string;
+      readonly errorCode: string;
+      readonly errorMessage: string;
+      readonly retryable: boolean;
+    };
+
+/** What a payout processor can send; routing (src/payouts/routing.ts) picks processors by it. */
+export interface PayoutCapabilities {
+  readonly payoutTypes: readonly ("card" | "bank")[];
+  readonly priorities: readonly ("instant" | "fast" | "regular" | "wire")[];
+  /** ISO 4217 codes; undefined: any currency. */
+  readonly currencies: readonly string[] | undefined;
+  /** Largest amount of one payout, in the smallest currency unit; undefined: no maximum. */
+  readonly maxAmount: bigint | undefined;
+}
+
+/** One payout rail (a card push network, a bank transfer scheme): sends money out. */
+export interface PayoutProcessor {
+  /** Stable name: stored on payouts and attempts, and what a caller names as preferred processor. */
+  readonly name: string;
+  readonly capabilities: PayoutCapabilities;
+
+  /** Like Processor.checkCard, for a destination card before the payout is stored. */
+  checkCard(card: Omit<CardDetails, "cvc">, field: string): void;
+
+  /**
+   * Sends `amount` to the destination. The same idempotency key always gets the first call's outcome
+   * and moves money at most once, so a call repeated after a crash cannot pay twice.
+   */
   payout(request: {
     readonly idempotencyKey: string;
     readonly amount: bigint;
     readonly currency: string;
     readonly destination: PayoutDestination;
-  }): Promise<StepResult>;
+  }): Promise<PayoutResult>;
 }

@@ -1,9 +1,9 @@
 import { invalidField } from "../errors.js";
 import { randomBase62 } from "../ids.js";
-import type { AuthorizeResult, CardDetails, PayoutDestination, Processor, RefundResult, StepResult } from "./processor.js";
+import type { AuthorizeResult, CardDetails, Processor, RefundResult, StepResult } from "./processor.js";
 
 /** How a sandbox test card behaves (decisions §3). */
-type TestCard =
+export type TestCard =
   | { readonly outcome: "succeeds"; readonly disputeExpected?: true }
   | { readonly outcome: "requires_authentication" }
   | { readonly outcome: "declined"; readonly errorCode: string; readonly errorMessage: string };
@@ -25,17 +25,12 @@ const testCards: ReadonlyMap<string, TestCard> = new Map<string, TestCard>([
 ]);
 
 /**
- * checkCard refuses unknown cards before anything is stored; should one get through anyway (say a
- * payout fulfilled long after it was created), it is declined as a real processor would.
+ * How a sandbox card behaves. checkCard refuses unknown cards before anything is stored; should one
+ * get through anyway, it is declined as a real processor would. Sandbox payout rails share the table.
  */
-function testCardFor(number: string): TestCard {
+export function testCardFor(number: string): TestCard {
   return testCards.get(number) ?? { outcome: "declined", ...cardDeclined };
 }
-
-/** Bank accounts with a scripted failure (decisions §3); every other account succeeds. */
-const failingBankAccounts: ReadonlyMap<string, { readonly errorCode: string; readonly errorMessage: string }> = new Map([
-  ["000111111116", { errorCode: "account_closed", errorMessage: "The bank account is closed." }],
-]);
 
 /** Refund amounts with a scripted outcome, the refund counterpart of the test cards. */
 type ScriptedRefund = "manual_review" | { readonly errorCode: string; readonly errorMessage: string };
@@ -44,11 +39,16 @@ const scriptedRefunds: ReadonlyMap<bigint, ScriptedRefund> = new Map<bigint, Scr
   [9996n, "manual_review"],
 ]);
 
+/** Refuses a card the sandbox does not know, naming `<field>.card_number` (decisions §3). */
+export function checkTestCard(number: string, field: string): void {
+  if (!testCards.has(number)) throw invalidField(`${field}.card_number`, "card not supported in sandbox, use a test card");
+}
+
 /** Prefix of authorizations of the dispute test card 4000000000000259. */
 const disputedPrefix = "sbx_dsp_";
 
 /** References look like a real processor's: opaque and unique, so nothing can be inferred from them. */
-function newReference(): string {
+export function newReference(): string {
   return `sbx_${randomBase62(24)}`;
 }
 
@@ -60,9 +60,7 @@ export class SandboxProcessor implements Processor {
   readonly name = "sandbox";
 
   checkCard(card: Omit<CardDetails, "cvc">, field: string): void {
-    if (!testCards.has(card.number)) {
-      throw invalidField(`${field}.card_number`, "card not supported in sandbox, use a test card");
-    }
+    checkTestCard(card.number, field);
   }
 
   async authorize(request: { readonly card: CardDetails; readonly capture: boolean }): Promise<AuthorizeResult> {
@@ -111,27 +109,6 @@ export class SandboxProcessor implements Processor {
     const scripted = scriptedRefunds.get(request.amount);
     if (scripted === "manual_review") return { status: "manual_review", reference };
     if (scripted !== undefined) return { status: "declined", reference, ...scripted };
-    return { status: "succeeded", reference };
-  }
-
-  /**
-   * Payouts follow decisions §3 for the destinations it names. Beyond those: a test card declines
-   * as it would for a payment (4000000000009995 → insufficient_funds) and otherwise succeeds, since
-   * a payout has no cardholder to authenticate; any other card is declined card_declined (checkCard
-   * should have refused it up front). Any bank account without a scripted failure succeeds,
-   * so sandbox users can try payouts with their own test data.
-   */
-  async payout(request: { readonly destination: PayoutDestination }): Promise<StepResult> {
-    const reference = newReference();
-    const { destination } = request;
-    if (destination.type === "bank") {
-      const failure = failingBankAccounts.get(destination.accountNumber);
-      return failure === undefined ? { status: "succeeded", reference } : { status: "declined", reference, ...failure };
-    }
-    const testCard = testCardFor(destination.card.number);
-    if (testCard.outcome === "declined") {
-      return { status: "declined", reference, errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
-    }
     return { status: "succeeded", reference };
   }
 }

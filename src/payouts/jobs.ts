@@ -1,0 +1,143 @@
+import type { App } from "../app.js";
+import { ApiError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { JobRow } from "../jobs/job.entity.js";
+import type { LeasedJobHandler } from "../jobs/runner.js";
+import { payoutProcessorsFor } from "../processors/registry.js";
+import type { PayoutDestination, PayoutProcessor, PayoutResult } from "../processors/processor.js";
+import { openDestination } from "./destination.js";
+import type { PayoutRow, StoredAttempt } from "./payout.entity.js";
+import { route } from "./routing.js";
+import { lockPayout, sendPayoutJob, writePayoutChange } from "./store.js";
+
+/**
+ * How long a sending job is leased: longer than a processor takes to answer. An instance that dies
+ * mid-send leaves the job to be picked up again after it.
+ */
+const sendLeaseMs = 60_000;
+
+/** An attempt committed as pending, to be sent now. */
+interface PlannedAttempt {
+  readonly attemptId: string;
+  readonly processor: PayoutProcessor;
+  readonly payout: Pick<PayoutRow, "amount" | "currency">;
+  readonly destination: PayoutDestination;
+}
+
+/** Ends a payout that no processor sent: failed, with the last processor's error. */
+function failPayout(row: PayoutRow, errorCode: string, errorMessage: string, now: Date): void {
+  row.status = "failed";
+  row.errorCode = errorCode;
+  row.errorMessage = errorMessage;
+  row.updated = now;
+}
+
+/**
+ * Recovery point before the processor is called: the attempt to make, committed as pending. An
+ * attempt still pending from an earlier run (the instance died before recording the answer) is sent
+ * again under the same id, which the processor takes as its idempotency key, so it pays at most once.
+ * Undefined when there is nothing to send: the payout is no longer pending, or every eligible
+ * processor has failed (the payout is then failed here).
+ */
+async function planAttempt(app: App, job: JobRow): Promise<PlannedAttempt | undefined> {
+  return app.dataSource.transaction(async (em) => {
+    const row = await lockPayout(em, job, job.objectId);
+    if (row.status !== "pending") return undefined;
+    const now = app.clock.now();
+    let candidates: PayoutProcessor[];
+    try {
+      const processors = payoutProcessorsFor(app.sandboxPayoutRails, row.livemode);
+      candidates = route(processors, { ...row, preferred: row.preferredProcessor ?? undefined });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      // The routing table changed since the payout was created and nothing can send it any more.
+      failPayout(row, "no_eligible_processor", error.message, now);
+      await writePayoutChange(em, app, row, "pending");
+      return undefined;
+    }
+    let attempt = row.attempts.find((a) => a.status === "pending");
+    if (attempt === undefined) {
+      const tried = new Set(row.attempts.map((a) => a.processor));
+      const next = candidates.find((p) => !tried.has(p.name));
+      if (next === undefined) {
+        const last = row.attempts.at(-1)!;
+        failPayout(row, last.error_code ?? "payout_failed", last.error_message ?? "No processor could send the payout.", now);
+        await writePayoutChange(em, app, row, "pending");
+        return undefined;
+      }
+      attempt = { attempt_id: newId("att"), processor: next.name, status: "pending", created: now.toISOString() };
+      row.attempts = [...row.attempts, attempt];
+      row.processor = next.name;
+      row.updated = now;
+      await writePayoutChange(em, app, row, "pending");
+    }
+    const processor = candidates.find((p) => p.name === attempt.processor);
+    if (processor === undefined) throw new Error(`payout processor ${attempt.processor} is no longer eligible`);
+    return {
+      attemptId: attempt.attempt_id,
+      processor,
+      payout: row,
+      destination: openDestination(app.dataCipher, row, row.destinationCiphertext!),
+    };
+  });
+}
+
+/**
+ * Recovery point after the processor answered: the attempt's outcome and what it means for the
+ * payout. Returns true when sending is over (the payout is final, or not pending any more).
+ */
+async function recordOutcome(app: App, job: JobRow, attemptId: string, result: PayoutResult): Promise<boolean> {
+  return app.dataSource.transaction(async (em) => {
+    const row = await lockPayout(em, job, job.objectId);
+    if (row.status !== "pending") return true;
+    // Another run (after a lease ran out) recorded it first; plan again from what it wrote.
+    if (!row.attempts.some((a) => a.attempt_id === attemptId && a.status === "pending")) return false;
+    const now = app.clock.now();
+    const outcome: Partial<StoredAttempt> =
+      result.status === "succeeded"
+        ? { status: "success", processor_reference: result.reference }
+        : {
+            status: "failed",
+            processor_reference: result.reference,
+            error_code: result.errorCode,
+            error_message: result.errorMessage,
+            retryable: result.retryable,
+          };
+    row.attempts = row.attempts.map((a) => (a.attempt_id === attemptId ? { ...a, ...outcome } : a));
+    row.updated = now;
+    if (result.status === "succeeded") {
+      row.status = "success";
+      row.errorCode = null;
+      row.errorMessage = null;
+    } else if (!result.retryable) {
+      failPayout(row, result.errorCode, result.errorMessage, now);
+    }
+    await writePayoutChange(em, app, row, "pending");
+    return row.status !== "pending";
+  });
+}
+
+/**
+ * Sends a pending payout: one attempt per eligible processor, in routing order, until one succeeds,
+ * one declines for good (closed account, declined card) or none is left; a retryable failure falls
+ * over to the next processor. A processor that does not answer (throws) leaves the attempt pending
+ * and the job is retried with backoff, re-sending the same attempt.
+ */
+async function sendPayout(app: App, job: JobRow): Promise<void> {
+  for (;;) {
+    const planned = await planAttempt(app, job);
+    if (planned === undefined) return;
+    const result = await planned.processor.payout({
+      idempotencyKey: planned.attemptId,
+      amount: planned.payout.amount,
+      currency: planned.payout.currency,
+      destination: planned.destination,
+    });
+    if (await recordOutcome(app, job, planned.attemptId, result)) return;
+  }
+}
+
+/** The payout jobs: sending runs outside a transaction (leased), with its own recovery points. */
+export function payoutJobHandlers(app: App): Map<string, LeasedJobHandler> {
+  return new Map<string, LeasedJobHandler>([[sendPayoutJob, { leaseMs: sendLeaseMs, run: (job) => sendPayout(app, job) }]]);
+}

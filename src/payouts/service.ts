@@ -1,0 +1,188 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  PayoutPrioritySchema,
+  PayoutStatusSchema,
+  PayoutTypeSchema,
+  type BillingDetails,
+  type PayoutService,
+} from "../../gen/paymentservice/v1/payout_pb.js";
+import type { App } from "../app.js";
+import { merchantOf } from "../auth/caller.js";
+import { fetchPage, scopedQuery } from "../db/list-query.js";
+import { findObject } from "../db/resource.js";
+import { sentWord } from "../enum-words.js";
+import { ApiError, invalidField, invalidRequest, missingField } from "../errors.js";
+import { newId } from "../ids.js";
+import { payoutProcessorsFor } from "../processors/registry.js";
+import { addressToStore } from "../validation/address.js";
+import { email, phone, text } from "../validation/fields.js";
+import { envelope, pageOf } from "../validation/list.js";
+import { mergeMetadata, newMetadata } from "../validation/metadata.js";
+import { amount, currency } from "../validation/money.js";
+import { maskDestination, readDestination, sealDestination } from "./destination.js";
+import { PayoutRow, type PayoutStatusWord, type StoredBilling } from "./payout.entity.js";
+import { route } from "./routing.js";
+import { lockPayout, payoutResource, sendJobOf, writeNewPayout, writePayoutChange } from "./store.js";
+import { toPayout } from "./view.js";
+
+/** Payout types a destination can be given for: no wallet destination fields are defined (interface §2). */
+function payoutTypeOf(value: number | undefined): "card" | "bank" {
+  const word = sentWord(PayoutTypeSchema, "payout_type", value);
+  if (word === undefined) throw missingField("payout_type");
+  if (word !== "card" && word !== "bank") {
+    throw invalidField("payout_type", "wallet payouts are not supported: no wallet destination can be given; use card or bank");
+  }
+  return word;
+}
+
+function billingOf(billing: BillingDetails | undefined): StoredBilling | null {
+  if (billing === undefined) return null;
+  const stored: StoredBilling = {};
+  const address = billing.address === undefined ? null : addressToStore("billing.address", billing.address);
+  if (address !== null) stored.address = address;
+  const billingPhone = phone("billing.phone", billing.phone);
+  if (billingPhone !== undefined && billingPhone !== "") stored.phone = billingPhone;
+  const billingEmail = email("billing.email", billing.email === "" ? undefined : billing.email);
+  if (billingEmail !== undefined) stored.email = billingEmail;
+  return Object.keys(stored).length === 0 ? null : stored;
+}
+
+/** The fields of UpdatePayoutRequest besides metadata: sent at all, they are IR_06 naming the first. */
+const notUpdatable = [
+  ["amount", "amount"],
+  ["currency", "currency"],
+  ["profileId", "profile_id"],
+  ["payoutType", "payout_type"],
+  ["payoutMethodData", "payout_method_data"],
+  ["priority", "priority"],
+  ["customerId", "customer_id"],
+  ["email", "email"],
+  ["name", "name"],
+  ["phone", "phone"],
+  ["billing", "billing"],
+  ["confirm", "confirm"],
+  ["processor", "processor"],
+] as const;
+
+/** IR_16 for an operation the payout's status does not allow. */
+function wrongStatus(action: string, row: PayoutRow, expected: PayoutStatusWord): ApiError {
+  return new ApiError("IR_16", `This payout cannot be ${action} because its status is ${row.status}; expected ${expected}`);
+}
+
+/**
+ * Payouts (interface §4, decisions §9). Create validates the destination and picks the processors
+ * that can send it (src/payouts/routing.ts), then writes the payout — its destination encrypted —
+ * with its event and, when confirmed, its sending job; the job runner sends it right after the
+ * commit (src/payouts/jobs.ts).
+ */
+export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
+  const { dataSource, clock } = app;
+
+  return {
+    async createPayout(req, ctx) {
+      const caller = merchantOf(ctx);
+      const processors = payoutProcessorsFor(app.sandboxPayoutRails, caller.livemode);
+      const payoutAmount = amount("amount", req.amount);
+      const payoutCurrency = currency("currency", req.currency);
+      if (req.profileId === undefined || req.profileId === "") throw missingField("profile_id");
+      const payoutType = payoutTypeOf(req.payoutType);
+      const priority = (sentWord(PayoutPrioritySchema, "priority", req.priority) ?? "regular") as PayoutRow["priority"];
+      const preferred = req.processor === undefined || req.processor === "" ? undefined : req.processor;
+      const candidates = route(processors, { payoutType, priority, currency: payoutCurrency, amount: payoutAmount, preferred });
+      const now = clock.now();
+      const destination = readDestination(req.payoutMethodData, payoutType, candidates, now);
+      const confirm = req.confirm ?? true;
+      const owner = { merchantId: caller.merchantId, livemode: caller.livemode, payoutId: newId("po") };
+      const row = Object.assign(new PayoutRow(), {
+        ...owner,
+        profileId: req.profileId,
+        customerId: req.customerId === undefined || req.customerId === "" ? null : req.customerId,
+        status: confirm ? "pending" : "requires_fulfillment",
+        amount: payoutAmount,
+        currency: payoutCurrency,
+        payoutType,
+        priority,
+        email: email("email", req.email) ?? null,
+        name: text("name", req.name, 200) ?? null,
+        phone: phone("phone", req.phone) ?? null,
+        destination: maskDestination(destination),
+        destinationCiphertext: sealDestination(app.dataCipher, owner, destination),
+        billing: billingOf(req.billing),
+        preferredProcessor: preferred ?? null,
+        processor: candidates[0]!.name,
+        confirm,
+        errorCode: null,
+        errorMessage: null,
+        attempts: [],
+        metadata: newMetadata("metadata", req.metadata),
+        created: now,
+        updated: now,
+      } satisfies PayoutRow);
+      await writeNewPayout(app, row, confirm ? [sendJobOf(row, now)] : []);
+      if (confirm) app.jobs.wake();
+      return toPayout(row);
+    },
+
+    async updatePayout(req, ctx) {
+      const caller = merchantOf(ctx);
+      for (const [property, field] of notUpdatable) {
+        if (req[property] !== undefined) {
+          throw invalidRequest(`The field ${field} of a payout cannot be updated; only metadata can, create a new payout instead`);
+        }
+      }
+      return dataSource.transaction(async (em) => {
+        const row = await lockPayout(em, caller, req.payoutId);
+        row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
+        row.updated = clock.now();
+        await writePayoutChange(em, app, row, row.status);
+        return toPayout(row);
+      });
+    },
+
+    async retrievePayout(req, ctx) {
+      const caller = merchantOf(ctx);
+      return toPayout(await findObject(dataSource.manager, payoutResource, caller, req.payoutId));
+    },
+
+    async fulfillPayout(req, ctx) {
+      const caller = merchantOf(ctx);
+      const row = await dataSource.transaction(async (em) => {
+        const payout = await lockPayout(em, caller, req.payoutId);
+        if (payout.status !== "requires_fulfillment") throw wrongStatus("fulfilled", payout, "requires_fulfillment");
+        const now = clock.now();
+        payout.status = "pending";
+        payout.updated = now;
+        await writePayoutChange(em, app, payout, "requires_fulfillment", [sendJobOf(payout, now)]);
+        return payout;
+      });
+      app.jobs.wake();
+      return toPayout(row);
+    },
+
+    async cancelPayout(req, ctx) {
+      const caller = merchantOf(ctx);
+      return dataSource.transaction(async (em) => {
+        const row = await lockPayout(em, caller, req.payoutId);
+        if (row.status !== "requires_fulfillment") throw wrongStatus("cancelled", row, "requires_fulfillment");
+        row.status = "cancelled";
+        row.updated = clock.now();
+        await writePayoutChange(em, app, row, "requires_fulfillment");
+        return toPayout(row);
+      });
+    },
+
+    async listPayouts(req, ctx) {
+      const caller = merchantOf(ctx);
+      const page = pageOf(req);
+      const query = scopedQuery(dataSource, PayoutRow, "p", caller);
+      const status = sentWord(PayoutStatusSchema, "status", req.status);
+      if (status !== undefined) query.andWhere("p.status = :status", { status });
+      if (req.customerId !== undefined) query.andWhere("p.customer_id = :customerId", { customerId: req.customerId });
+      const payoutType = sentWord(PayoutTypeSchema, "payout_type", req.payoutType);
+      if (payoutType !== undefined) query.andWhere("p.payout_type = :payoutType", { payoutType });
+      if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
+      const [rows, total] = await fetchPage(query, "payout_id", page);
+      return envelope(rows.map(toPayout), total, page);
+    },
+  };
+}

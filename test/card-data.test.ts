@@ -11,7 +11,7 @@ import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardI
 import { startEmbeddedDatabase } from "../src/db/embedded.js";
 import { rpcClient } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { adminApiKey } from "./support/service.js";
+import { adminApiKey, testDataEncryptionKey } from "./support/service.js";
 
 /*
  * Decisions §4 and the issue "no full card number or CVC in any table, log line or response": the
@@ -58,7 +58,7 @@ async function spawnServer(env: Record<string, string>): Promise<ServerProcess> 
   delete childEnv.DATA_DIR;
   const child: ChildProcess = spawn(tsx, ["src/server.ts"], {
     cwd: repoRoot,
-    env: { ...childEnv, PORT: "0", LOG_LEVEL: "info", ADMIN_API_KEY: adminApiKey, API_KEY_HASH_SECRET: "test-hash-secret", ...env },
+    env: { ...childEnv, PORT: "0", LOG_LEVEL: "info", ADMIN_API_KEY: adminApiKey, API_KEY_HASH_SECRET: "test-hash-secret", DATA_ENCRYPTION_KEY: testDataEncryptionKey, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -7,6 +7,9 @@ import { fileDatabaseUrl } from "./database.js";
 /** The operator key every test service accepts. */
 export const adminApiKey = "test-admin-key";
 
+/** The data encryption key of every test service: instances sharing a database must share it. */
+export const testDataEncryptionKey = "5e".repeat(32);
+
 /**
  * Configuration for a test service: an ephemeral port, real PostgreSQL when DATABASE_URL is set and
  * a private in-memory embedded database otherwise. startService points it at the file's own database.
@@ -15,6 +18,7 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
   return loadConfig({
     DATA_DIR: ":memory:",
     API_KEY_HASH_SECRET: "test-hash-secret",
+    DATA_ENCRYPTION_KEY: testDataEncryptionKey,
     DATABASE_POOL_SIZE: "10",
     ...process.env,
     PORT: "0",

@@ -43,7 +43,7 @@ async function ensureDatabase(url: string): Promise<void> {
 async function startServer(databaseUrl: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
   const adminKey = "bench-admin-key";
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    env: { ...process.env, WORKERS: workers, PORT: "0", DATABASE_URL: databaseUrl, ADMIN_API_KEY: adminKey, API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret", DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32) },
+    env: { ...process.env, WORKERS: workers, PORT: "0", DATABASE_URL: databaseUrl, ADMIN_API_KEY: adminKey, API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret", DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32), RATE_LIMIT_PER_MINUTE: "1000000000" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = readline.createInterface({ input: child.stdout! });

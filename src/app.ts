@@ -22,6 +22,10 @@ import type { PayoutProcessor } from "./processors/processor.js";
 import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
+import { MemoryCounter } from "./rate-limits/counter.js";
+import { createRateLimitInterceptor } from "./rate-limits/interceptor.js";
+import { RateLimiter } from "./rate-limits/limiter.js";
+import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
@@ -47,6 +51,8 @@ export interface App {
   readonly jobs: JobRunner;
   /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
   readonly testClock: SandboxTestClock | undefined;
+  /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
+  readonly rateLimiter: RateLimiter;
 }
 
 /** A service listening on its port. */
@@ -78,6 +84,8 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     await testClock?.refresh();
     const clock = injected ?? testClock ?? systemClock;
     const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
+    const localCounter = new MemoryCounter(() => clock.now().getTime());
+    const counter = config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter);
     return {
       config,
       dataSource,
@@ -89,6 +97,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       publicBaseUrl,
       jobs,
       testClock,
+      rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
     };
   } catch (error) {
     await embedded?.close();
@@ -98,6 +107,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
 
 /** Releases the database connections and stops the embedded database. */
 export async function closeApp(app: App): Promise<void> {
+  await app.rateLimiter.close();
   await app.dataSource.destroy();
   await app.embedded?.close();
 }
@@ -129,6 +139,7 @@ export async function serve(opened: App): Promise<RunningService> {
         clock: app.clock,
         findKey: (keyHash) => findKeyByHash(app.dataSource, keyHash),
       }),
+      createRateLimitInterceptor(app.rateLimiter),
     ],
     acceptCompression: [compressionGzip],
     readMaxBytes,

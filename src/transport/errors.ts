@@ -29,7 +29,10 @@ export function toConnectError(reason: unknown): ConnectError {
     // Protocol-level rejections by connect itself (bad envelope, unsupported codec) keep their code.
     return reason;
   }
-  return toConnectError(new ApiError("HE_00", "Something went wrong on our side; the request may be retried."));
+  const internal = toConnectError(new ApiError("HE_00", "Something went wrong on our side; the request may be retried."));
+  // Kept for the log line of the outcome interceptor, never sent.
+  internal.cause = reason;
+  return internal;
 }
 
 /** The REST status and body for an error that reached the REST layer as a ConnectError. */

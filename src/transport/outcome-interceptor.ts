@@ -21,7 +21,8 @@ export const outcomeInterceptor: Interceptor = (next) => async (req) => {
     const code = error.findDetails(ErrorDetailSchema)[0]?.code;
     const fields = { procedure, protocol, ms: elapsed(started), code };
     if (code === "HE_00") {
-      log.error("call failed", { ...fields, cause: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) });
+      const cause = error.cause ?? reason;
+      log.error("call failed", { ...fields, cause: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause) });
     } else {
       log.info("call rejected", fields);
     }

@@ -1,0 +1,61 @@
+import { Redis } from "ioredis";
+import { log } from "../log.js";
+import type { WindowCounter } from "./counter.js";
+
+/** INCR and, for a window's first request, its expiry: one atomic step however many instances count. */
+const incrementScript = `local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n`;
+
+/** How long a rate-limit check may wait for Redis before the request goes ahead without it. */
+const commandTimeoutMs = 250;
+
+/** How often an unreachable Redis is logged while it stays unreachable. */
+const warnEveryMs = 30_000;
+
+/**
+ * Counters shared through Redis (REDIS_URL), so every instance enforces one limit. When Redis does
+ * not answer, requests are counted by `fallback` (this instance only) instead of failing: a rate
+ * limiter outage must not stop payments (issue 6, fail open), and it is logged.
+ */
+export class RedisCounter implements WindowCounter {
+  private readonly redis: Redis;
+  private lastWarning = 0;
+
+  constructor(
+    url: string,
+    private readonly fallback: WindowCounter,
+  ) {
+    this.redis = new Redis(url, {
+      lazyConnect: false,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: commandTimeoutMs,
+      connectTimeout: 1000,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    });
+    this.redis.on("error", (error: Error) => this.warn(error));
+    this.redis.defineCommand("incrementWindow", { numberOfKeys: 1, lua: incrementScript });
+  }
+
+  async increment(key: string, windowMs: number): Promise<number> {
+    try {
+      const run = (this.redis as unknown as { incrementWindow(key: string, ms: number): Promise<number> }).incrementWindow;
+      return await run.call(this.redis, `ratelimit:${key}`, windowMs);
+    } catch (error) {
+      this.warn(error);
+      return this.fallback.increment(key, windowMs);
+    }
+  }
+
+  private warn(error: unknown): void {
+    const now = Date.now();
+    if (now - this.lastWarning < warnEveryMs) return;
+    this.lastWarning = now;
+    log.error("rate limit counters unavailable, counting on this instance only", { error: String(error) });
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}

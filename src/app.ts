@@ -11,6 +11,7 @@ import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
 import { useNamedStatements } from "./db/prepared.js";
+import { joiningUnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/authorization.js";
@@ -24,6 +25,8 @@ import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
 import { MemoryCounter } from "./rate-limits/counter.js";
 import { createRateLimitInterceptor } from "./rate-limits/interceptor.js";
+import { createIdempotencyInterceptor } from "./idempotency/interceptor.js";
+import { reapExpiredKeys } from "./idempotency/store.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
@@ -77,7 +80,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const embedded =
     config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
-    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
+    const dataSource = joiningUnitOfWork(await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize));
     if (embedded === undefined) useNamedStatements(dataSource);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
@@ -140,6 +143,7 @@ export async function serve(opened: App): Promise<RunningService> {
         findKey: (keyHash) => findKeyByHash(app.dataSource, keyHash),
       }),
       createRateLimitInterceptor(app.rateLimiter),
+      createIdempotencyInterceptor(app),
     ],
     acceptCompression: [compressionGzip],
     readMaxBytes,
@@ -152,6 +156,7 @@ export async function serve(opened: App): Promise<RunningService> {
   app.jobs.register(refundJobHandlers(app));
   app.jobs.register(disputeJobHandlers(app));
   app.jobs.register(payoutJobHandlers(app));
+  app.jobs.every(60_000, () => reapExpiredKeys(app.dataSource, app.clock.now()));
   app.jobs.start();
   return {
     app,

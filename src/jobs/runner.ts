@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
+import { afterCommit } from "../db/unit-of-work.js";
 import { log } from "../log.js";
 import { JobRow } from "./job.entity.js";
 
@@ -43,6 +44,7 @@ export class JobRunner {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private wokenDuringTick = false;
+  private readonly upkeep: { readonly everyMs: number; readonly task: () => Promise<unknown>; nextAt: number }[] = [];
 
   /** `beforePass` runs before each pass over due jobs (the sandbox test clock re-reads its offset there). */
   constructor(
@@ -57,6 +59,14 @@ export class JobRunner {
     for (const [kind, handler] of handlers) this.handlers.set(kind, handler);
   }
 
+  /**
+   * Adds upkeep that runs at most every `everyMs` on each instance, in the runner's passes (reaping
+   * expired idempotency keys). It must be safe to run on several instances at once.
+   */
+  every(everyMs: number, task: () => Promise<unknown>): void {
+    this.upkeep.push({ everyMs, task, nextAt: 0 });
+  }
+
   /** Starts polling. */
   start(): void {
     this.started = true;
@@ -64,10 +74,15 @@ export class JobRunner {
   }
 
   /**
-   * Runs due jobs now rather than at the next poll: called after a commit that created a job due at
-   * once (an instant refund), so it runs within milliseconds on this instance.
+   * Runs due jobs now rather than at the next poll: called after a write that created a job due at
+   * once (an instant refund), so it runs within milliseconds on this instance. Inside a unit of work
+   * it waits for the commit, before which the job is not there to be found.
    */
   wake(): void {
+    afterCommit(() => this.wakeNow());
+  }
+
+  private wakeNow(): void {
     if (!this.started) return;
     if (this.running !== undefined) this.wokenDuringTick = true;
     else this.schedule(0);
@@ -100,6 +115,12 @@ export class JobRunner {
   /** Runs every job due now, one transaction each; returns how many ran. */
   async runDue(): Promise<number> {
     await this.beforePass();
+    const now = this.clock.now().getTime();
+    for (const chore of this.upkeep) {
+      if (chore.nextAt > now) continue;
+      chore.nextAt = now + chore.everyMs;
+      await chore.task();
+    }
     let ran = 0;
     while (await this.runOne()) ran++;
     return ran;

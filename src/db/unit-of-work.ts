@@ -1,0 +1,78 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { DataSource, EntityManager } from "typeorm";
+
+/** One transaction that every database access of a call joins, and what to do once it commits. */
+interface UnitOfWork {
+  readonly manager: EntityManager;
+  active: boolean;
+  readonly afterCommit: (() => void)[];
+}
+
+const current = new AsyncLocalStorage<UnitOfWork>();
+
+function activeUnit(): UnitOfWork | undefined {
+  const unit = current.getStore();
+  return unit?.active === true ? unit : undefined;
+}
+
+/**
+ * Runs `work` in one transaction that every database access made through a `joiningUnitOfWork`
+ * data source joins, whatever function makes it: what the handler writes and what the caller
+ * writes after it (a stored idempotent response) commit together or not at all.
+ */
+export async function withUnitOfWork<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
+  const afterCommit: (() => void)[] = [];
+  const result = await dataSource.transaction(async (manager) => {
+    const unit: UnitOfWork = { manager, active: true, afterCommit };
+    try {
+      return await current.run(unit, () => work(manager));
+    } finally {
+      unit.active = false;
+    }
+  });
+  for (const hook of afterCommit) hook();
+  return result;
+}
+
+/** Runs `hook` once the active unit of work has committed (never if it rolls back), or now when there is none. */
+export function afterCommit(hook: () => void): void {
+  const unit = activeUnit();
+  if (unit === undefined) hook();
+  else unit.afterCommit.push(hook);
+}
+
+/** The manager of the active unit of work, if any: for code that reaches the driver directly. */
+export function unitManager(): EntityManager | undefined {
+  return activeUnit()?.manager;
+}
+
+/**
+ * The data source the service uses everywhere: outside a unit of work it is the data source itself;
+ * inside one, `manager`, `transaction`, `getRepository`, `createQueryBuilder` and `query` run on the
+ * unit's transaction (a nested `transaction` joins it rather than opening its own). On the
+ * embedded database, whose connections share one session, this is also what keeps a call from
+ * waiting on its own open transaction.
+ */
+export function joiningUnitOfWork(dataSource: DataSource): DataSource {
+  return new Proxy(dataSource, {
+    get(target, property, receiver) {
+      const unit = activeUnit();
+      if (unit !== undefined) {
+        const { manager } = unit;
+        switch (property) {
+          case "manager":
+            return manager;
+          case "transaction":
+            return (...args: unknown[]) => (args.at(-1) as (em: EntityManager) => Promise<unknown>)(manager);
+          case "getRepository":
+            return manager.getRepository.bind(manager);
+          case "createQueryBuilder":
+            return manager.createQueryBuilder.bind(manager);
+          case "query":
+            return manager.query.bind(manager);
+        }
+      }
+      return Reflect.get(target, property, receiver) as unknown;
+    },
+  });
+}

@@ -1,0 +1,89 @@
+import type { DataSource, EntityManager } from "typeorm";
+import type { Scope } from "../db/resource.js";
+import { randomBase62 } from "../ids.js";
+
+/** How long a key is kept (interface §8). */
+export const keyLifetimeMs = 24 * 60 * 60 * 1000;
+
+/**
+ * How long a claim holds a key before another request may take it over. A claim older than this
+ * belongs to a request whose instance died: its effect never committed (effect and completion commit
+ * together), so running the request again is safe.
+ */
+const claimLeaseMs = 60_000;
+
+/** What claiming a key found. */
+export type Claim =
+  | { readonly kind: "claimed"; readonly token: string }
+  | { readonly kind: "replay"; readonly response: Uint8Array }
+  | { readonly kind: "in_flight" }
+  | { readonly kind: "mismatch" };
+
+/** One merchant's key in one environment. */
+export interface KeyRef extends Scope {
+  readonly key: string;
+}
+
+/**
+ * Claims the key for a request with this fingerprint, in one statement: a new key, an expired one, or
+ * one whose claim outlived its lease (same fingerprint) becomes this request's. Otherwise the key's
+ * state decides: a completed response to replay, a request still in flight, or another request.
+ */
+export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint: Buffer, now: Date): Promise<Claim> {
+  const token = randomBase62(32);
+  for (;;) {
+    const claimed = (await dataSource.query(
+      `INSERT INTO idempotency_keys AS k
+         (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at)
+       VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, NULL, $7, $8)
+       ON CONFLICT (merchant_id, livemode, idempotency_key) DO UPDATE
+         SET fingerprint = EXCLUDED.fingerprint, state = 'in_flight', claim_token = EXCLUDED.claim_token,
+             locked_until = EXCLUDED.locked_until, response = NULL, created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+         WHERE k.expires_at <= $7
+            OR (k.state = 'in_flight' AND k.locked_until <= $7 AND k.fingerprint = EXCLUDED.fingerprint)
+       RETURNING claim_token`,
+      [ref.merchantId, ref.livemode, ref.key, fingerprint, token, new Date(now.getTime() + claimLeaseMs), now, new Date(now.getTime() + keyLifetimeMs)],
+    )) as unknown[];
+    if (claimed.length === 1) return { kind: "claimed", token };
+    const [existing] = (await dataSource.query(
+      `SELECT fingerprint, state, response FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
+      [ref.merchantId, ref.livemode, ref.key],
+    )) as { fingerprint: Buffer; state: string; response: Buffer | null }[];
+    // Released between the two statements (the request it belonged to failed): claim again.
+    if (existing === undefined) continue;
+    if (!existing.fingerprint.equals(fingerprint)) return { kind: "mismatch" };
+    if (existing.state === "completed") return { kind: "replay", response: new Uint8Array(existing.response!) };
+    return { kind: "in_flight" };
+  }
+}
+
+/**
+ * Stores the response of the request holding the claim, in the transaction of its effect. Throws
+ * when the claim was taken over meanwhile (its lease ran out), which rolls the effect back: only one
+ * request's effect ever commits per key.
+ */
+export async function completeKey(manager: EntityManager, ref: KeyRef, token: string, response: Uint8Array): Promise<void> {
+  const [, affected] = (await manager.query(
+    `UPDATE idempotency_keys SET state = 'completed', response = $5
+     WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND claim_token = $4 AND state = 'in_flight'`,
+    [ref.merchantId, ref.livemode, ref.key, token, Buffer.from(response)],
+  )) as [unknown, number];
+  if (affected !== 1) throw new Error(`idempotency key claim ${ref.key} was lost before the response was stored`);
+}
+
+/** Frees the key of a request that failed, so a corrected retry with the same key runs (decisions §6). */
+export async function releaseKey(dataSource: DataSource, ref: KeyRef, token: string): Promise<void> {
+  await dataSource.query(
+    `DELETE FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND claim_token = $4 AND state = 'in_flight'`,
+    [ref.merchantId, ref.livemode, ref.key, token],
+  );
+}
+
+/** Deletes expired keys, a batch at a time; returns how many went. */
+export async function reapExpiredKeys(dataSource: DataSource, now: Date): Promise<number> {
+  const [, deleted] = (await dataSource.query(
+    `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT 1000))`,
+    [now],
+  )) as [unknown, number];
+  return deleted;
+}

@@ -1,12 +1,15 @@
 import { closeApp, openApp } from "../../src/app.js";
 import { dropFileDatabases } from "./database.js";
+import { ensureRedis } from "./redis.js";
 import { testConfig } from "./service.js";
 
 /**
- * On real PostgreSQL, migrate DATABASE_URL's database once: it is the template each test file clones
- * its own database from (see database.ts). The embedded database is per file and migrates itself.
+ * Starts Redis if it is not running (the rate-limit tests share counters through it). On real
+ * PostgreSQL, migrates DATABASE_URL's database once: it is the template each test file clones its
+ * own database from (see database.ts). The embedded database is per file and migrates itself.
  */
 export default async function setup(): Promise<(() => Promise<void>) | void> {
+  await ensureRedis();
   const url = process.env.DATABASE_URL;
   if (url === undefined) return;
   await closeApp(await openApp(testConfig()));

@@ -11,6 +11,7 @@ import { RefundService } from "../gen/paymentservice/v1/refund_pb.js";
 import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { apiKeyService } from "./api-keys/service.js";
 import type { App } from "./app.js";
+import { replayable } from "./idempotency/interceptor.js";
 import { customerService } from "./customers/service.js";
 import { disputeService } from "./disputes/service.js";
 import { healthService } from "./health/service.js";
@@ -27,14 +28,14 @@ import { sandboxService } from "./sandbox/service.js";
  */
 export default function routes(router: ConnectRouter, app: App): ConnectRouter {
   return router
-    .service(HealthService, healthService())
-    .service(MerchantService, merchantService(app))
-    .service(ApiKeyService, apiKeyService(app))
-    .service(CustomerService, customerService(app))
-    .service(PaymentService, paymentService(app))
-    .service(RefundService, refundService(app))
-    .service(PayoutService, payoutService(app))
-    .service(DisputeService, disputeService(app))
-    .service(EventService, {})
-    .service(SandboxService, sandboxService(app));
+    .service(HealthService, replayable(healthService()))
+    .service(MerchantService, replayable(merchantService(app)))
+    .service(ApiKeyService, replayable(apiKeyService(app)))
+    .service(CustomerService, replayable(customerService(app)))
+    .service(PaymentService, replayable(paymentService(app)))
+    .service(RefundService, replayable(refundService(app)))
+    .service(PayoutService, replayable(payoutService(app)))
+    .service(DisputeService, replayable(disputeService(app)))
+    .service(EventService, replayable({}))
+    .service(SandboxService, replayable(sandboxService(app)));
 }

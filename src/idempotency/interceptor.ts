@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import type { Interceptor, UnaryResponse } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { ApiKeySchema, type ApiKey } from "../../gen/paymentservice/v1/api_key_pb.js";
 import type { App } from "../app.js";
 import { callerKey } from "../auth/caller.js";
 import { withUnitOfWork } from "../db/unit-of-work.js";
@@ -13,6 +14,24 @@ const keyHeaders = ["x-idempotency-key", "idempotency-key"];
 
 /** The header marking a response as the stored answer of an earlier request with the same key. */
 const replayedHeader = "idempotent-replayed";
+
+/** The stored response a replayed call answers with instead of running its handler. */
+const replayKey = createContextKey<Message | undefined>(undefined);
+
+/**
+ * Wraps a service implementation so that a call the idempotency interceptor replays answers its
+ * stored response from inside the call's handler context, without running the handler.
+ */
+export function replayable<T extends object>(impl: T): T {
+  return new Proxy(impl, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== "function") return value;
+      const handler = value as (req: unknown, ctx: HandlerContext) => unknown;
+      return (req: unknown, ctx: HandlerContext) => ctx.values.get(replayKey) ?? handler.call(target, req, ctx);
+    },
+  });
+}
 
 /**
  * Idempotency keys (decisions §6, docs/idempotency.md) for every call that can change something,
@@ -43,22 +62,19 @@ export function createIdempotencyInterceptor(app: App): Interceptor {
       case "mismatch":
         throw new ApiError("IK_02", "This idempotency key was already used for a different request (another operation, path or body)");
       case "replay": {
-        const header = new Headers({ [replayedHeader]: "true" });
-        return {
-          stream: false,
-          service: req.service,
-          method: req.method,
-          header,
-          trailer: new Headers(),
-          message: fromBinary(req.method.output, claim.response),
-        } as UnaryResponse;
+        // Answered by the handler wrapper (replayable), so the response keeps the headers the
+        // protocol set for this call (content type, compression): a response built here would not.
+        req.contextValues.set(replayKey, fromBinary(req.method.output, claim.response));
+        const res = await next(req);
+        res.header.set(replayedHeader, "true");
+        return res;
       }
     }
     try {
       return await withUnitOfWork(app.dataSource, async (manager) => {
         const res = await next(req);
         if (res.stream) throw new Error(`${req.method.name}: idempotency keys apply to unary calls only`);
-        await completeKey(manager, ref, claim.token, toBinary(req.method.output, res.message));
+        await completeKey(manager, ref, claim.token, toBinary(req.method.output, storable(req.method.output, res.message)));
         return res;
       });
     } catch (error) {
@@ -66,4 +82,14 @@ export function createIdempotencyInterceptor(app: App): Interceptor {
       throw error;
     }
   };
+}
+
+/**
+ * The part of a response the key table may keep: a new API key's plaintext is shown once and only
+ * its keyed hash is ever stored (decisions §2), so a replay of its creation answers without it.
+ */
+function storable(schema: DescMessage, message: Message): Message {
+  if (schema.typeName !== ApiKeySchema.typeName) return message;
+  const withoutPlaintext: ApiKey = { ...(message as ApiKey), apiKey: undefined };
+  return withoutPlaintext;
 }

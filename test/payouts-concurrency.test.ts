@@ -9,6 +9,7 @@ import { TestClock } from "./support/clock.js";
 import { fileDatabaseUrl } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
 import { adminApiKey, startService, testDataEncryptionKey, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -38,25 +39,6 @@ const repoRoot = path.resolve(import.meta.dirname, "..");
 const leaseSeconds = 60;
 
 const expYear = String(new Date().getUTCFullYear() + 3);
-
-/** Sandbox payout destinations (docs/payouts.md). */
-const accounts = {
-  succeeds: "000123456789",
-  closed: "000111111116",
-  /** sandbox_ach fails retryably, sandbox_swift sends it. */
-  achUnavailable: "000222222227",
-  /** Every bank rail fails retryably. */
-  allUnavailable: "000333333335",
-  /** Books the transfer, then answers 2 s later. */
-  slow: "000999999991",
-} as const;
-
-const cards = {
-  succeeds: "4242424242424242",
-  declined: "4000000000000002",
-  /** sandbox_instant fails retryably, sandbox_card sends it (priority fast). */
-  instantFails: "4000000000000119",
-} as const;
 
 function bankPayout(merchant: TestMerchant, account: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -15,6 +15,7 @@ import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
 import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
@@ -41,29 +42,6 @@ beforeAll(async () => {
   service = await startService({ JOB_POLL_MS: "3600000" }, clock);
 });
 afterAll(() => service.close());
-
-/** Sandbox payout cards (decisions §3, docs/payouts.md). */
-const cards = {
-  succeeds: "4242424242424242",
-  declined: "4000000000000002",
-  insufficientFunds: "4000000000009995",
-  /** sandbox_instant fails retryably (processing_error), sandbox_card sends it. */
-  instantFails: "4000000000000119",
-  /** Luhn-valid, but not a sandbox test card. */
-  unsupported: "4012888888881881",
-} as const;
-
-/** Sandbox payout bank accounts (decisions §3, docs/payouts.md). */
-const accounts = {
-  succeeds: "000123456789",
-  closed: "000111111116",
-  /** sandbox_ach fails retryably (processor_unavailable), sandbox_swift sends it. */
-  achUnavailable: "000222222227",
-  /** Every rail fails retryably. */
-  allUnavailable: "000333333335",
-  /** Succeeds, but the bank answers 2 seconds after moving the money: the payout stays pending meanwhile. */
-  slow: "000999999991",
-} as const;
 
 const finalStatuses = new Set(["success", "failed", "cancelled"]);
 

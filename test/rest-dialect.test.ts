@@ -425,4 +425,20 @@ describe("RPC↔REST parity: Connect JSON and REST carry the same data", () => {
     expect({ type: detail.type, code: detail.code, message: detail.message }).toEqual(viaRest.body.error);
     expect(viaConnect.body.message).toBe(viaRest.body.error.message);
   });
+
+  it("a Connect JSON body connect cannot decode is IR_06 in the documented shape too, naming the field, not quoting the value", async () => {
+    const body = { email: 42 };
+    const message = "cannot decode field paymentservice.v1.CreateCustomerRequest.email from JSON";
+    const { merchant, call } = await withMerchant();
+    const viaConnect = await connectJson("CustomerService/CreateCustomer", body, merchant.apiKey);
+    expect(viaConnect.status).toBe(400);
+    expect(viaConnect.body.code).toBe("invalid_argument");
+    expect(viaConnect.body.message).toBe(message);
+    const details = (viaConnect.body.details as { type: string; value: string }[]).filter((d) => d.type === ErrorDetailSchema.typeName);
+    expect(details).toHaveLength(1);
+    const detail = fromBinary(ErrorDetailSchema, base64Decode(details[0]!.value));
+    expect({ type: detail.type, code: detail.code, message: detail.message }).toEqual({ type: "invalid_request", code: "IR_06", message });
+    // REST reads the body itself and names the field in its own words.
+    expectError(await call("POST", "/customers", body), 400, "IR_05", "email");
+  });
 });

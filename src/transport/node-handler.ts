@@ -1,7 +1,11 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { createAsyncIterable, readAllBytes, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
+import { invalidRequest } from "../errors.js";
 import { log } from "../log.js";
+import { toConnectError } from "./errors.js";
 import type { DualProtocolHandler } from "./listener.js";
 import { createRestHandler } from "./rest/handler.js";
 import { RestRouter } from "./rest/router.js";
@@ -28,28 +32,28 @@ export function createNodeHandler(router: ConnectRouter, pages: readonly Pages[]
       return;
     }
     handler(universalRequestFromNodeRequest(req, res, undefined, undefined))
-      .then((answer) => withoutEchoedValue(answer))
+      .then((answer) => documentedDecodeError(answer))
       .then((answer) => universalResponseToNodeResponse(answer, res))
       .catch((reason: unknown) => log.error("rpc response failed", { path: req.url, error: String(reason) }));
   };
 }
 
 /**
- * connect's JSON decoder quotes the offending value in its error ("cannot decode field
- * paymentservice.v1.CardInput.card_number from JSON: expected string, got 4242…"), and that value may
- * be a card number or CVC (decisions §4). Such a Connect error keeps its message up to the field name.
+ * An error connect raises itself while decoding a Connect JSON request, before any interceptor runs,
+ * gets the documented shape like every other error (decisions §5): IR_06 as an ErrorDetail. Its
+ * message keeps connect's words up to the field ("cannot decode field
+ * paymentservice.v1.CardInput.card_number from JSON"), never the rest: connect quotes the
+ * offending value there, and that value may be a card number or CVC.
  */
-async function withoutEchoedValue(answer: UniversalServerResponse): Promise<UniversalServerResponse> {
+async function documentedDecodeError(answer: UniversalServerResponse): Promise<UniversalServerResponse> {
   const header = answer.header;
   if (answer.status !== 400 || answer.body === undefined || header === undefined) return answer;
   if (header.get("content-type") !== "application/json" || header.has("content-encoding")) return answer;
   const bytes = await readAllBytes(answer.body, 1024 * 1024);
-  const error = JSON.parse(new TextDecoder().decode(bytes)) as { message?: unknown };
-  if (typeof error.message === "string" && error.message.includes(" from JSON: ")) {
-    error.message = error.message.replace(/ from JSON: [\s\S]*$/, " from JSON");
-    const redacted = new TextEncoder().encode(JSON.stringify(error));
-    header.set("content-length", String(redacted.byteLength));
-    return { ...answer, body: createAsyncIterable([redacted]) };
-  }
-  return { ...answer, body: createAsyncIterable([bytes]) };
+  const error = errorFromJsonBytes(bytes, undefined, new ConnectError("The request could not be decoded", Code.InvalidArgument));
+  if (error.findDetails(ErrorDetailSchema).length > 0) return { ...answer, body: createAsyncIterable([bytes]) };
+  const message = error.rawMessage.replace(/ from JSON: [\s\S]*$/, " from JSON");
+  const documented = errorToJsonBytes(toConnectError(invalidRequest(message)), undefined);
+  header.set("content-length", String(documented.byteLength));
+  return { ...answer, body: createAsyncIterable([documented]) };
 }

@@ -4,8 +4,8 @@
  *
  * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running; without them it starts
  * one (`npm start`, WORKERS = one per core unless set) on DATABASE_URL, by default a `payments_bench`
- * database in the local PostgreSQL over its Unix socket. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10)
- * size each scenario.
+ * database in the local PostgreSQL over its Unix socket, created afresh for each run so that every
+ * run starts from the same state. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -30,13 +30,15 @@ interface Result {
   errors: number;
 }
 
-async function ensureDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const name = target.pathname.slice(1);
+/** Creates the database if it is missing; `fresh` drops it first (only ever the bench's own database). */
+async function prepareDatabase(url: string, fresh: boolean): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const quoted = `"${name.replace(/"/g, '""')}"`;
   const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: "/postgres" }).toString() });
   await admin.connect();
+  if (fresh) await admin.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
   const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-  if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, "")}"`);
+  if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${quoted}`);
   await admin.end();
 }
 
@@ -139,7 +141,7 @@ async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@localhost/payments_bench?host=/var/run/postgresql";
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   if (process.env.BENCH_URL === undefined) {
-    await ensureDatabase(databaseUrl);
+    await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
     server = await startServer(databaseUrl);
   }
   const url = process.env.BENCH_URL ?? server!.url;
@@ -147,8 +149,9 @@ async function main(): Promise<void> {
   try {
     const { apiKey, profileId } = await newMerchant(url, adminKey);
     const results: Result[] = [];
-    // Warm-up: JIT, connection pools and caches, not measured.
-    await autocannon({ url, connections, duration: 3, requests: [{ method: "POST", path: "/payments", headers: { "content-type": "application/json", "api-key": apiKey }, body: JSON.stringify(protocolOf("REST", profileId).create(true)) }] });
+    // Warm-up, as long as a scenario: JIT, connection pools, caches and the first growth of the
+    // fresh tables, not measured.
+    await autocannon({ url, connections, duration: seconds, requests: [{ method: "POST", path: "/payments", headers: { "content-type": "application/json", "api-key": apiKey }, body: JSON.stringify(protocolOf("REST", profileId).create(true)) }] });
     for (const protocol of ["REST", "Connect"] as const) {
       for (const twoStep of [false, true]) {
         const result = await run(url, apiKey, profileId, protocol, twoStep);
@@ -175,8 +178,9 @@ async function writeReport(results: Result[], database: string): Promise<void> {
   );
   const measured = `${startMarker}
 Measured by \`npm run bench\` (bench/payments.ts): autocannon with ${connections} concurrent
-connections for ${seconds} s per scenario, after a 3 s warm-up, against the service started with
-\`npm start\` on the same machine. Each payment uses the 4242 test card (sandbox processor).
+connections for ${seconds} s per scenario, after a ${seconds} s warm-up, against the service started with
+\`npm start\` on the same machine (by default on a database created afresh for the run). Each
+payment uses the 4242 test card (sandbox processor).
 "create with confirm" is one request per payment; "create, then confirm" two.
 
 - Date: ${new Date().toISOString().slice(0, 10)}

@@ -62,8 +62,7 @@ function ownedBy(caller: MerchantCaller, customerId: string) {
 /** Customers: create, update, retrieve, list, delete (interface §4, decisions §4). */
 export function customerService(app: App): ServiceImpl<typeof CustomerService> {
   const { dataSource, clock } = app;
-  // Taken per call, never once here: inside a unit of work (an idempotent call) it must be the unit's.
-  const customers = () => dataSource.getRepository(CustomerRow);
+  const customers = dataSource.getRepository(CustomerRow);
 
   return {
     async createCustomer(req, ctx) {
@@ -88,7 +87,7 @@ export function customerService(app: App): ServiceImpl<typeof CustomerService> {
         deletedAt: null,
       });
       try {
-        await customers().insert(row);
+        await customers.insert(row);
       } catch (error) {
         if (isUniqueViolation(error)) {
           throw new ApiError("HE_01", `A customer with customer_id ${row.customerId} already exists`);
@@ -120,7 +119,7 @@ export function customerService(app: App): ServiceImpl<typeof CustomerService> {
     },
 
     async retrieveCustomer(req, ctx) {
-      const row = await customers().findOneBy(ownedBy(merchantOf(ctx), req.customerId));
+      const row = await customers.findOneBy(ownedBy(merchantOf(ctx), req.customerId));
       if (row === null) throw notFound("Customer", req.customerId);
       return toCustomer(row);
     },
@@ -136,7 +135,7 @@ export function customerService(app: App): ServiceImpl<typeof CustomerService> {
 
     async deleteCustomer(req, ctx) {
       const caller = merchantOf(ctx);
-      const result = await customers().update(ownedBy(caller, req.customerId), { deletedAt: clock.now() });
+      const result = await customers.update(ownedBy(caller, req.customerId), { deletedAt: clock.now() });
       if (result.affected === 0) throw notFound("Customer", req.customerId);
       return { customerId: req.customerId, deleted: true };
     },

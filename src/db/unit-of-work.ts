@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { DataSource, EntityManager } from "typeorm";
+import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from "typeorm";
 
 /** One transaction that every database access of a call joins, and what to do once it commits. */
 interface UnitOfWork {
@@ -48,14 +48,16 @@ export function unitManager(): EntityManager | undefined {
 
 /**
  * The data source the service uses everywhere: outside a unit of work it is the data source itself;
- * inside one, `manager`, `transaction`, `getRepository`, `createQueryBuilder` and `query` run on the
- * unit's transaction (a nested `transaction` joins it rather than opening its own). On the
- * embedded database, whose connections share one session, this is also what keeps a call from
- * waiting on its own open transaction.
+ * inside one, `manager`, `transaction`, `createQueryBuilder` and `query` run on the unit's
+ * transaction (a nested `transaction` joins it rather than opening its own). A repository from
+ * `getRepository` picks the unit at each call, so one taken once (when a service is built) joins
+ * the unit of whichever call uses it. On the embedded database, whose connections share one
+ * session, this is also what keeps a call from waiting on its own open transaction.
  */
 export function joiningUnitOfWork(dataSource: DataSource): DataSource {
   return new Proxy(dataSource, {
     get(target, property, receiver) {
+      if (property === "getRepository") return (entity: EntityTarget<ObjectLiteral>) => joiningRepository(target, entity);
       const unit = activeUnit();
       if (unit !== undefined) {
         const { manager } = unit;
@@ -64,8 +66,6 @@ export function joiningUnitOfWork(dataSource: DataSource): DataSource {
             return manager;
           case "transaction":
             return (...args: unknown[]) => (args.at(-1) as (em: EntityManager) => Promise<unknown>)(manager);
-          case "getRepository":
-            return manager.getRepository.bind(manager);
           case "createQueryBuilder":
             return manager.createQueryBuilder.bind(manager);
           case "query":
@@ -73,6 +73,18 @@ export function joiningUnitOfWork(dataSource: DataSource): DataSource {
         }
       }
       return Reflect.get(target, property, receiver) as unknown;
+    },
+  });
+}
+
+/** A repository whose every member is taken, at the time of use, from the active unit's manager if there is one. */
+function joiningRepository(dataSource: DataSource, entity: EntityTarget<ObjectLiteral>): Repository<ObjectLiteral> {
+  const own = dataSource.getRepository(entity);
+  return new Proxy(own, {
+    get(_, property) {
+      const repository = activeUnit()?.manager.getRepository(entity) ?? own;
+      const value = Reflect.get(repository, property, repository) as unknown;
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(repository) : value;
     },
   });
 }

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import { fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { clearField, clone, fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import { ApiKeySchema, type ApiKey } from "../../gen/paymentservice/v1/api_key_pb.js";
 import type { App } from "../app.js";
 import { callerKey } from "../auth/caller.js";
 import { withUnitOfWork } from "../db/unit-of-work.js";
@@ -85,11 +84,13 @@ export function createIdempotencyInterceptor(app: App): Interceptor {
 }
 
 /**
- * The part of a response the key table may keep: a new API key's plaintext is shown once and only
- * its keyed hash is ever stored (decisions §2), so a replay of its creation answers without it.
+ * The part of a response the key table may keep: fields marked `debug_redact` in the protos are
+ * secrets shown once (a new API key's plaintext, decisions §2), so a replay answers without them.
  */
 function storable(schema: DescMessage, message: Message): Message {
-  if (schema.typeName !== ApiKeySchema.typeName) return message;
-  const withoutPlaintext: ApiKey = { ...(message as ApiKey), apiKey: undefined };
-  return withoutPlaintext;
+  const secrets = schema.fields.filter((field) => field.proto.options?.debugRedact === true);
+  if (secrets.length === 0) return message;
+  const kept = clone(schema, message);
+  for (const field of secrets) clearField(kept, field);
+  return kept;
 }

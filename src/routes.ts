@@ -1,4 +1,5 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { ApiKeyService } from "../gen/paymentservice/v1/api_key_pb.js";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { DisputeService } from "../gen/paymentservice/v1/dispute_pb.js";
@@ -11,10 +12,10 @@ import { RefundService } from "../gen/paymentservice/v1/refund_pb.js";
 import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { apiKeyService } from "./api-keys/service.js";
 import type { App } from "./app.js";
-import { replayable } from "./idempotency/interceptor.js";
 import { customerService } from "./customers/service.js";
 import { disputeService } from "./disputes/service.js";
 import { healthService } from "./health/service.js";
+import { replayable } from "./idempotency/interceptor.js";
 import { merchantService } from "./merchants/service.js";
 import { paymentService } from "./payments/service.js";
 import { payoutService } from "./payouts/service.js";
@@ -27,15 +28,18 @@ import { sandboxService } from "./sandbox/service.js";
  * connect answers them `unimplemented` (IR_00, HTTP 501) while their REST paths already route.
  */
 export default function routes(router: ConnectRouter, app: App): ConnectRouter {
-  return router
-    .service(HealthService, replayable(healthService()))
-    .service(MerchantService, replayable(merchantService(app)))
-    .service(ApiKeyService, replayable(apiKeyService(app)))
-    .service(CustomerService, replayable(customerService(app)))
-    .service(PaymentService, replayable(paymentService(app)))
-    .service(RefundService, replayable(refundService(app)))
-    .service(PayoutService, replayable(payoutService(app)))
-    .service(DisputeService, replayable(disputeService(app)))
-    .service(EventService, replayable({}))
-    .service(SandboxService, replayable(sandboxService(app)));
+  // Every service goes through here, so none can miss the replay wrapper: one that did would run
+  // its handler again when the idempotency interceptor replays a call to it.
+  const serve = <S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>) => router.service(service, replayable(impl));
+  serve(HealthService, healthService());
+  serve(MerchantService, merchantService(app));
+  serve(ApiKeyService, apiKeyService(app));
+  serve(CustomerService, customerService(app));
+  serve(PaymentService, paymentService(app));
+  serve(RefundService, refundService(app));
+  serve(PayoutService, payoutService(app));
+  serve(DisputeService, disputeService(app));
+  serve(EventService, {});
+  serve(SandboxService, sandboxService(app));
+  return router;
 }

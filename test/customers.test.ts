@@ -9,7 +9,7 @@ import {
 } from "../gen/paymentservice/v1/customer_pb.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { newMerchant } from "./support/merchant.js";
-import { expectError, iso, issueKey, type Json, type Protocol, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
+import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 
 /*
@@ -52,7 +52,6 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): CustomerApi {
 
 /** A customer message under the REST field names, unset optional fields as null. */
 function asRest(c: Customer): Json {
-  const a = c.address;
   return {
     customer_id: c.customerId,
     merchant_id: c.merchantId,
@@ -61,17 +60,7 @@ function asRest(c: Customer): Json {
     phone: c.phone ?? null,
     phone_country_code: c.phoneCountryCode ?? null,
     description: c.description ?? null,
-    address:
-      a === undefined
-        ? null
-        : {
-            line1: a.line1 ?? null,
-            line2: a.line2 ?? null,
-            city: a.city ?? null,
-            state: a.state ?? null,
-            postal_code: a.postalCode ?? null,
-            country: a.country ?? null,
-          },
+    address: addressAsRest(c.address),
     metadata: { ...c.metadata },
     created: iso(c.created),
     updated: iso(c.updated),

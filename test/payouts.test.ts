@@ -16,7 +16,7 @@ import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
+import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -79,7 +79,6 @@ const enumPrefixes: Record<string, string> = {
 function asRest(p: Payout): Json {
   const card = p.payoutMethodData?.card;
   const bank = p.payoutMethodData?.bank;
-  const address = p.billing?.address;
   return {
     payout_id: p.payoutId,
     merchant_id: p.merchantId,
@@ -104,17 +103,7 @@ function asRest(p: Payout): Json {
       p.billing === undefined
         ? null
         : {
-            address:
-              address === undefined
-                ? null
-                : {
-                    line1: address.line1 ?? null,
-                    line2: address.line2 ?? null,
-                    city: address.city ?? null,
-                    state: address.state ?? null,
-                    postal_code: address.postalCode ?? null,
-                    country: address.country ?? null,
-                  },
+            address: addressAsRest(p.billing.address),
             phone: p.billing.phone ?? null,
             email: p.billing.email ?? null,
           },

@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto";
 import type { DescEnum, JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Address } from "../../gen/paymentservice/v1/common_pb.js";
 import { Code } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { rest, type RestResponse, type RpcProtocol } from "./clients.js";
 import { documentedErrorType, expectRestError, expectRpcError } from "./errors.js";
 
 /*
- * What the protocol-parity suites (customers, payments, refunds, disputes) share: each runs the same
+ * What the protocol-parity suites (customers, payments, refunds, disputes, payouts) share: each runs the same
  * scenarios over REST and every RPC protocol through a small per-resource Api, and these helpers are
  * the pieces of that set-up that do not depend on the resource.
  */
@@ -69,6 +70,19 @@ export function iso(timestamp: Timestamp | undefined): string | null {
 }
 
 /** An RPC list page under the REST field names, so list assertions are the same over every protocol. */
+/** An address message (customers, payout billing) under the REST field names, unset fields as null. */
+export function addressAsRest(a: Address | undefined): Json | null {
+  if (a === undefined) return null;
+  return {
+    line1: a.line1 ?? null,
+    line2: a.line2 ?? null,
+    city: a.city ?? null,
+    state: a.state ?? null,
+    postal_code: a.postalCode ?? null,
+    country: a.country ?? null,
+  };
+}
+
 export function restPage<T>(page: { data: T[]; totalCount: bigint; hasMore: boolean }, asRest: (item: T) => Json): Json {
   return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
 }

@@ -1,6 +1,5 @@
 import type { AddressInfo } from "node:net";
 import type { DescFile } from "@bufbuild/protobuf";
-import { createConnectRouter } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
 import { findKeyByHash } from "./api-keys/lookup.js";
@@ -32,6 +31,7 @@ import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
+import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
 import { registerReflection } from "./transport/reflection.js";
@@ -133,7 +133,7 @@ export async function serve(opened: App): Promise<RunningService> {
   const { port } = listener.server.address() as AddressInfo;
   const app: App = opened.config.publicBaseUrl === undefined ? { ...opened, publicBaseUrl: `http://localhost:${port}` } : opened;
 
-  const router = createConnectRouter({
+  const router = new ApiRouter({
     interceptors: [
       outcomeInterceptor,
       createAuthInterceptor({

@@ -1,10 +1,11 @@
-import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { createAsyncIterable, readAllBytes, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
 import { invalidRequest } from "../errors.js";
 import { log } from "../log.js";
+import type { ApiRouter } from "./api-router.js";
 import { toConnectError } from "./errors.js";
 import type { DualProtocolHandler } from "./listener.js";
 import { createRestHandler } from "./rest/handler.js";
@@ -21,9 +22,9 @@ export interface Pages {
  * speaks Connect, gRPC and gRPC-Web; browser pages go to their handler; every other path is a REST
  * path for the transcoder.
  */
-export function createNodeHandler(router: ConnectRouter, pages: readonly Pages[]): DualProtocolHandler {
+export function createNodeHandler(router: ApiRouter, pages: readonly Pages[]): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
-  const rest = createRestHandler(new RestRouter(router.handlers));
+  const rest = createRestHandler(new RestRouter(router.methods), router.interceptors);
   return (req, res) => {
     const path = (req.url ?? "").split("?", 1)[0]!;
     const handler = rpc.get(path);

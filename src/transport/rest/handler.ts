@@ -1,13 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DualProtocolHandler } from "../listener.js";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
-import { createAsyncIterable, readAllBytes } from "@connectrpc/connect/protocol";
-import { errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { Code, ConnectError, createContextValues, createHandlerContext, type Interceptor } from "@connectrpc/connect";
+import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { ApiError, invalidRequest } from "../../errors.js";
 import { log } from "../../log.js";
-import { restErrorOf, toRestError } from "../errors.js";
+import { restErrorOf, toConnectError, toRestError } from "../errors.js";
 import { protocolKey } from "../protocol.js";
 import { readMessage, writeMessage } from "./codec.js";
 import { applyPathVariables, applyQuery } from "./params.js";
@@ -19,15 +17,12 @@ const maxBodyBytes = 1024 * 1024;
 /** Request headers that describe the REST transfer itself and must not reach the RPC. */
 const transferHeaders = new Set(["content-type", "content-length", "content-encoding", "accept-encoding", "transfer-encoding", "connection", "host", "keep-alive", "te", "upgrade"]);
 
-/** Response headers of the inner Connect call that the REST response replaces with its own. */
-const connectResponseHeaders = /^(content-|connect-|accept-encoding$|vary$)/;
-
 /**
- * Serves the documented JSON REST paths by transcoding each request into a Connect unary call on
- * the very handler that serves Connect and gRPC, so interceptors (auth, limits, logging, errors) run
- * identically whatever the protocol.
+ * Serves the documented JSON REST paths by transcoding each request into a call of the very
+ * implementation that serves Connect and gRPC, through the same interceptors, so authentication,
+ * limits, idempotency, logging and errors behave identically whatever the protocol.
  */
-export function createRestHandler(router: RestRouter): DualProtocolHandler {
+export function createRestHandler(router: RestRouter, interceptors: Interceptor[]): DualProtocolHandler {
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://rest.invalid");
     let match: RouteMatch;
@@ -37,12 +32,13 @@ export function createRestHandler(router: RestRouter): DualProtocolHandler {
       respondWithError(res, reason, req.method, url.pathname);
       return;
     }
-    transcode(match, url, req, res).catch((reason: unknown) => respondWithError(res, reason, req.method, url.pathname));
+    transcode(match, interceptors, url, req, res).catch((reason: unknown) => respondWithError(res, reason, req.method, url.pathname));
   };
 }
 
 async function transcode(
   { route, variables }: RouteMatch,
+  interceptors: Interceptor[],
   url: URL,
   req: IncomingMessage | Http2ServerRequest,
   res: ServerResponse | Http2ServerResponse,
@@ -64,32 +60,47 @@ async function transcode(
   res.once("close", () => {
     if (!res.writableFinished) abort.abort();
   });
-  const header = new Headers({ "content-type": "application/proto", "connect-protocol-version": "1" });
+  const header = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined && !name.startsWith(":") && !transferHeaders.has(name)) {
       header.set(name, Array.isArray(value) ? value.join(", ") : value);
     }
   }
-  const answer = await route.handler({
-    httpVersion: "1.1",
-    method: "POST",
-    url: `http://rest.invalid${route.handler.requestPath}`,
-    header,
-    body: createAsyncIterable([toBinary(route.method.input, request.message)]),
-    signal: abort.signal,
+  const context = createHandlerContext({
+    service: route.method.parent,
+    method: route.method,
+    protocolName: "rest",
+    requestMethod: route.httpMethod,
+    url: url.href,
+    requestSignal: abort.signal,
+    requestHeader: header,
     contextValues: createContextValues().set(protocolKey, "rest"),
   });
-  const bytes = answer.body === undefined ? new Uint8Array() : await readAllBytes(answer.body, maxBodyBytes * 16);
-  answer.header?.forEach((value, name) => {
-    if (!connectResponseHeaders.test(name)) res.setHeader(name, value);
-  });
-  if (answer.status === 200) {
-    send(res, 200, writeMessage(fromBinary(route.method.output, bytes), route.method.output));
-    return;
+  try {
+    const output = await invokeUnaryImplementation(route.spec, context, request.message, interceptors);
+    // The context's signal tells the implementation the call is over, as connect does after every call.
+    context.abort(callCompleted);
+    copyHeaders(context.responseHeader, res);
+    send(res, 200, writeMessage(output, route.method.output));
+  } catch (reason) {
+    context.abort(reason);
+    const error = toConnectError(reason);
+    copyHeaders(context.responseHeader, res);
+    copyHeaders(error.metadata, res);
+    const { status, body: errorBody } = toRestError(error);
+    send(res, status, errorBody);
   }
-  const error = errorFromJsonBytes(bytes, undefined, new ConnectError("upstream error", Code.Internal));
-  const { status, body: errorBody } = toRestError(error);
-  send(res, status, errorBody);
+}
+
+/**
+ * Why a call's context is aborted when it completes: given as the reason, it spares building a
+ * DOMException for every request.
+ */
+const callCompleted = new ConnectError("the call completed", Code.Canceled);
+
+/** Response headers an interceptor or implementation set (rate limits, Idempotent-Replayed, …). */
+function copyHeaders(header: Headers, res: ServerResponse | Http2ServerResponse): void {
+  header.forEach((value, name) => res.setHeader(name, value));
 }
 
 async function readBody(req: IncomingMessage | Http2ServerRequest): Promise<unknown> {

@@ -1,9 +1,12 @@
 import { getOption, type DescField, type DescMethod } from "@bufbuild/protobuf";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import type { MethodImplSpec } from "@connectrpc/connect";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { ApiError } from "../../errors.js";
 import { parsePathTemplate, type PathSegment } from "./path-template.js";
+
+/** The implementation of a unary method, the only kind a REST path can be bound to. */
+export type UnaryMethodSpec = Extract<MethodImplSpec, { kind: "unary" }>;
 
 /** One REST binding of an RPC, taken from its google.api.http rule or one of its additional_bindings. */
 export interface RestRoute {
@@ -15,7 +18,7 @@ export interface RestRoute {
   /** `"*"` when the JSON body is the whole request message, `""` when the binding takes no body. */
   readonly body: "*" | "";
   readonly method: DescMethod;
-  readonly handler: UniversalHandler;
+  readonly spec: UnaryMethodSpec;
 }
 
 /** IR_03 with the methods the path does allow, for the Allow header HTTP requires on a 405. */
@@ -36,15 +39,15 @@ export interface RouteMatch {
 }
 
 /**
- * Maps REST paths onto RPC handlers. Built once at start-up from the http annotations of the served
+ * Maps REST paths onto RPC implementations. Built once at start-up from the http annotations of the served
  * methods, so the REST surface can never drift from the protos.
  */
 export class RestRouter {
   private readonly routes: RestRoute[];
 
-  constructor(handlers: readonly UniversalHandler[]) {
-    this.routes = handlers
-      .flatMap((handler) => bindings(handler))
+  constructor(methods: readonly MethodImplSpec[]) {
+    this.routes = methods
+      .flatMap((spec) => bindings(spec))
       .sort((a, b) => specificity(b.segments) - specificity(a.segments));
     const seen = new Set<string>();
     for (const route of this.routes) {
@@ -74,32 +77,35 @@ export class RestRouter {
   }
 }
 
-function bindings(handler: UniversalHandler): RestRoute[] {
-  const rule = getOption(handler.method, http);
+function bindings(spec: MethodImplSpec): RestRoute[] {
+  const rule = getOption(spec.method, http);
   const rules = [rule, ...rule.additionalBindings].filter((r) => r.pattern.case !== undefined);
-  return rules.map((r) => toRoute(r, handler));
+  if (rules.length > 0 && spec.kind !== "unary") {
+    throw new Error(`${spec.method.name}: only unary methods can have REST bindings, not ${spec.kind}`);
+  }
+  return rules.map((r) => toRoute(r, spec as UnaryMethodSpec));
 }
 
-function toRoute(rule: HttpRule, handler: UniversalHandler): RestRoute {
+function toRoute(rule: HttpRule, spec: UnaryMethodSpec): RestRoute {
   const { pattern } = rule;
   if (pattern.case === "custom" || pattern.case === undefined) {
-    throw new Error(`${handler.method.name}: unsupported http rule pattern ${pattern.case}`);
+    throw new Error(`${spec.method.name}: unsupported http rule pattern ${pattern.case}`);
   }
   if (rule.body !== "*" && rule.body !== "") {
-    throw new Error(`${handler.method.name}: only body "*" or no body is supported, got "${rule.body}"`);
+    throw new Error(`${spec.method.name}: only body "*" or no body is supported, got "${rule.body}"`);
   }
   if (rule.responseBody !== "") {
-    throw new Error(`${handler.method.name}: response_body is not supported`);
+    throw new Error(`${spec.method.name}: response_body is not supported`);
   }
-  const segments = parsePathTemplate(pattern.value, handler.method.input);
+  const segments = parsePathTemplate(pattern.value, spec.method.input);
   return {
     httpMethod: pattern.case.toUpperCase(),
     template: pattern.value,
     segments,
     variables: segments.flatMap((s) => ("variable" in s ? [s.variable] : [])),
     body: rule.body,
-    method: handler.method,
-    handler,
+    method: spec.method,
+    spec,
   };
 }
 

@@ -137,6 +137,23 @@ describe("REST→RPC: request bodies", () => {
     expectError(res, 400, "IR_06");
   });
 
+  it("refuses a body larger than 1 MiB with 400 IR_06 and writes nothing", async () => {
+    const { merchant, call } = await withMerchant();
+    const rawBody = JSON.stringify({ name: "big", description: "x".repeat(1024 * 1024) });
+    const res = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, rawBody });
+    expectError(res, 400, "IR_06", "larger than");
+    expect((await call("GET", "/customers/list")).body.total_count).toBe(0);
+  });
+
+  it("reads a body that arrives in many pieces", async () => {
+    const { merchant } = await withMerchant();
+    // 200 kB of JSON whitespace spreads a small customer over many socket reads.
+    const rawBody = `{${" ".repeat(200_000)}"name": "pieces", "description": "whole"}`;
+    const res = await rawRequest("POST", "/customers", rawBody, merchant.apiKey);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ name: "pieces", description: "whole" });
+  });
+
   it.each([
     ["at the top level", { name: "a", nickname: "b" }, "nickname"],
     ["inside an object", { address: { city: "Paris", foo: "x" } }, "address.foo"],

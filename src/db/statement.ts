@@ -15,6 +15,25 @@ function columnValue(column: ColumnMetadata, entity: object): unknown {
   return value !== null && (column.type === "jsonb" || column.type === "json") ? JSON.stringify(value) : value;
 }
 
+/** What an INSERT of an entity needs from its metadata, worked out once per entity (hot path). */
+interface InsertShape {
+  readonly columns: readonly ColumnMetadata[];
+  readonly names: string;
+  readonly types: readonly string[];
+}
+
+const insertShapes = new WeakMap<EntityMetadata, InsertShape>();
+
+function insertShapeOf(metadata: EntityMetadata): InsertShape {
+  let shape = insertShapes.get(metadata);
+  if (shape === undefined) {
+    const columns = metadata.columns.filter((c) => !c.isGenerated);
+    shape = { columns, names: columns.map((c) => `"${c.databaseName}"`).join(", "), types: columns.map(sqlType) };
+    insertShapes.set(metadata, shape);
+  }
+  return shape;
+}
+
 /**
  * One SQL statement made of data-modifying CTEs: a change, its event and its jobs reach PostgreSQL in
  * a single round trip and commit atomically even outside an explicit transaction. Rows are written
@@ -32,11 +51,8 @@ export class Statement {
 
   /** The SELECT list of an entity's row: every column's value as a typed parameter. */
   private rowOf(metadata: EntityMetadata, entity: object): { columns: string; values: string } {
-    const columns = metadata.columns.filter((c) => !c.isGenerated);
-    return {
-      columns: columns.map((c) => `"${c.databaseName}"`).join(", "),
-      values: columns.map((c) => this.param(columnValue(c, entity), sqlType(c))).join(", "),
-    };
+    const { columns, names, types } = insertShapeOf(metadata);
+    return { columns: names, values: columns.map((c, i) => this.param(columnValue(c, entity), types[i]!)).join(", ") };
   }
 
   /** Adds `name AS (INSERT … SELECT … [WHERE guard] RETURNING 1)`. */

@@ -60,10 +60,10 @@ async function transcode(
   res.once("close", () => {
     if (!res.writableFinished) abort.abort();
   });
-  const header = new Headers();
+  const header: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined && !name.startsWith(":") && !transferHeaders.has(name)) {
-      header.set(name, Array.isArray(value) ? value.join(", ") : value);
+      header[name] = Array.isArray(value) ? value.join(", ") : value;
     }
   }
   const context = createHandlerContext({
@@ -103,21 +103,41 @@ function copyHeaders(header: Headers, res: ServerResponse | Http2ServerResponse)
   header.forEach((value, name) => res.setHeader(name, value));
 }
 
-async function readBody(req: IncomingMessage | Http2ServerRequest): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBodyBytes) throw invalidRequest(`The request body is larger than ${maxBodyBytes} bytes`);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString("utf8").trim();
-  if (text === "") return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw invalidRequest("The request body is not valid JSON");
-  }
+function readBody(req: IncomingMessage | Http2ServerRequest): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+    };
+    const onError = (error: Error): void => {
+      stop();
+      reject(error);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size > maxBodyBytes) onError(invalidRequest(`The request body is larger than ${maxBodyBytes} bytes`));
+    };
+    const onEnd = (): void => {
+      stop();
+      const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8").trim();
+      if (text === "") {
+        resolve(undefined);
+        return;
+      }
+      try {
+        resolve(JSON.parse(text) as unknown);
+      } catch {
+        reject(invalidRequest("The request body is not valid JSON"));
+      }
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
 }
 
 function respondWithError(

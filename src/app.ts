@@ -2,7 +2,8 @@ import type { AddressInfo } from "node:net";
 import type { DescFile } from "@bufbuild/protobuf";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
-import { findKeyByHash } from "./api-keys/lookup.js";
+import { KeyCache } from "./api-keys/key-cache.js";
+import { KeyLookup } from "./api-keys/lookup.js";
 import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
 import { createAuthInterceptor } from "./auth/interceptor.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -42,6 +43,8 @@ export interface App {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly hasher: ApiKeyHasher;
+  /** Finds presented API keys; revoking one waits on it until every instance refuses the key. */
+  readonly keys: KeyLookup;
   /** Encrypts what must be kept but never in clear (payout destinations). */
   readonly dataCipher: DataCipher;
   /** The sandbox payout rails, in routing order. */
@@ -94,6 +97,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       dataSource,
       clock,
       hasher: new ApiKeyHasher(hashSecret),
+      keys: new KeyLookup(dataSource, config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl)),
       dataCipher: new DataCipher(dataKey),
       sandboxPayoutRails: sandboxPayoutRails(dataSource),
       embedded,
@@ -111,6 +115,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
 /** Releases the database connections and stops the embedded database. */
 export async function closeApp(app: App): Promise<void> {
   await app.rateLimiter.close();
+  await app.keys.close();
   await app.dataSource.destroy();
   await app.embedded?.close();
 }
@@ -140,7 +145,7 @@ export async function serve(opened: App): Promise<RunningService> {
         adminApiKey: app.config.adminApiKey,
         hasher: app.hasher,
         clock: app.clock,
-        findKey: (keyHash) => findKeyByHash(app.dataSource, keyHash),
+        findKey: (keyHash) => app.keys.find(keyHash),
       }),
       createRateLimitInterceptor(app.rateLimiter),
       createIdempotencyInterceptor(app),

@@ -1,5 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyKind, ApiKeyService } from "../gen/paymentservice/v1/api_key_pb.js";
 import { Environment } from "../gen/paymentservice/v1/common_pb.js";
@@ -10,6 +11,7 @@ import { rest, rpcClient } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { fileDatabaseUrl } from "./support/database.js";
 import { startService, type TestService } from "./support/service.js";
 
 let clock: TestClock;
@@ -294,6 +296,7 @@ describe("a merchant's own secret key", () => {
 });
 
 describe("revocation", () => {
+
   it("revokes with the admin key: {key_id, deleted: true}, then 401 IR_01 on the very next request", async () => {
     const merchant = await newMerchant(service.url);
     expect((await health(merchant.apiKey)).status).toBe(200);
@@ -451,5 +454,88 @@ describe("keys that do not authenticate", () => {
       body: { merchant_id: merchant.merchantId, environment: "sandbox" },
     });
     expectRestError(res, 401, "IR_01");
+  });
+});
+
+/*
+ * On PostgreSQL each instance keeps the keys it has read and learns of every change to a key through
+ * LISTEN/NOTIFY, trusting its copies only for a second after each answered heartbeat (the revocation
+ * tests above prove the API path). These prove the two ways a stale copy could otherwise survive:
+ * a change made outside the API, and an instance that stops hearing about changes.
+ */
+describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several instances (PostgreSQL only: the embedded database serves one instance and caches nothing)", () => {
+  const waitOutTrust = () => new Promise((resolve) => setTimeout(resolve, 1_200));
+
+  async function onDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
+    const db = new pg.Client({ connectionString: await fileDatabaseUrl() });
+    await db.connect();
+    try {
+      return await work(db);
+    } finally {
+      await db.end();
+    }
+  }
+
+  async function twoWarmInstances(): Promise<{ second: TestService; merchant: TestMerchant }> {
+    const second = await startService();
+    const merchant = await newMerchant(service.url);
+    for (const url of [service.url, second.url]) expect((await health(merchant.apiKey, url)).status).toBe(200);
+    return { second, merchant };
+  }
+
+  it("a key revoked by an operator in SQL stops working on every instance within a second", async () => {
+    const { second, merchant } = await twoWarmInstances();
+    try {
+      await onDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
+      await waitOutTrust();
+      for (const url of [service.url, second.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("an idempotent revocation applies on every instance on the very next request, and its replay answers the same", async () => {
+    const { second, merchant } = await twoWarmInstances();
+    try {
+      const revoke = () =>
+        rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, { apiKey: merchant.apiKey, headers: { "Idempotency-Key": `revoke-${merchant.keyId}` } });
+      const first = await revoke();
+      expect(first.body).toEqual({ key_id: merchant.keyId, deleted: true });
+      for (const url of [second.url, service.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
+      const spare = await adminIssue(merchant.merchantId);
+      const replay = await rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, {
+        apiKey: spare.api_key,
+        headers: { "Idempotency-Key": `revoke-${merchant.keyId}` },
+      });
+      // Keys are scoped by merchant and environment, so the spare key of the same merchant replays it.
+      expect(replay.body).toEqual(first.body);
+      expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("an instance that stops hearing about changes stops trusting the keys it cached", async () => {
+    const { second, merchant } = await twoWarmInstances();
+    // Freeze the listening sessions of both instances (the database runs on this machine in CI):
+    // no notification reaches them and their heartbeats stop answering.
+    const listeners = await onDatabase(async (db) => {
+      const rows = await db.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'payment-service key cache' AND datname = current_database()",
+      );
+      return rows.rows.map((r) => r.pid);
+    });
+    expect(listeners.length).toBeGreaterThanOrEqual(2);
+    listeners.forEach((pid) => process.kill(pid, "SIGSTOP"));
+    try {
+      await onDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
+      await waitOutTrust();
+      for (const url of [service.url, second.url]) {
+        expect((await health(merchant.apiKey, url)).body).toMatchObject({ error: { code: "IR_01", message: "This API key has been revoked" } });
+      }
+    } finally {
+      listeners.forEach((pid) => process.kill(pid, "SIGCONT"));
+      await second.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import type { DataSource } from "typeorm";
 import { preparedQuery } from "../db/prepared.js";
+import { keyChangeSettled, type KeyCache } from "./key-cache.js";
 
 /** What authentication needs to know about a presented key. */
 export interface KeyRecord {
@@ -11,11 +12,7 @@ export interface KeyRecord {
   readonly revokedAt: Date | null;
 }
 
-/**
- * Finds a key by its keyed hash. It runs on every authenticated request and reads the database each
- * time (no cache), so a revocation or expiry holds on the very next request on every instance.
- */
-export async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Promise<KeyRecord | null> {
+async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Promise<KeyRecord | null> {
   const rows = await preparedQuery<KeyRecord>(
     dataSource,
     `SELECT key_id AS "keyId", merchant_id AS "merchantId", livemode, publishable,
@@ -24,4 +21,37 @@ export async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Pr
     [keyHash],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * Finds the key an authenticated request presents, by its keyed hash: from this instance's cache
+ * while the cache is known to be current (PostgreSQL), else from the database. The embedded database
+ * serves a single instance, which reads its keys every time.
+ */
+export class KeyLookup {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly cache: KeyCache | undefined,
+  ) {}
+
+  async find(keyHash: Buffer): Promise<KeyRecord | null> {
+    const cached = this.cache?.get(keyHash);
+    if (cached !== undefined) return cached;
+    const mark = this.cache?.mark();
+    const record = await findKeyByHash(this.dataSource, keyHash);
+    if (record !== null && mark !== undefined) this.cache!.put(keyHash, record, mark);
+    return record;
+  }
+
+  /**
+   * Called after a key change committed (a revocation): resolves once no instance can still accept
+   * the key as it was, so the caller's next request fails wherever it lands (decisions §2).
+   */
+  async settled(): Promise<void> {
+    if (this.cache !== undefined) await keyChangeSettled();
+  }
+
+  async close(): Promise<void> {
+    await this.cache?.close();
+  }
 }

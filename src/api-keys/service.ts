@@ -15,6 +15,7 @@ import { MerchantRow } from "../merchants/merchant.entity.js";
 import { text } from "../validation/fields.js";
 import { fetchPage } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
+import { afterCommit } from "../db/unit-of-work.js";
 import { ApiKeyRow } from "./api-key.entity.js";
 
 /** A stored key together with its plaintext, which exists only until the creation response is sent. */
@@ -140,6 +141,9 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
         .getRepository(ApiKeyRow)
         .update({ keyId: row.keyId, revokedAt: IsNull() }, { revokedAt: clock.now() });
       if (result.affected === 0) throw notFound("API key", req.keyId);
+      // The response waits until no instance accepts the key any more; inside an idempotent call the
+      // revocation commits only when the call's unit of work does, so the wait starts from there.
+      await afterCommit(() => app.keys.settled());
       return { keyId: row.keyId, deleted: true };
     },
   };

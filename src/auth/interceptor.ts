@@ -12,7 +12,7 @@ export interface AuthDependencies {
   readonly adminApiKey: string | undefined;
   readonly hasher: ApiKeyHasher;
   readonly clock: Clock;
-  /** Looks a key up by its keyed hash, in the database on every call so revocation is immediate everywhere. */
+  /** Looks a key up by its keyed hash; a revoked key must fail on the very next request on every instance (KeyLookup). */
   findKey(hash: Buffer): Promise<KeyRecord | null>;
 }
 

@@ -5,7 +5,7 @@ import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository
 interface UnitOfWork {
   readonly manager: EntityManager;
   active: boolean;
-  readonly afterCommit: (() => void)[];
+  readonly afterCommit: (() => void | Promise<void>)[];
 }
 
 const current = new AsyncLocalStorage<UnitOfWork>();
@@ -21,7 +21,7 @@ function activeUnit(): UnitOfWork | undefined {
  * writes after it (a stored idempotent response) commit together or not at all.
  */
 export async function withUnitOfWork<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
-  const afterCommit: (() => void)[] = [];
+  const afterCommit: (() => void | Promise<void>)[] = [];
   const result = await dataSource.transaction(async (manager) => {
     const unit: UnitOfWork = { manager, active: true, afterCommit };
     try {
@@ -30,14 +30,17 @@ export async function withUnitOfWork<T>(dataSource: DataSource, work: (manager: 
       unit.active = false;
     }
   });
-  for (const hook of afterCommit) hook();
+  for (const hook of afterCommit) await hook();
   return result;
 }
 
-/** Runs `hook` once the active unit of work has committed (never if it rolls back), or now when there is none. */
-export function afterCommit(hook: () => void): void {
+/**
+ * Runs `hook` once the active unit of work has committed (never if it rolls back), or now when there
+ * is none; the call answers only after the hook has finished.
+ */
+export async function afterCommit(hook: () => void | Promise<void>): Promise<void> {
   const unit = activeUnit();
-  if (unit === undefined) hook();
+  if (unit === undefined) await hook();
   else unit.afterCommit.push(hook);
 }
 

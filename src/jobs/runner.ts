@@ -79,7 +79,7 @@ export class JobRunner {
    * it waits for the commit, before which the job is not there to be found.
    */
   wake(): void {
-    afterCommit(() => this.wakeNow());
+    void afterCommit(() => this.wakeNow());
   }
 
   private wakeNow(): void {

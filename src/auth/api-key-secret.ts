@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from "node:crypto";
 import { randomBase62 } from "../ids.js";
 import type { ServerSecret } from "../secrets/server-secret.js";
 
@@ -26,7 +26,12 @@ export function parseKeyType(plaintext: string): { livemode: boolean; publishabl
  * used to authenticate and cannot be brute-forced without the server secret.
  */
 export class ApiKeyHasher {
-  constructor(private readonly secret: Buffer) {}
+  /** Imported once: every authenticated request hashes the key it presents. */
+  private readonly secret: KeyObject;
+
+  constructor(secret: Buffer) {
+    this.secret = createSecretKey(secret);
+  }
 
   hash(plaintext: string): Buffer {
     return createHmac("sha256", this.secret).update(plaintext).digest();

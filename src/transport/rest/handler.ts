@@ -55,24 +55,20 @@ async function transcode(
   }
   applyPathVariables(request, route.variables, variables);
 
-  const abort = new AbortController();
-  // Only a client that goes away early aborts the call (aborting creates a DOMException, not free).
-  res.once("close", () => {
-    if (!res.writableFinished) abort.abort();
-  });
   const header: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined && !name.startsWith(":") && !transferHeaders.has(name)) {
       header[name] = Array.isArray(value) ? value.join(", ") : value;
     }
   }
+  // No request signal: a call runs to completion even if its client goes away, so an operation on
+  // money is never cut off halfway (its outcome stays available to a retry with its idempotency key).
   const context = createHandlerContext({
     service: route.method.parent,
     method: route.method,
     protocolName: "rest",
     requestMethod: route.httpMethod,
     url: url.href,
-    requestSignal: abort.signal,
     requestHeader: header,
     contextValues: createContextValues().set(protocolKey, "rest"),
   });

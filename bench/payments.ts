@@ -5,7 +5,9 @@
  * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running; without them it starts
  * one (`npm start`, WORKERS = one per core unless set) on DATABASE_URL, by default a `payments_bench`
  * database in the local PostgreSQL over its Unix socket, created afresh for each run so that every
- * run starts from the same state. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario.
+ * run starts from the same state. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario;
+ * BENCH_ROUNDS (3) runs every scenario that many times, interleaved, and reports the median round,
+ * because on a shared virtual machine the same code measures ±20 % from one minute to the next.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -17,6 +19,7 @@ import pg from "pg";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const roundCount = Number(process.env.BENCH_ROUNDS ?? 3);
 const workers = process.env.WORKERS ?? String(os.cpus().length);
 const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 
@@ -28,6 +31,18 @@ interface Result {
   p50: number;
   p99: number;
   errors: number;
+}
+
+/** One scenario's rounds: the round with the median throughput, with the range of all rounds. */
+interface Summary extends Result {
+  slowest: number;
+  fastest: number;
+}
+
+function medianRound(results: Result[]): Summary {
+  const sorted = [...results].sort((a, b) => a.paymentsPerSecond - b.paymentsPerSecond);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
+  return { ...median, slowest: sorted[0]!.paymentsPerSecond, fastest: sorted.at(-1)!.paymentsPerSecond, errors: results.reduce((n, r) => n + r.errors, 0) };
 }
 
 /** Creates the database if it is missing; `fresh` drops it first (only ever the bench's own database). */
@@ -148,17 +163,22 @@ async function main(): Promise<void> {
   const adminKey = process.env.BENCH_ADMIN_KEY ?? server!.adminKey;
   try {
     const { apiKey, profileId } = await newMerchant(url, adminKey);
-    const results: Result[] = [];
+    const rounds: Result[][] = [];
     // Warm-up, as long as a scenario: JIT, connection pools, caches and the first growth of the
     // fresh tables, not measured.
     await autocannon({ url, connections, duration: seconds, requests: [{ method: "POST", path: "/payments", headers: { "content-type": "application/json", "api-key": apiKey }, body: JSON.stringify(protocolOf("REST", profileId).create(true)) }] });
-    for (const protocol of ["REST", "Connect"] as const) {
-      for (const twoStep of [false, true]) {
-        const result = await run(url, apiKey, profileId, protocol, twoStep);
-        results.push(result);
-        console.log(JSON.stringify(result));
+    for (let round = 0; round < roundCount; round++) {
+      const results: Result[] = [];
+      for (const protocol of ["REST", "Connect"] as const) {
+        for (const twoStep of [false, true]) {
+          const result = await run(url, apiKey, profileId, protocol, twoStep);
+          results.push(result);
+          console.log(JSON.stringify({ round: round + 1, ...result }));
+        }
       }
+      rounds.push(results);
     }
+    const results = rounds[0]!.map((_, i) => medianRound(rounds.map((r) => r[i]!)));
     await writeReport(results, process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL");
   } finally {
     server?.child.kill("SIGTERM");
@@ -171,25 +191,27 @@ const startMarker = "<!-- bench:start -->";
 const endMarker = "<!-- bench:end -->";
 
 /** Replaces the measured part of docs/performance.md, keeping the analysis written around it. */
-async function writeReport(results: Result[], database: string): Promise<void> {
+async function writeReport(results: Summary[], database: string): Promise<void> {
   const cpus = os.cpus();
   const rows = results.map(
-    (r) => `| ${r.scenario} | ${r.protocol} | ${r.paymentsPerSecond} | ${r.requestsPerSecond} | ${r.p50} | ${r.p99} | ${r.errors} |`,
+    (r) => `| ${r.scenario} | ${r.protocol} | ${r.paymentsPerSecond} | ${r.slowest}–${r.fastest} | ${r.requestsPerSecond} | ${r.p50} | ${r.p99} | ${r.errors} |`,
   );
   const measured = `${startMarker}
 Measured by \`npm run bench\` (bench/payments.ts): autocannon with ${connections} concurrent
 connections for ${seconds} s per scenario, after a ${seconds} s warm-up, against the service started with
 \`npm start\` on the same machine (by default on a database created afresh for the run). Each
 payment uses the 4242 test card (sandbox processor).
-"create with confirm" is one request per payment; "create, then confirm" two.
+"create with confirm" is one request per payment; "create, then confirm" two. Every scenario ran
+${roundCount} time(s), interleaved; each row is the round with the median throughput (its latencies
+too), with the slowest and fastest round beside it. Errors are summed over the rounds.
 
 - Date: ${new Date().toISOString().slice(0, 10)}
 - Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}
 - Node: ${process.version}; service: ${process.env.BENCH_URL === undefined ? `${workers} worker(s) (WORKERS), each a full instance` : process.env.BENCH_URL}
 - Database: ${database}
 
-| Scenario | Protocol | Payments/s | Requests/s | p50 ms | p99 ms | Errors |
-|---|---|---|---|---|---|---|
+| Scenario | Protocol | Payments/s | Range of rounds | Requests/s | p50 ms | p99 ms | Errors |
+|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 ${endMarker}`;
   const current = await readFile(reportFile, "utf8").catch(() => `# Performance\n\n${startMarker}\n${endMarker}\n`);

@@ -43,7 +43,7 @@ export interface App {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly hasher: ApiKeyHasher;
-  /** Finds presented API keys; revoking one waits on it until every instance refuses the key. */
+  /** Finds the API key a request presents (cached per instance on PostgreSQL); a revocation waits on its `settled()`. */
   readonly keys: KeyLookup;
   /** Encrypts what must be kept but never in clear (payout destinations). */
   readonly dataCipher: DataCipher;

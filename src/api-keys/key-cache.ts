@@ -21,7 +21,9 @@ const maxEntries = 10_000;
  * PostgreSQL just to find its key, while a revocation still fails the very next request on every
  * instance (decisions §2).
  *
- * Each instance LISTENs on a connection of its own and, every 200 ms, sends a heartbeat query on it.
+ * Each instance LISTENs on a connection of its own (a direct one: behind a transaction pooler the
+ * heartbeat notices it is not in the listening session) and, every 200 ms, sends a heartbeat query
+ * on it.
  * PostgreSQL hands a session every notification committed before a query arrives ahead of that
  * query's answer, so once a heartbeat sent at time t is answered, every key change committed
  * before t has emptied the cache, and the cache may be trusted until t + 1 s. A change answers its
@@ -35,7 +37,7 @@ export class KeyCache {
   private generation = 0;
   /** performance.now() until which the cache may be used. */
   private trustedUntil = 0;
-  private client: pg.Client | undefined;
+  private client: Listening | undefined;
   private stopped = false;
   /** Whether the last heartbeat failed, so that a database outage is logged once, not every 200 ms. */
   private failing = false;
@@ -76,7 +78,10 @@ export class KeyCache {
       try {
         this.client ??= await this.listen();
         const sent = performance.now();
-        await this.client.query("SELECT 1");
+        if ((await backendOf(this.client.pg)) !== this.client.backend) {
+          // A pooler (PgBouncer in transaction mode) moved us: this session never LISTENed.
+          throw new Error("the listening connection is not the session that LISTENs; it needs a direct connection, not a transaction pooler");
+        }
         this.trustedUntil = sent + trustMs;
         if (this.failing) log.info("api key cache is listening again");
         this.failing = false;
@@ -92,7 +97,7 @@ export class KeyCache {
     await this.lose(undefined);
   }
 
-  private async listen(): Promise<pg.Client> {
+  private async listen(): Promise<Listening> {
     const client = new pg.Client({
       connectionString: this.connectionString,
       application_name: "payment-service key cache",
@@ -103,18 +108,19 @@ export class KeyCache {
     });
     client.on("notification", () => this.empty());
     client.on("error", (error) => {
-      if (this.client === client) void this.lose(error);
+      if (this.client?.pg === client) void this.lose(error);
     });
     try {
       await client.connect();
       await client.query(`LISTEN ${channel}`);
+      const listening = { pg: client, backend: await backendOf(client) };
+      // Whatever was cached before LISTEN took effect may have missed a change.
+      this.empty();
+      return listening;
     } catch (error) {
       client.end().catch(() => undefined);
       throw error;
     }
-    // Whatever was cached before LISTEN took effect may have missed a change.
-    this.empty();
-    return client;
   }
 
   private empty(): void {
@@ -131,8 +137,19 @@ export class KeyCache {
       log.warn("api key cache lost its notifications; reading keys from the database", { error: error instanceof Error ? error.message : String(error) });
     }
     if (error !== undefined) this.failing = true;
-    await client?.end().catch(() => undefined);
+    await client?.pg.end().catch(() => undefined);
   }
+}
+
+/** The listening connection and the server process of its session. */
+interface Listening {
+  readonly pg: pg.Client;
+  readonly backend: number;
+}
+
+async function backendOf(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+  return rows[0]!.pid;
 }
 
 /** Resolves once no instance can still trust a copy of a key from before a change that has committed. */

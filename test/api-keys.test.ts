@@ -1,5 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
+import { existsSync, readFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyKind, ApiKeyService } from "../gen/paymentservice/v1/api_key_pb.js";
@@ -526,6 +527,9 @@ describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several 
       return rows.rows.map((r) => r.pid);
     });
     expect(listeners.length).toBeGreaterThanOrEqual(2);
+    // Never signal a process that is not one of those sessions (a database elsewhere shares no pids).
+    const local = listeners.filter((pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("postgres"));
+    expect(local, "this test freezes PostgreSQL sessions, so it needs the database on this machine").toEqual(listeners);
     listeners.forEach((pid) => process.kill(pid, "SIGSTOP"));
     try {
       await onDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));

@@ -3,7 +3,7 @@
  * Connect, written into docs/performance.md.
  *
  * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running; without them it starts
- * one (`npm start`, WORKERS = one per core unless set) on DATABASE_URL, by default a `payments_bench`
+ * one (`npm start`, WORKERS = one per core but one unless set) on DATABASE_URL, by default a `payments_bench`
  * database in the local PostgreSQL over its Unix socket, created afresh for each run so that every
  * run starts from the same state. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario;
  * BENCH_ROUNDS (3) runs every scenario that many times, interleaved, and reports the median round,
@@ -20,7 +20,9 @@ import pg from "pg";
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const roundCount = Number(process.env.BENCH_ROUNDS ?? 3);
-const workers = process.env.WORKERS ?? String(os.cpus().length);
+// The service shares this machine with PostgreSQL and the load generator, which take about half of
+// the CPU per payment: one core is left to them (docs/performance.md, "Workers").
+const workers = process.env.WORKERS ?? String(Math.max(1, os.cpus().length - 1));
 const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 
 interface Result {

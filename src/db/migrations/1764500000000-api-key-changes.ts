@@ -1,8 +1,8 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * Every change to an API key (revocation, expiry moved, row deleted — by the API or by an operator in
- * SQL) is announced on the `api_key_changed` channel when it commits, so each instance drops the
+ * Every change to an API key (revocation, expiry moved, rows deleted or truncated — by the API or by
+ * an operator in SQL) is announced on the `api_key_changed` channel when it commits, so each instance drops the
  * keys it has cached (src/api-keys/key-cache.ts).
  */
 export class ApiKeyChanges1764500000000 implements MigrationInterface {
@@ -17,7 +17,7 @@ export class ApiKeyChanges1764500000000 implements MigrationInterface {
       END
       $$`);
     await runner.query(`
-      CREATE TRIGGER api_key_changed AFTER UPDATE OR DELETE ON api_keys
+      CREATE TRIGGER api_key_changed AFTER UPDATE OR DELETE OR TRUNCATE ON api_keys
       FOR EACH STATEMENT EXECUTE FUNCTION announce_api_key_change()`);
   }
 

@@ -66,6 +66,14 @@ export class KeyCache {
     this.entries.set(keyHash.toString("base64"), record);
   }
 
+  /**
+   * Resolves once no instance can still trust a copy of a key from before a change that has
+   * committed: every instance's trust runs out at most trustMs after the heartbeat that granted it.
+   */
+  settled(): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, trustMs + settleMarginMs));
+  }
+
   /** Stops the heartbeats and closes the listening connection. */
   async close(): Promise<void> {
     this.stopped = true;
@@ -150,9 +158,4 @@ interface Listening {
 async function backendOf(client: pg.Client): Promise<number> {
   const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
   return rows[0]!.pid;
-}
-
-/** Resolves once no instance can still trust a copy of a key from before a change that has committed. */
-export function keyChangeSettled(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, trustMs + settleMarginMs));
 }

@@ -1,6 +1,6 @@
 import type { DataSource } from "typeorm";
 import { preparedQuery } from "../db/prepared.js";
-import { keyChangeSettled, type KeyCache } from "./key-cache.js";
+import type { KeyCache } from "./key-cache.js";
 
 /** What authentication needs to know about a presented key. */
 export interface KeyRecord {
@@ -35,11 +35,13 @@ export class KeyLookup {
   ) {}
 
   async find(keyHash: Buffer): Promise<KeyRecord | null> {
-    const cached = this.cache?.get(keyHash);
+    const cache = this.cache;
+    if (cache === undefined) return findKeyByHash(this.dataSource, keyHash);
+    const cached = cache.get(keyHash);
     if (cached !== undefined) return cached;
-    const mark = this.cache?.mark();
+    const mark = cache.mark();
     const record = await findKeyByHash(this.dataSource, keyHash);
-    if (record !== null && mark !== undefined) this.cache!.put(keyHash, record, mark);
+    if (record !== null) cache.put(keyHash, record, mark);
     return record;
   }
 
@@ -48,7 +50,7 @@ export class KeyLookup {
    * the key as it was, so the caller's next request fails wherever it lands (decisions §2).
    */
   async settled(): Promise<void> {
-    if (this.cache !== undefined) await keyChangeSettled();
+    await this.cache?.settled();
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { joiningUnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
@@ -45,6 +46,8 @@ export interface App {
   readonly hasher: ApiKeyHasher;
   /** Finds the API key a request presents (cached per instance on PostgreSQL); a revocation waits on its `settled()`. */
   readonly keys: KeyLookup;
+  /** Writes new payments and payouts, those of concurrent calls together (one statement, one commit). */
+  readonly newObjects: NewObjectWriter;
   /** Encrypts what must be kept but never in clear (payout destinations). */
   readonly dataCipher: DataCipher;
   /** The sandbox payout rails, in routing order. */
@@ -98,6 +101,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       clock,
       hasher: new ApiKeyHasher(hashSecret),
       keys: new KeyLookup(dataSource, config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl)),
+      newObjects: new NewObjectWriter(dataSource, clock),
       dataCipher: new DataCipher(dataKey),
       sandboxPayoutRails: sandboxPayoutRails(dataSource),
       embedded,

@@ -16,11 +16,13 @@ export function addFollowUps(
   followUps: { event?: EventRow; jobs: readonly NewJob[] },
   after: string,
 ): void {
-  if (followUps.event !== undefined) statement.insert("event", em.connection.getMetadata(EventRow), followUps.event, { after });
-  followUps.jobs.forEach((job, i) => {
-    const row = Object.assign(new JobRow(), { ...job, attempts: 0, lastError: null, created: clock.now() });
-    statement.insert(`job${i}`, em.connection.getMetadata(JobRow), row, { after });
-  });
+  if (followUps.event !== undefined) statement.insert("event", em.connection.getMetadata(EventRow), followUps.event, after);
+  followUps.jobs.forEach((job, i) => statement.insert(`job${i}`, em.connection.getMetadata(JobRow), jobRowOf(job, clock), after));
+}
+
+/** The row of a job to schedule, not yet attempted. */
+export function jobRowOf(job: NewJob, clock: Clock): JobRow {
+  return Object.assign(new JobRow(), { ...job, attempts: 0, lastError: null, created: clock.now() });
 }
 
 /**

@@ -38,9 +38,15 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   view(row: Row): MessageInitShape<Desc>;
   /** A status from which the object never moves again: its pending jobs are deleted. */
   isFinal(row: Row): boolean;
+  /**
+   * An SQL condition on a new object's row (the table `alias`) without which it is not written, e.g.
+   * that the profile it names belongs to its merchant.
+   */
+  guard?(alias: string): string;
 }
 
-function idOf<Row extends StatusRow>(resource: Resource<Row, DescMessage>, row: Row): string {
+/** The object's own id, e.g. its payment_id. */
+export function idOf<Row extends StatusRow>(resource: Resource<Row, DescMessage>, row: Row): string {
   return row[resource.idProperty] as string;
 }
 
@@ -74,7 +80,7 @@ export async function findObject<Row extends StatusRow, Desc extends DescMessage
 }
 
 /** The `<resource>.<status>` event of the status the object is in now. */
-function eventOf<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row, clock: Clock): EventRow {
+export function eventOf<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row, clock: Clock): EventRow {
   return newEvent(
     {
       merchantId: row.merchantId,
@@ -87,37 +93,6 @@ function eventOf<Row extends StatusRow, Desc extends DescMessage>(resource: Reso
     },
     clock,
   );
-}
-
-/**
- * The statement that writes a new object with the event of the status it starts in and its jobs;
- * with a `guard` (an SQL condition) nothing at all is written unless it holds. It counts the rows
- * the object's insert wrote.
- */
-export function newObjectStatement<Row extends StatusRow, Desc extends DescMessage>(
-  em: EntityManager,
-  clock: Clock,
-  resource: Resource<Row, Desc>,
-  row: Row,
-  jobs: readonly NewJob[],
-  guard?: (statement: Statement) => string,
-): { sql: string; params: unknown[] } {
-  const statement = new Statement();
-  statement.insert("object", em.connection.getMetadata(resource.entity), row, { guard: guard?.(statement) });
-  addFollowUps(statement, em, clock, { event: eventOf(resource, row, clock), jobs }, "object");
-  return { sql: statement.sql("object"), params: statement.params };
-}
-
-/** Writes a new object, its first event and its jobs in one statement in the caller's transaction. */
-export async function writeNewObject<Row extends StatusRow, Desc extends DescMessage>(
-  em: EntityManager,
-  clock: Clock,
-  resource: Resource<Row, Desc>,
-  row: Row,
-  jobs: readonly NewJob[],
-): Promise<void> {
-  const { sql, params } = newObjectStatement(em, clock, resource, row, jobs);
-  await em.query(sql, params);
 }
 
 /**

@@ -10,13 +10,13 @@ function sqlType(column: ColumnMetadata): string {
  * A column's value as a parameter. JSON columns are sent as their JSON text: the driver would turn
  * a JavaScript array into a PostgreSQL array literal, which is not JSON.
  */
-function columnValue(column: ColumnMetadata, entity: object): unknown {
+export function columnValue(column: ColumnMetadata, entity: object): unknown {
   const value: unknown = column.getEntityValue(entity, true) ?? null;
   return value !== null && (column.type === "jsonb" || column.type === "json") ? JSON.stringify(value) : value;
 }
 
 /** What an INSERT of an entity needs from its metadata, worked out once per entity (hot path). */
-interface InsertShape {
+export interface InsertShape {
   readonly columns: readonly ColumnMetadata[];
   readonly names: string;
   readonly types: readonly string[];
@@ -24,7 +24,8 @@ interface InsertShape {
 
 const insertShapes = new WeakMap<EntityMetadata, InsertShape>();
 
-function insertShapeOf(metadata: EntityMetadata): InsertShape {
+/** The columns an INSERT of the entity writes (all but generated ones), their quoted names and SQL types. */
+export function insertShapeOf(metadata: EntityMetadata): InsertShape {
   let shape = insertShapes.get(metadata);
   if (shape === undefined) {
     const columns = metadata.columns.filter((c) => !c.isGenerated);
@@ -55,12 +56,10 @@ export class Statement {
     return { columns: names, values: columns.map((c, i) => this.param(columnValue(c, entity), types[i]!)).join(", ") };
   }
 
-  /** Adds `name AS (INSERT … SELECT … [WHERE guard] RETURNING 1)`. */
-  insert(name: string, metadata: EntityMetadata, entity: object, options: { guard?: string; after?: string } = {}): this {
+  /** Adds `name AS (INSERT … SELECT … FROM after RETURNING 1)`: the row is written only if the CTE `after` wrote one. */
+  insert(name: string, metadata: EntityMetadata, entity: object, after: string): this {
     const { columns, values } = this.rowOf(metadata, entity);
-    const from = options.after === undefined ? "" : ` FROM ${options.after}`;
-    const where = options.guard === undefined ? "" : ` WHERE ${options.guard}`;
-    this.parts.push(`${name} AS (INSERT INTO "${metadata.tableName}" (${columns}) SELECT ${values}${from}${where} RETURNING 1)`);
+    this.parts.push(`${name} AS (INSERT INTO "${metadata.tableName}" (${columns}) SELECT ${values} FROM ${after} RETURNING 1)`);
     return this;
   }
 

@@ -1,7 +1,8 @@
 import type { EntityManager } from "typeorm";
 import { DisputeSchema } from "../../gen/paymentservice/v1/dispute_pb.js";
 import type { App } from "../app.js";
-import { lockObject, writeNewObject, writeObjectChange, type Resource } from "../db/resource.js";
+import { writeNewObject } from "../db/new-objects.js";
+import { lockObject, writeObjectChange, type Resource } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
 import type { Scope } from "../db/resource.js";
 import { DisputeRow, type DisputeStatusWord } from "./dispute.entity.js";
@@ -38,8 +39,8 @@ export function lockDispute(em: EntityManager, scope: Scope, disputeId: string):
 }
 
 /** Writes a new dispute with its dispute.opened event and its expiry job. */
-export function writeNewDispute(em: EntityManager, app: App, row: DisputeRow, jobs: NewJob[]): Promise<void> {
-  return writeNewObject(em, app.clock, disputeResource, row, jobs);
+export async function writeNewDispute(em: EntityManager, app: App, row: DisputeRow, jobs: NewJob[]): Promise<void> {
+  await writeNewObject(em, app.clock, disputeResource, row, jobs);
 }
 
 /** Writes a change to a locked dispute with the event of its new status; a decided dispute ends its jobs. */

@@ -1,5 +1,4 @@
 import type { EntityManager } from "typeorm";
-import type { Statement } from "../db/statement.js";
 import { notFound, type ApiError } from "../errors.js";
 import { ProfileRow } from "./profile.entity.js";
 
@@ -12,17 +11,15 @@ export interface OwnedReferences {
 }
 
 /**
- * The SQL condition that the profile and the customer (when one is named) belong to the merchant:
- * it guards the statement that writes the new object, so the check costs no extra round trip and
- * cannot race a customer's deletion.
+ * The SQL condition that a new row's profile and customer (when it names one) belong to its merchant,
+ * on the row of table `alias`: it guards the statement that writes the new object, so the check
+ * costs no extra round trip and cannot race a customer's deletion.
  */
-export function ownershipGuard(statement: Statement, refs: OwnedReferences): string {
-  const merchant = statement.param(refs.merchantId, "varchar");
-  const customer = statement.param(refs.customerId, "varchar");
+export function ownershipGuard(alias: string): string {
   return (
-    `EXISTS (SELECT 1 FROM profiles WHERE merchant_id = ${merchant} AND profile_id = ${statement.param(refs.profileId, "varchar")}) AND ` +
-    `(${customer} IS NULL OR EXISTS (SELECT 1 FROM customers WHERE merchant_id = ${merchant} ` +
-    `AND livemode = ${statement.param(refs.livemode, "boolean")} AND customer_id = ${customer} AND deleted_at IS NULL))`
+    `EXISTS (SELECT 1 FROM profiles WHERE profiles.merchant_id = ${alias}.merchant_id AND profiles.profile_id = ${alias}.profile_id) AND ` +
+    `(${alias}.customer_id IS NULL OR EXISTS (SELECT 1 FROM customers WHERE customers.merchant_id = ${alias}.merchant_id ` +
+    `AND customers.livemode = ${alias}.livemode AND customers.customer_id = ${alias}.customer_id AND customers.deleted_at IS NULL))`
   );
 }
 

@@ -1,7 +1,7 @@
 import type { EntityManager } from "typeorm";
 import { PayoutSchema } from "../../gen/paymentservice/v1/payout_pb.js";
 import type { App } from "../app.js";
-import { lockObject, newObjectStatement, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
+import { lockObject, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
 import { PayoutRow, type PayoutStatusWord } from "./payout.entity.js";
@@ -21,6 +21,7 @@ export const payoutResource: Resource<PayoutRow, typeof PayoutSchema> = {
   idProperty: "payoutId",
   schema: PayoutSchema,
   view: toPayout,
+  guard: ownershipGuard,
   isFinal: (row) => finalStatuses.has(row.status),
 };
 
@@ -35,14 +36,11 @@ export function lockPayout(em: EntityManager, scope: Scope, payoutId: string): P
 }
 
 /**
- * Writes a new payout with its first event and its jobs in one statement, guarded by the profile
- * and customer checks; when one fails nothing is written and the error names the field.
+ * Writes a new payout with its first event and its jobs, guarded by the profile and customer checks;
+ * when one fails nothing is written and the error names the field.
  */
 export async function writeNewPayout(app: App, row: PayoutRow, jobs: NewJob[]): Promise<void> {
-  const em = app.dataSource.manager;
-  const { sql, params } = newObjectStatement(em, app.clock, payoutResource, row, jobs, (statement) => ownershipGuard(statement, row));
-  const [result] = (await em.query(sql, params)) as { n: number }[];
-  if (result?.n !== 1) throw await ownershipError(em, row);
+  if (!(await app.newObjects.write(payoutResource, row, jobs))) throw await ownershipError(app.dataSource.manager, row);
 }
 
 /**

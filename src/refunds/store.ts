@@ -1,7 +1,8 @@
 import type { EntityManager } from "typeorm";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { App } from "../app.js";
-import { lockObject, writeNewObject, writeObjectChange, type Resource } from "../db/resource.js";
+import { writeNewObject } from "../db/new-objects.js";
+import { lockObject, writeObjectChange, type Resource } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
 import type { Scope } from "../db/resource.js";
 import { RefundRow, type RefundStatusWord } from "./refund.entity.js";
@@ -27,8 +28,8 @@ export function lockRefund(em: EntityManager, scope: Scope, refundId: string): P
 }
 
 /** Writes a new refund, its refund.pending event and its processing job in one statement. */
-export function writeNewRefund(em: EntityManager, app: App, row: RefundRow, jobs: NewJob[]): Promise<void> {
-  return writeNewObject(em, app.clock, refundResource, row, jobs);
+export async function writeNewRefund(em: EntityManager, app: App, row: RefundRow, jobs: NewJob[]): Promise<void> {
+  await writeNewObject(em, app.clock, refundResource, row, jobs);
 }
 
 /** Writes a change to a locked refund, with the event of a new status and the end of its jobs once final. */

@@ -5,6 +5,8 @@ import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts } from "./support/payout-destinations.js";
 import { startService, type TestService } from "./support/service.js";
+import { PaymentRow } from "../src/payments/payment.entity.js";
+import { paymentResource } from "../src/payments/store.js";
 
 /*
  * Payments and payouts that calls create at the same moment reach the database together, in one
@@ -108,6 +110,63 @@ describe("payments created in one burst", () => {
     }
   });
 
+  it("two calls naming one payment_id, one of them a missing customer: only the valid one is written, answered and has events and jobs", async () => {
+    const merchant = await newMerchant(service.url);
+    const stamp = Date.now();
+    const pairs = Array.from({ length: 12 }, (_, i) => ({
+      id: `order_${stamp}_${i}`,
+      valid: { amount: 700 + i, currency: "USD", profile_id: merchant.profileId, capture_method: "manual", confirm: true, payment_method_data: { card } },
+      refused: { amount: 9000 + i, currency: "USD", profile_id: merchant.profileId, customer_id: "cus_nobody" },
+    }));
+    // The refused call goes first in every pair, so it shares its batch with the valid one or precedes it.
+    const sends = pairs.flatMap(({ id, valid, refused }) => [
+      rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { ...refused, payment_id: id } }),
+      rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { ...valid, payment_id: id } }),
+    ]);
+    const responses = await Promise.all(sends);
+
+    for (const [i, { id, valid }] of pairs.entries()) {
+      expect(expectRestError(responses[2 * i]!, 404, "HE_02")).toContain("customer_id");
+      const written = responses[2 * i + 1]!;
+      expect(written.status, JSON.stringify(written.body)).toBe(200);
+      expect(written.body).toMatchObject({ payment_id: id, amount: valid.amount, status: "requires_capture" });
+      const stored = await rest(service.url, "GET", `/payments/${id}`, { apiKey: merchant.apiKey });
+      expect(stored.body).toMatchObject({ amount: valid.amount, status: "requires_capture" });
+      expect(stored.body.customer_id).toBeNull();
+      expect(await eventTypes(merchant, id)).toEqual(["payment.requires_capture"]);
+      expect(await count("SELECT count(*) AS n FROM jobs WHERE merchant_id = $1 AND object_id = $2", [merchant.merchantId, id])).toBe(1);
+    }
+    expect(await count("SELECT count(*) AS n FROM payments WHERE merchant_id = $1", [merchant.merchantId])).toBe(pairs.length);
+  });
+
+  it("an id taken before the burst is 409 for its calls alone, whichever batch they share", async () => {
+    const merchant = await newMerchant(service.url);
+    const taken = `order_${Date.now()}_taken`;
+    const first = await rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { payment_id: taken, amount: 100, currency: "USD", profile_id: merchant.profileId } });
+    expect(first.status).toBe(200);
+    const bodies = Array.from({ length: 30 }, (_, i) => ({
+      amount: 200 + i,
+      currency: "USD",
+      profile_id: merchant.profileId,
+      ...(i % 3 === 0 ? { payment_id: taken } : { confirm: true, payment_method_data: { card } }),
+    }));
+
+    const responses = await Promise.all(bodies.map((body) => rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body })));
+
+    for (const [i, res] of responses.entries()) {
+      if (i % 3 === 0) {
+        expect(expectRestError(res, 409, "HE_01")).toContain(taken);
+      } else {
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        expect(res.body).toMatchObject({ amount: 200 + i, status: "succeeded" });
+      }
+    }
+    const stored = await rest(service.url, "GET", `/payments/${taken}`, { apiKey: merchant.apiKey });
+    expect(stored.body).toMatchObject({ amount: 100, status: "requires_payment_method" });
+    expect(await eventTypes(merchant, taken)).toEqual(["payment.requires_payment_method"]);
+    expect(await count("SELECT count(*) AS n FROM payments WHERE merchant_id = $1", [merchant.merchantId])).toBe(1 + 20);
+  });
+
   it("the jobs of payments created together are written with each and run: manual authorizations expire after 7 days", async () => {
     const merchant = await newMerchant(service.url);
     const responses = await Promise.all(
@@ -128,6 +187,60 @@ describe("payments created in one burst", () => {
       expect(stored.body.status).toBe("cancelled");
       expect(await eventTypes(merchant, res.body.payment_id)).toEqual(["payment.cancelled", "payment.requires_capture"]);
     }
+  });
+});
+
+/*
+ * Calls over HTTP reach the writer over several event-loop turns, so which of them share a batch is
+ * up to timing. These tests call the writer directly, all in one turn, so they share one.
+ */
+describe("objects written in one turn", () => {
+  /** A stored payment of a new merchant, to copy rows from. */
+  async function paymentTemplate(): Promise<{ merchant: TestMerchant; template: PaymentRow }> {
+    const merchant = await newMerchant(service.url);
+    const created = await rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { amount: 100, currency: "USD", profile_id: merchant.profileId } });
+    const template = await service.app.dataSource.getRepository(PaymentRow).findOneByOrFail({ merchantId: merchant.merchantId, paymentId: created.body.payment_id });
+    return { merchant, template };
+  }
+
+  it("five with one payment_id: exactly one is written, with one event; the others are HE_01", async () => {
+    const { merchant, template } = await paymentTemplate();
+    const id = `${template.paymentId}_same`;
+    const rows = Array.from({ length: 5 }, (_, i) => Object.assign(new PaymentRow(), template, { paymentId: id, amount: BigInt(500 + i) }));
+
+    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.write(paymentResource, row, [])));
+
+    const written = outcomes.flatMap((outcome, i) => (outcome.status === "fulfilled" && outcome.value ? [i] : []));
+    expect(written).toHaveLength(1);
+    for (const outcome of outcomes.filter((_, i) => i !== written[0])) {
+      expect(outcome.status).toBe("rejected");
+      expect((outcome as PromiseRejectedResult).reason).toMatchObject({ code: "HE_01" });
+    }
+    const stored = await rest(service.url, "GET", `/payments/${id}`, { apiKey: merchant.apiKey });
+    expect(stored.body.amount).toBe(500 + written[0]!);
+    expect(await eventTypes(merchant, id)).toEqual(["payment.requires_payment_method"]);
+  });
+
+  it("a batch the database rejects is written again object by object: only the object no check caught fails", async () => {
+    // The API validates everything PostgreSQL would reject, so one row here breaks a column type (a
+    // four-letter currency in char(3)), which must be an error, not a currency cut to three letters.
+    const { merchant, template } = await paymentTemplate();
+    const rows = Array.from({ length: 10 }, (_, i) =>
+      Object.assign(new PaymentRow(), template, { paymentId: `${template.paymentId}_${i}`, currency: i === 3 ? "USDX" : "USD" }),
+    );
+
+    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.write(paymentResource, row, [])));
+
+    for (const [i, outcome] of outcomes.entries()) {
+      if (i === 3) {
+        expect(outcome.status).toBe("rejected");
+        expect(String((outcome as PromiseRejectedResult).reason)).toContain("character(3)");
+      } else {
+        expect(outcome).toEqual({ status: "fulfilled", value: true });
+        expect(await eventTypes(merchant, rows[i]!.paymentId)).toEqual(["payment.requires_payment_method"]);
+      }
+    }
+    expect(await count("SELECT count(*) AS n FROM payments WHERE merchant_id = $1", [merchant.merchantId])).toBe(1 + 9);
   });
 });
 

@@ -12,8 +12,13 @@ export interface EmbeddedDatabase {
 /**
  * Starts PGlite in-process and serves it on a loopback port, so the embedded default goes through
  * exactly the same `pg` driver and SQL as production PostgreSQL. `:memory:` keeps nothing.
+ *
+ * The socket server admits twice the pool's connections: the pool drops a connection whose query
+ * failed and opens its replacement at once, before the server has seen the old one close, and a
+ * server already at its limit turns the replacement away, failing a query that had nothing to do
+ * with the error ("Connection terminated unexpectedly").
  */
-export async function startEmbeddedDatabase(dataDir: string, maxConnections: number): Promise<EmbeddedDatabase> {
+export async function startEmbeddedDatabase(dataDir: string, poolSize: number): Promise<EmbeddedDatabase> {
   let db: PGlite;
   if (dataDir === ":memory:") {
     db = await PGlite.create();
@@ -22,7 +27,7 @@ export async function startEmbeddedDatabase(dataDir: string, maxConnections: num
     await mkdir(dir, { recursive: true });
     db = await PGlite.create({ dataDir: dir });
   }
-  const server = new PGLiteSocketServer({ db: withBatchAffinity(db), host: "127.0.0.1", port: 0, maxConnections });
+  const server = new PGLiteSocketServer({ db: withBatchAffinity(db), host: "127.0.0.1", port: 0, maxConnections: 2 * poolSize });
   await server.start();
   return {
     url: `postgres://postgres@${server.getServerConn()}/postgres`,

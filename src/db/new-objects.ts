@@ -2,6 +2,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import pg from "pg";
 import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
 import type { Clock } from "../clock.js";
+import { ApiError } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
@@ -17,15 +18,31 @@ interface NewObject<Row> {
   readonly jobs: readonly NewJob[];
 }
 
-/** `unnest($1::type[], …) AS alias(columns)`: one row per entity, each column's values sent as one array. */
-function unnestOf(metadata: EntityMetadata, alias: string, firstParam: number): string {
-  const { names, types } = insertShapeOf(metadata);
-  return `unnest(${types.map((type, i) => `$${firstParam + i}::${type}[]`).join(", ")}) AS ${alias}(${names})`;
-}
+/** What became of a new object: written, refused by its resource's guard, or its id already taken. */
+type Outcome = "written" | "refused" | "taken";
 
-/** Each column's values over all the entities, one array per column in the order `unnestOf` reads them. */
+/** Each column's values over all the entities, one array per column in the order of `insertShapeOf`. */
 function arraysOf(metadata: EntityMetadata, entities: readonly object[]): unknown[][] {
   return insertShapeOf(metadata).columns.map((column) => entities.map((entity) => columnValue(column, entity)));
+}
+
+/**
+ * `unnest($1::type[], …[, positions]) AS alias(columns, position)`: one row per entity, each column's
+ * values sent as one array, with the position (from 1) in the batch of the new object the row belongs
+ * to, taken from the row's own place (`WITH ORDINALITY`) or from one more array.
+ */
+function unnestOf(metadata: EntityMetadata, alias: string, firstParam: number, positions: "ordinality" | "array"): string {
+  const { names, types } = insertShapeOf(metadata);
+  const arrays = types.map((type, i) => `$${firstParam + i}::${type}[]`);
+  if (positions === "array") arrays.push(`$${firstParam + types.length}::bigint[]`);
+  return `unnest(${arrays.join(", ")})${positions === "ordinality" ? " WITH ORDINALITY" : ""} AS ${alias}(${names}, position)`;
+}
+
+/** The entity's columns as `alias."column", …`, for a SELECT over a join. */
+function qualifiedNames(metadata: EntityMetadata, alias: string): string {
+  return insertShapeOf(metadata)
+    .columns.map((column) => `${alias}."${column.databaseName}"`)
+    .join(", ");
 }
 
 /** Each resource's statement text, built once. */
@@ -33,9 +50,16 @@ const texts = new WeakMap<object, string>();
 
 /**
  * The statement that writes any number of new objects of one resource with their first events and
- * jobs: the rows arrive as one array per column, so its text is the same for one object or a hundred
- * and is prepared once per connection. An object the resource's `guard` rejects is not written, nor
- * are its event and jobs; the statement returns the keys of the objects it wrote.
+ * jobs, and answers for every position in the batch whether the object was allowed and written. The
+ * rows arrive as one array per column, so its text is the same for one object or two hundred and is
+ * prepared once per connection.
+ *
+ * An object is written when the resource's `guard` allows it and no object has its key yet. The key
+ * is decided by the primary key's own conflict check (`ON CONFLICT … DO NOTHING`), which always uses
+ * its index and waits for an object of the same key still being written, rather than by a lookup
+ * whose cached plan was made while the table was empty. Events and jobs follow their object by its
+ * position, never by its key, and a written key names one position only because no batch holds two
+ * objects of one key (`Queue.nextBatch`).
  */
 function statementText<Row extends StatusRow, Desc extends DescMessage>(em: EntityManager, resource: Resource<Row, Desc>): string {
   let text = texts.get(resource);
@@ -43,48 +67,67 @@ function statementText<Row extends StatusRow, Desc extends DescMessage>(em: Enti
   const object = em.connection.getMetadata(resource.entity);
   const event = em.connection.getMetadata(EventRow);
   const job = em.connection.getMetadata(JobRow);
-  const id = object.findColumnWithPropertyName(resource.idProperty)!.databaseName;
   const { names } = insertShapeOf(object);
+  const key = object.primaryColumns.map((c) => `"${c.databaseName}"`).join(", ");
   const eventParam = 1 + insertShapeOf(object).columns.length;
   const jobParam = eventParam + insertShapeOf(event).columns.length;
-  const joinsObject = (alias: string) =>
-    `JOIN object ON object.merchant_id = ${alias}.merchant_id AND object.livemode = ${alias}.livemode AND object."${id}" = ${alias}.object_id`;
-  const guard = resource.guard === undefined ? "" : ` WHERE ${resource.guard("input")}`;
   text =
-    `WITH input AS (SELECT * FROM ${unnestOf(object, "input", 1)}),\n` +
-    `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM input${guard} RETURNING merchant_id, livemode, "${id}"),\n` +
-    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT e.* FROM ${unnestOf(event, "e", eventParam)} ${joinsObject("e")} RETURNING 1),\n` +
-    `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT j.* FROM ${unnestOf(job, "j", jobParam)} ${joinsObject("j")} RETURNING 1)\n` +
-    `SELECT merchant_id, livemode, "${id}" AS id FROM object`;
+    `WITH input AS (SELECT * FROM ${unnestOf(object, "input", 1, "ordinality")}),\n` +
+    `allowed AS (SELECT * FROM input${resource.guard === undefined ? "" : ` WHERE ${resource.guard("input")}`}),\n` +
+    `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM allowed ON CONFLICT (${key}) DO NOTHING RETURNING ${key}),\n` +
+    `written AS (SELECT allowed.position FROM allowed JOIN object USING (${key})),\n` +
+    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position)),\n` +
+    `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT ${qualifiedNames(job, "j")} FROM ${unnestOf(job, "j", jobParam, "array")} JOIN written USING (position))\n` +
+    `SELECT position, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written ` +
+    `FROM input LEFT JOIN allowed USING (position) LEFT JOIN written USING (position)`;
   texts.set(resource, text);
   return text;
 }
 
-function keyOf(merchantId: string, livemode: boolean, id: string): string {
-  return `${merchantId}\u0000${String(livemode)}\u0000${id}`;
+/** What the statement says of each new object, by its position (from 1) in the batch. */
+interface Verdict {
+  position: string;
+  allowed: boolean;
+  written: boolean;
 }
 
-/** Writes new objects of one resource in one statement with `query`; for each, whether it was written. */
+/**
+ * Writes new objects of one resource, no two with one key, in one statement with `query`; the
+ * outcome of each, in order. Throws when PostgreSQL rejects the statement, which then wrote nothing.
+ */
 async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
   em: EntityManager,
   clock: Clock,
   resource: Resource<Row, Desc>,
   objects: readonly NewObject<Row>[],
-  query: (text: string, params: unknown[]) => Promise<{ merchant_id: string; livemode: boolean; id: string }[]>,
-): Promise<boolean[]> {
+  query: (text: string, params: unknown[]) => Promise<Verdict[]>,
+): Promise<Outcome[]> {
   const rows = objects.map((o) => o.row);
   const params = [
     ...arraysOf(em.connection.getMetadata(resource.entity), rows),
     ...arraysOf(em.connection.getMetadata(EventRow), rows.map((row) => eventOf(resource, row, clock))),
     ...arraysOf(em.connection.getMetadata(JobRow), objects.flatMap((o) => o.jobs.map((job) => jobRowOf(job, clock)))),
+    objects.flatMap((o, i) => o.jobs.map(() => i + 1)),
   ];
-  const written = new Set((await query(statementText(em, resource), params)).map((r) => keyOf(r.merchant_id, r.livemode, r.id)));
-  return rows.map((row) => written.has(keyOf(row.merchantId, row.livemode, idOf(resource, row))));
+  const verdicts = new Map((await query(statementText(em, resource), params)).map((v) => [Number(v.position), v]));
+  return rows.map((_, i) => {
+    const verdict = verdicts.get(i + 1)!;
+    return verdict.written ? "written" : verdict.allowed ? "taken" : "refused";
+  });
+}
+
+/** One object's answer: written (true) or refused by the guard (false); a taken id is HE_01. */
+function answerOf<Row extends StatusRow, Desc extends DescMessage>(em: EntityManager, resource: Resource<Row, Desc>, row: Row, outcome: Outcome): boolean {
+  if (outcome === "taken") {
+    const idColumn = em.connection.getMetadata(resource.entity).findColumnWithPropertyName(resource.idProperty)!.databaseName;
+    throw new ApiError("HE_01", `A ${resource.name} with ${idColumn} ${idOf(resource, row)} already exists`);
+  }
+  return outcome === "written";
 }
 
 /**
  * Writes a new object (a refund, a dispute) with its first event and its jobs in the caller's
- * transaction. False when the resource's guard stopped it.
+ * transaction. False when the resource's guard stopped it; HE_01 when its id is taken.
  */
 export async function writeNewObject<Row extends StatusRow, Desc extends DescMessage>(
   em: EntityManager,
@@ -93,8 +136,8 @@ export async function writeNewObject<Row extends StatusRow, Desc extends DescMes
   row: Row,
   jobs: readonly NewJob[],
 ): Promise<boolean> {
-  const [written] = await writeNewObjects(em, clock, resource, [{ row, jobs }], (text, params) => em.query(text, params));
-  return written!;
+  const [outcome] = await writeNewObjects(em, clock, resource, [{ row, jobs }], (text, params) => em.query(text, params));
+  return answerOf(em, resource, row, outcome!);
 }
 
 /** PostgreSQL rejected the statement, so (outside a transaction) it wrote nothing at all. */
@@ -108,23 +151,26 @@ const concurrentBatches = 2;
 const largestBatch = 200;
 
 interface Waiting<Row> extends NewObject<Row> {
-  resolve(written: boolean): void;
+  resolve(outcome: Outcome): void;
   reject(error: unknown): void;
 }
 
 /** The objects of one resource waiting to be written, and the batches on their way. */
 class Queue<Row extends StatusRow, Desc extends DescMessage> {
-  private readonly waiting: Waiting<Row>[] = [];
+  private waiting: Waiting<Row>[] = [];
   private inFlight = 0;
   private scheduled = false;
+  private readonly keyColumns;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly resource: Resource<Row, Desc>,
-  ) {}
+  ) {
+    this.keyColumns = dataSource.getMetadata(resource.entity).primaryColumns;
+  }
 
-  add(object: NewObject<Row>): Promise<boolean> {
+  add(object: NewObject<Row>): Promise<Outcome> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ ...object, resolve, reject });
       this.schedule();
@@ -137,20 +183,42 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      while (this.inFlight < concurrentBatches && this.waiting.length > 0) void this.send(this.waiting.splice(0, largestBatch));
+      while (this.inFlight < concurrentBatches && this.waiting.length > 0) void this.send(this.nextBatch());
     });
+  }
+
+  /**
+   * The oldest waiting objects, up to `largestBatch`, no two with one key: an object whose key is
+   * already in the batch (two calls choosing one payment_id) waits for the next, where it finds the
+   * key taken or, if the first was refused, free.
+   */
+  private nextBatch(): Waiting<Row>[] {
+    const keys = new Set<string>();
+    const batch: Waiting<Row>[] = [];
+    const later: Waiting<Row>[] = [];
+    for (const waiting of this.waiting) {
+      const key = this.keyColumns.map((c) => String(c.getEntityValue(waiting.row))).join("\u0000");
+      if (batch.length < largestBatch && !keys.has(key)) {
+        keys.add(key);
+        batch.push(waiting);
+      } else {
+        later.push(waiting);
+      }
+    }
+    this.waiting = later;
+    return batch;
   }
 
   private async send(batch: Waiting<Row>[]): Promise<void> {
     this.inFlight++;
     try {
-      const written = await this.write(batch);
-      batch.forEach((waiting, i) => waiting.resolve(written[i]!));
+      const outcomes = await this.write(batch);
+      batch.forEach((waiting, i) => waiting.resolve(outcomes[i]!));
     } catch (error) {
       if (batch.length > 1 && rejectedByDatabase(error)) {
-        // One object failed (a caller-chosen id taken, say) and took the batch with it: each alone
-        // gets its own answer.
-        await Promise.all(batch.map((waiting) => this.write([waiting]).then(([w]) => waiting.resolve(w!), waiting.reject)));
+        // One object broke a rule of the database that no check before caught, and took the batch
+        // with it: each alone gets its own answer, so only that object's call fails.
+        await Promise.all(batch.map((waiting) => this.write([waiting]).then(([outcome]) => waiting.resolve(outcome!), waiting.reject)));
       } else {
         for (const waiting of batch) waiting.reject(error);
       }
@@ -160,7 +228,7 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
     }
   }
 
-  private write(batch: readonly NewObject<Row>[]): Promise<boolean[]> {
+  private write(batch: readonly NewObject<Row>[]): Promise<Outcome[]> {
     return writeNewObjects(this.dataSource.manager, this.clock, this.resource, batch, (text, params) =>
       preparedQuery(this.dataSource, text, params),
     );
@@ -170,29 +238,28 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
 /**
  * Writes new objects that are created outside any transaction (payments, payouts). The ones that
  * calls write at about the same time go to PostgreSQL together, one statement and one commit for
- * all: the commit, not the rows, is most of what a write costs the database, so under load this is
- * what keeps it from being the bottleneck. Each call still answers only once its object has
- * committed. Inside a unit of work (a call with an idempotency key) the object is written in the
- * unit's transaction instead, on its own.
+ * all: each statement costs the database a wake-up, an execution and a commit whatever its rows, so
+ * under load sharing them is what keeps it from being the bottleneck. Each call still answers only
+ * once its object has committed. Inside a unit of work (a call with an idempotency key) the object
+ * is written in the unit's transaction instead, on its own.
  */
 export class NewObjectWriter {
-  private readonly queues = new Map<Resource<StatusRow, DescMessage>, Queue<StatusRow, DescMessage>>();
+  private readonly queues = new Map<object, Queue<StatusRow, DescMessage>>();
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
   ) {}
 
-  /** Writes `row` with its first event and `jobs`; false when the resource's guard stopped it. */
-  write<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row, jobs: readonly NewJob[]): Promise<boolean> {
+  /** Writes `row` with its first event and `jobs`; false when the resource's guard stopped it, HE_01 when its id is taken. */
+  async write<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row, jobs: readonly NewJob[]): Promise<boolean> {
     const unit = unitManager();
     if (unit !== undefined) return writeNewObject(unit, this.clock, resource, row, jobs);
-    const key = resource as unknown as Resource<StatusRow, DescMessage>;
-    let queue = this.queues.get(key);
+    let queue = this.queues.get(resource);
     if (queue === undefined) {
-      queue = new Queue(this.dataSource, this.clock, key);
-      this.queues.set(key, queue);
+      queue = new Queue(this.dataSource, this.clock, resource as unknown as Resource<StatusRow, DescMessage>);
+      this.queues.set(resource, queue);
     }
-    return queue.add({ row, jobs });
+    return answerOf(this.dataSource.manager, resource, row, await queue.add({ row, jobs }));
   }
 }

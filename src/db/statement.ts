@@ -1,9 +1,13 @@
 import type { EntityMetadata } from "typeorm";
 import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
 
-/** The SQL type of a column with its length (a bare `char` cast would truncate to one character). */
+/**
+ * The type a column's parameter is cast to: the column's type without its length, since an explicit
+ * cast to `varchar(n)` or `char(n)` cuts a longer value short without a word; the value's assignment
+ * to the column then rejects it instead. A bare `char` would mean `char(1)`, so it is `bpchar`.
+ */
 function sqlType(column: ColumnMetadata): string {
-  return column.length === "" ? String(column.type) : `${String(column.type)}(${column.length})`;
+  return column.type === "char" ? "bpchar" : String(column.type);
 }
 
 /**

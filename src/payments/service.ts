@@ -14,7 +14,6 @@ import type { App } from "../app.js";
 import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { secretsEqual } from "../auth/api-key-secret.js";
 import { CustomerRow } from "../customers/customer.entity.js";
-import { isUniqueViolation } from "../db/errors.js";
 import { sentWord } from "../enum-words.js";
 import { ApiError, invalidField, missingField, notFound } from "../errors.js";
 import { callerIdProblem, newId, randomBase62 } from "../ids.js";
@@ -166,7 +165,6 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       } catch (error) {
         // Nothing was written: release what the processor may already hold for this payment.
         if (row.processorReference !== null) await releaseFunds(processor, row);
-        if (isUniqueViolation(error)) throw new ApiError("HE_01", `A payment with payment_id ${paymentId} already exists`);
         throw error;
       }
       wakeForDueJobs(app, jobs);

@@ -118,7 +118,8 @@ describe("payments created in one burst", () => {
       valid: { amount: 700 + i, currency: "USD", profile_id: merchant.profileId, capture_method: "manual", confirm: true, payment_method_data: { card } },
       refused: { amount: 9000 + i, currency: "USD", profile_id: merchant.profileId, customer_id: "cus_nobody" },
     }));
-    // The refused call goes first in every pair, so it shares its batch with the valid one or precedes it.
+    // Whichever of a pair reaches the writer first, the refused one is refused (the guard comes before
+    // the id) and the valid one finds the id free: it never shares a batch with its twin.
     const sends = pairs.flatMap(({ id, valid, refused }) => [
       rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { ...refused, payment_id: id } }),
       rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { ...valid, payment_id: id } }),

@@ -214,6 +214,34 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
     expect(responses.some((res) => Object.keys(res.body.metadata).length === keys.length + 1)).toBe(true);
   });
 
+  it("one caller-chosen payment_id sent six times at once to both instances: one payment, one event, five 409 HE_01", async () => {
+    const merchant = await newMerchant(a.url);
+    const stamp = Date.now();
+    const ids = Array.from({ length: 10 }, (_, i) => `order_${stamp}_${i}`);
+    const sends = ids.flatMap((id) =>
+      Array.from({ length: 6 }, (_, i) => ({ id, amount: 1000 + i, instance: instance(i) })),
+    );
+
+    const responses = await Promise.all(
+      sends.map(({ id, amount, instance }) =>
+        rest(instance.url, "POST", "/payments", {
+          apiKey: merchant.apiKey,
+          body: { payment_id: id, amount, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: { card } },
+        }),
+      ),
+    );
+
+    for (const id of ids) {
+      const answers = responses.filter((_, i) => sends[i]!.id === id);
+      const winners = answers.filter((res) => res.status === 200);
+      expect(winners, answers.map((res) => `${res.status} ${res.body?.error?.code ?? res.body?.status}`).join(", ")).toHaveLength(1);
+      for (const res of answers.filter((r) => r.status !== 200)) expect(expectRestError(res, 409, "HE_01")).toContain(id);
+      const stored = await retrieve(b.url, merchant, id);
+      expect(stored).toMatchObject({ status: "succeeded", amount: winners[0]!.body.amount });
+      expect(await eventTypes(a, merchant, id)).toEqual(["payment.succeeded"]);
+    }
+  });
+
   it("scheduled captures run once when both instances' job runners race for them", async () => {
     const merchant = await newMerchant(a.url);
     const captureOn = new Date(clock.now().getTime() + 60_000).toISOString();

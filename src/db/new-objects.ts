@@ -151,6 +151,8 @@ const concurrentBatches = 2;
 const largestBatch = 200;
 
 interface Waiting<Row> extends NewObject<Row> {
+  /** The object's primary key as one string, for keeping two objects of one key out of a batch. */
+  readonly key: string;
   resolve(outcome: Outcome): void;
   reject(error: unknown): void;
 }
@@ -172,7 +174,8 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
 
   add(object: NewObject<Row>): Promise<Outcome> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ ...object, resolve, reject });
+      const key = this.keyColumns.map((c) => String(c.getEntityValue(object.row))).join("\u0000");
+      this.waiting.push({ ...object, key, resolve, reject });
       this.schedule();
     });
   }
@@ -197,9 +200,8 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
     const batch: Waiting<Row>[] = [];
     const later: Waiting<Row>[] = [];
     for (const waiting of this.waiting) {
-      const key = this.keyColumns.map((c) => String(c.getEntityValue(waiting.row))).join("\u0000");
-      if (batch.length < largestBatch && !keys.has(key)) {
-        keys.add(key);
+      if (batch.length < largestBatch && !keys.has(waiting.key)) {
+        keys.add(waiting.key);
         batch.push(waiting);
       } else {
         later.push(waiting);

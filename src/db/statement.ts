@@ -20,7 +20,7 @@ export function columnValue(column: ColumnMetadata, entity: object): unknown {
 }
 
 /** What an INSERT of an entity needs from its metadata, worked out once per entity (hot path). */
-export interface InsertShape {
+interface InsertShape {
   readonly columns: readonly ColumnMetadata[];
   readonly names: string;
   readonly types: readonly string[];

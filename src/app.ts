@@ -5,7 +5,7 @@ import type { DataSource } from "typeorm";
 import { KeyCache } from "./api-keys/key-cache.js";
 import { KeyLookup } from "./api-keys/lookup.js";
 import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
-import { createAuthInterceptor } from "./auth/interceptor.js";
+import { createAuthenticator } from "./auth/authenticate.js";
 import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
@@ -25,7 +25,6 @@ import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
 import { MemoryCounter } from "./rate-limits/counter.js";
-import { createRateLimitInterceptor } from "./rate-limits/interceptor.js";
 import { createIdempotencyInterceptor } from "./idempotency/interceptor.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
@@ -35,8 +34,12 @@ import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
+import { createAdmission } from "./transport/admission.js";
+import { deadlineInterceptor } from "./transport/deadline-interceptor.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
-import { registerReflection } from "./transport/reflection.js";
+import { isReflectionMethod, registerReflection } from "./transport/reflection.js";
+import { createRequestRulesInterceptor } from "./transport/request-rules.js";
+import { rpcJsonOptions } from "./transport/rpc-json.js";
 
 /** What every handler may depend on: configuration, the database, time and the key hasher. */
 export interface App {
@@ -74,6 +77,12 @@ export interface RunningService {
 
 /** Largest RPC message accepted; payment requests are a few kilobytes. */
 const readMaxBytes = 1024 * 1024;
+
+/**
+ * Longest deadline a client may set: the longest timer Node keeps (about 24.8 days). A longer one
+ * would fire at once, so it is refused (IR_06) rather than honoured wrongly.
+ */
+const maxTimeoutMs = 2 ** 31 - 1;
 
 /**
  * Opens the database (starting the embedded one if needed) and runs pending migrations. Time comes
@@ -143,23 +152,25 @@ export async function serve(opened: App): Promise<RunningService> {
   const app: App = opened.config.publicBaseUrl === undefined ? { ...opened, publicBaseUrl: `http://localhost:${port}` } : opened;
 
   const router = new ApiRouter({
-    interceptors: [
-      outcomeInterceptor,
-      createAuthInterceptor({
-        adminApiKey: app.config.adminApiKey,
-        hasher: app.hasher,
-        clock: app.clock,
-        findKey: (keyHash) => app.keys.find(keyHash),
-      }),
-      createRateLimitInterceptor(app.rateLimiter),
-      createIdempotencyInterceptor(app),
-    ],
+    interceptors: [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor(), createIdempotencyInterceptor(app)],
     acceptCompression: [compressionGzip],
     readMaxBytes,
+    maxTimeoutMs,
+    jsonOptions: rpcJsonOptions,
   });
   routes(router, app);
   registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file))]);
-  handle = createNodeHandler(router, [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }]);
+  const admit = createAdmission({
+    authenticate: createAuthenticator({
+      adminApiKey: app.config.adminApiKey,
+      hasher: app.hasher,
+      clock: app.clock,
+      findKey: (keyHash) => app.keys.find(keyHash),
+    }),
+    rateLimiter: app.rateLimiter,
+    isPublic: isReflectionMethod,
+  });
+  handle = createNodeHandler({ router, pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }], admit });
 
   app.jobs.register(paymentJobHandlers(app));
   app.jobs.register(refundJobHandlers(app));

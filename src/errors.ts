@@ -1,4 +1,5 @@
 import { Code } from "@connectrpc/connect";
+import { redactCardNumbers } from "./card-numbers.js";
 
 /**
  * The documented error catalogue (decisions §5): one row per code, so that a code always carries the
@@ -22,21 +23,27 @@ export const errorCatalogue = {
   IK_01: { type: "idempotency_error", httpStatus: 409, connectCode: Code.Aborted },
   IK_02: { type: "idempotency_error", httpStatus: 422, connectCode: Code.InvalidArgument },
   RL_01: { type: "rate_limit_error", httpStatus: 429, connectCode: Code.ResourceExhausted },
+  TO_01: { type: "timeout_error", httpStatus: 504, connectCode: Code.DeadlineExceeded },
 } as const;
 
 /** A code of the documented error catalogue. */
 export type ErrorCode = keyof typeof errorCatalogue;
 
+/** Longest error message: one quoting what a client sent (an unknown key, a path) never grows with it. */
+const maxMessageLength = 1000;
+
 /**
  * An error the caller is meant to see, with its documented code. Anything else thrown by a handler
- * is an internal failure and reaches the caller as HE_00 without details.
+ * is an internal failure and reaches the caller as HE_00 without details. Its message never grows
+ * with the request, and never holds a card number, whatever a check quoted from the request.
  */
 export class ApiError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
   ) {
-    super(message);
+    const redacted = redactCardNumbers(message);
+    super(redacted.length > maxMessageLength ? `${redacted.slice(0, maxMessageLength - 1).replace(/[\uD800-\uDBFF]$/, "")}…` : redacted);
     this.name = "ApiError";
   }
 
@@ -44,6 +51,20 @@ export class ApiError extends Error {
   get type(): string {
     return errorCatalogue[this.code].type;
   }
+}
+
+/**
+ * How an error message refers to a value a client sent: its type for structures, the value itself
+ * only when it cannot be card data. Anything with a run of three digits may be a misplaced card
+ * number or CVC (decisions §4), and messages reach clients and logs.
+ */
+export function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  const text = String(value);
+  if (/[0-9]{3}/.test(text)) return `a ${typeof value === "bigint" ? "number" : typeof value}`;
+  return typeof value === "string" ? JSON.stringify(value) : text;
 }
 
 /** IR_04: a required field is absent. */

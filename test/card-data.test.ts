@@ -328,7 +328,7 @@ describe("card data (decisions §4)", () => {
     const lines = server.output().split("\n").filter((line) => line.trim() !== "");
     const calls = lines.filter((line) => line.includes('"procedure":"/paymentservice.v1.PaymentService/CreatePayment"'));
     expect(calls.some((line) => line.includes('"protocol":"rest"'))).toBe(true);
-    expect(calls.some((line) => line.includes('"protocol":"rpc"'))).toBe(true);
+    expect(calls.some((line) => /"protocol":"(connect|grpc|grpc-web)"/.test(line))).toBe(true);
     expectNoCardData(lines, "the server's output");
 
     const db = databaseUrl === undefined ? await startEmbeddedDatabase(dataDir!, 2) : undefined;

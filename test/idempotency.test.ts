@@ -432,6 +432,39 @@ describe("idempotency keys on one instance", () => {
       expectReplayOf(await post(merchant, "/payments", paymentBody(merchant), key), takenOver);
     });
 
+    it.skipIf(!onPostgres)(
+      "a request that outlives its claim's lease and is taken over by a retry is answered IK_01, not 500, and only the retry's effect is kept",
+      async () => {
+        const merchant = await newMerchant(service.url);
+        const created = await post(merchant, "/payments", paymentBody(merchant, { capture_method: "manual" }));
+        expect(created.body.status).toBe("requires_capture");
+        const paymentId = created.body.payment_id as string;
+        const key = uniqueId("lease");
+        // Another session holds the payment's row, so the first capture waits inside its claim.
+        const db = new pg.Client({ connectionString: await fileDatabaseUrl()! });
+        await db.connect();
+        const waiting = async () => Number((await db.query("SELECT count(*) AS n FROM pg_locks WHERE NOT granted")).rows[0].n);
+        let retried: RawResponse;
+        try {
+          await db.query("BEGIN");
+          await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [paymentId]);
+          const first = post(merchant, `/payments/${paymentId}/capture`, {}, key);
+          await waitUntil(waiting, (n) => n >= 1);
+          // The lease runs out while the first request waits: a retry takes the key over.
+          clock.advance(61_000);
+          const retry = post(merchant, `/payments/${paymentId}/capture`, {}, key);
+          await waitUntil(waiting, (n) => n >= 2);
+          await db.query("COMMIT");
+          expectRestError(await first, 409, "IK_01");
+          retried = await retry;
+          expect({ status: retried.status, payment: retried.body.status }).toEqual({ status: 200, payment: "succeeded" });
+        } finally {
+          await db.end();
+        }
+        expectReplayOf(await post(merchant, `/payments/${paymentId}/capture`, {}, key), retried);
+      },
+    );
+
     it("sixteen concurrent creates with one key on one instance: one payment; every other answer is a byte-identical replay or IK_01", async () => {
       const merchant = await newMerchant(service.url);
       for (let trial = 0; trial < 3; trial++) {

@@ -178,9 +178,22 @@ describe("REST→RPC: request bodies", () => {
   it.each([
     ["a string", "10"],
     ["a fraction", 1.5],
-  ])("refuses an integer field given as %s with 400 IR_05 naming it", async (_, limit) => {
+    ["beyond what the field can hold", 1e20],
+  ])("refuses an integer field given as %s with 400 IR_05 naming it, without quoting the wire type's range", async (_, offset) => {
     const { call } = await withMerchant();
-    expectError(await call("POST", "/customers/list", { limit }), 400, "IR_05", "limit");
+    const message = expectRestError(await call("POST", "/customers/list", { offset }), 400, "IR_05");
+    expect(message).toContain("offset");
+    expect(message).not.toMatch(/2147483647|2147483648/);
+  });
+
+  it.each([
+    ["a string", "10"],
+    ["a fraction", 1.5],
+    ["beyond what the field can hold", 1e20],
+    ["negative", -1],
+  ])("refuses a list limit given as %s with 400 IR_06 naming it (decisions §7: any bad limit)", async (_, limit) => {
+    const { call } = await withMerchant();
+    expectError(await call("POST", "/customers/list", { limit }), 400, "IR_06", "limit");
   });
 
   it("refuses a timestamp that is not ISO 8601 with a zone with 400 IR_05 naming it", async () => {
@@ -244,13 +257,17 @@ describe("REST→RPC: query parameters", () => {
   });
 
   it.each([
-    ["limit=ten", "limit"],
     ["offset=1.5", "offset"],
     ["created_lte=yesterday", "created_lte"],
-    ["limit=1&limit=2", "limit"],
+    ["offset=1&offset=2", "offset"],
   ])("refuses ?%s with 400 IR_05 naming the parameter", async (query, field) => {
     const { call } = await withMerchant();
     expectError(await call("GET", `/customers/list?${query}`), 400, "IR_05", field);
+  });
+
+  it.each([["limit=ten"], ["limit=1.5"], ["limit=1&limit=2"], ["limit=99999999999"]])("refuses ?%s with 400 IR_06 naming limit", async (query) => {
+    const { call } = await withMerchant();
+    expectError(await call("GET", `/customers/list?${query}`), 400, "IR_06", "limit");
   });
 
   it("applies the list limits to query parameters too (limit 0 → IR_06, offset -1 → IR_05)", async () => {
@@ -445,7 +462,7 @@ describe("RPC↔REST parity: Connect JSON and REST carry the same data", () => {
 
   it("a Connect JSON body connect cannot decode is IR_06 in the documented shape too, naming the field, not quoting the value", async () => {
     const body = { email: 42 };
-    const message = "cannot decode field paymentservice.v1.CreateCustomerRequest.email from JSON";
+    const message = "Invalid value for field email: expected a string";
     const { merchant, call } = await withMerchant();
     const viaConnect = await connectJson("CustomerService/CreateCustomer", body, merchant.apiKey);
     expect(viaConnect.status).toBe(400);

@@ -91,8 +91,8 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
   return {
     async createApiKey(req, ctx) {
       const scope = scopeOf(ctx, req.merchantId);
-      const environment = sentWord(EnvironmentSchema, "environment", req.environment);
-      const kind = sentWord(ApiKeyKindSchema, "kind", req.kind);
+      const environment = sentWord(EnvironmentSchema, req.environment);
+      const kind = sentWord(ApiKeyKindSchema, req.kind);
       if (environment === undefined && scope.livemode === undefined) throw missingField("environment");
       const livemode = environment === undefined ? scope.livemode! : environment === "production";
       if (scope.livemode !== undefined && scope.livemode !== livemode) {

@@ -67,7 +67,7 @@ export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
       const page = pageOf(req);
       const query = scopedQuery(dataSource, DisputeRow, "d", caller);
       if (req.paymentId !== undefined) query.andWhere("d.payment_id = :paymentId", { paymentId: req.paymentId });
-      const status = sentWord(DisputeStatusSchema, "status", req.status);
+      const status = sentWord(DisputeStatusSchema, req.status);
       if (status !== undefined) query.andWhere("d.status = :status", { status });
       const [rows, total] = await fetchPage(query, "dispute_id", page);
       return envelope(rows.map(toDispute), total, page);

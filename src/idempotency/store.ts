@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Scope } from "../db/resource.js";
+import { ApiError } from "../errors.js";
 import { randomBase62 } from "../ids.js";
 
 /** How long a key is kept (interface §8). */
@@ -59,8 +60,8 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
 
 /**
  * Stores the response of the request holding the claim, in the transaction of its effect. Throws
- * when the claim was taken over meanwhile (its lease ran out), which rolls the effect back: only one
- * request's effect ever commits per key.
+ * IK_01 when the claim was taken over meanwhile (its lease ran out), which rolls the effect back:
+ * only one request's effect ever commits per key.
  */
 export async function completeKey(manager: EntityManager, ref: KeyRef, token: string, response: Uint8Array): Promise<void> {
   const [, affected] = (await manager.query(
@@ -68,7 +69,11 @@ export async function completeKey(manager: EntityManager, ref: KeyRef, token: st
      WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND claim_token = $4 AND state = 'in_flight'`,
     [ref.merchantId, ref.livemode, ref.key, token, Buffer.from(response)],
   )) as [unknown, number];
-  if (affected !== 1) throw new Error(`idempotency key claim ${ref.key} was lost before the response was stored`);
+  if (affected !== 1) {
+    // This request outlived its claim's lease and a retry with the key has taken it over: its effect
+    // is rolled back with this throw, and the retry's is the one that counts.
+    throw new ApiError("IK_01", "This request ran longer than its idempotency key's claim, and a retry with the key took it over; its effect was not kept. Retry to learn the outcome.");
+  }
 }
 
 /** Frees the key of a request that failed, so a corrected retry with the same key runs (decisions §6). */

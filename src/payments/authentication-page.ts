@@ -2,6 +2,7 @@ import type { App } from "../app.js";
 import { log } from "../log.js";
 import { processorFor } from "../processors/registry.js";
 import type { DualProtocolHandler } from "../transport/listener.js";
+import { parseRequestTarget } from "../transport/request-target.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { applyAuthorization, authenticationPath, capturesOnAuthorization } from "./authorization.js";
 import { PaymentRow } from "./payment.entity.js";
@@ -38,8 +39,8 @@ export function createAuthenticationPages(app: App): DualProtocolHandler {
   const payments = app.dataSource.getRepository(PaymentRow);
 
   return (req, res) => {
-    const url = new URL(req.url ?? "/", "http://page.invalid");
-    const [token, action, ...rest] = url.pathname.slice(authenticationPath.length).split("/");
+    const path = parseRequestTarget(req.url)?.path ?? "";
+    const [token, action, ...rest] = path.slice(authenticationPath.length).split("/");
     const send = (status: number, html: string) => {
       res.statusCode = status;
       res.setHeader("content-type", "text/html; charset=utf-8");
@@ -76,7 +77,7 @@ export function createAuthenticationPages(app: App): DualProtocolHandler {
     }
 
     if (req.method === "POST" && (action === "complete" || action === "fail")) {
-      req.resume();
+      // The form posts nothing the page needs; the port closes a body left unread instead of reading it.
       authenticate(app, token, action === "complete")
         .then((outcome) => {
           if (outcome === undefined) return notFoundPage();

@@ -44,13 +44,13 @@ function requestedCard(app: App, processor: Processor, data: PaymentMethodDataIn
 
 /** Only cards are processed today; other methods are accepted by the API but not yet by a processor. */
 function paymentMethodWord(method: PaymentMethod | undefined, card: CardDetails | undefined): string | undefined {
-  const word = sentWord(PaymentMethodSchema, "payment_method", method);
+  const word = sentWord(PaymentMethodSchema, method);
   if (word !== undefined && word !== "card") throw invalidField("payment_method", `${word} is not supported yet; use card`);
   return word === undefined && card === undefined ? undefined : "card";
 }
 
 function captureMethodWord(method: CaptureMethod | undefined): CaptureMethodWord {
-  return (sentWord(CaptureMethodSchema, "capture_method", method) ?? "automatic") as CaptureMethodWord;
+  return (sentWord(CaptureMethodSchema, method) ?? "automatic") as CaptureMethodWord;
 }
 
 /** capture_on belongs to scheduled capture only, and must lie ahead. */
@@ -275,11 +275,11 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       const caller = merchantOf(ctx);
       const page = pageOf(req);
       const query = scopedQuery(dataSource, PaymentRow, "p", caller);
-      const status = sentWord(PaymentStatusSchema, "status", req.status);
+      const status = sentWord(PaymentStatusSchema, req.status);
       if (status !== undefined) query.andWhere("p.status = :status", { status });
       if (req.customerId !== undefined) query.andWhere("p.customer_id = :customerId", { customerId: req.customerId });
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
-      const method = sentWord(PaymentMethodSchema, "payment_method", req.paymentMethod);
+      const method = sentWord(PaymentMethodSchema, req.paymentMethod);
       if (method !== undefined) query.andWhere("p.payment_method = :method", { method });
       const [rows, total] = await fetchPage(query, "payment_id", page);
       return envelope(rows.map(toPayment), total, page);

@@ -27,7 +27,7 @@ import { toPayout } from "./view.js";
 
 /** Payout types a destination can be given for: no wallet destination fields are defined (interface §2). */
 function payoutTypeOf(value: number | undefined): "card" | "bank" {
-  const word = sentWord(PayoutTypeSchema, "payout_type", value);
+  const word = sentWord(PayoutTypeSchema, value);
   if (word === undefined) throw missingField("payout_type");
   if (word !== "card" && word !== "bank") {
     throw invalidField("payout_type", "wallet payouts are not supported: no wallet destination can be given; use card or bank");
@@ -86,7 +86,7 @@ export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
       const payoutCurrency = currency("currency", req.currency);
       if (req.profileId === undefined || req.profileId === "") throw missingField("profile_id");
       const payoutType = payoutTypeOf(req.payoutType);
-      const priority = (sentWord(PayoutPrioritySchema, "priority", req.priority) ?? "regular") as PayoutRow["priority"];
+      const priority = (sentWord(PayoutPrioritySchema, req.priority) ?? "regular") as PayoutRow["priority"];
       const preferred = req.processor === undefined || req.processor === "" ? undefined : req.processor;
       const candidates = route(processors, { payoutType, priority, currency: payoutCurrency, amount: payoutAmount, preferred });
       const now = clock.now();
@@ -175,10 +175,10 @@ export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
       const caller = merchantOf(ctx);
       const page = pageOf(req);
       const query = scopedQuery(dataSource, PayoutRow, "p", caller);
-      const status = sentWord(PayoutStatusSchema, "status", req.status);
+      const status = sentWord(PayoutStatusSchema, req.status);
       if (status !== undefined) query.andWhere("p.status = :status", { status });
       if (req.customerId !== undefined) query.andWhere("p.customer_id = :customerId", { customerId: req.customerId });
-      const payoutType = sentWord(PayoutTypeSchema, "payout_type", req.payoutType);
+      const payoutType = sentWord(PayoutTypeSchema, req.payoutType);
       if (payoutType !== undefined) query.andWhere("p.payout_type = :payoutType", { payoutType });
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
       const [rows, total] = await fetchPage(query, "payout_id", page);

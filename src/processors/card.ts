@@ -1,3 +1,4 @@
+import { passesLuhn } from "../card-numbers.js";
 import { ApiError, invalidField, missingField } from "../errors.js";
 import { text } from "../validation/fields.js";
 import type { CardDetails } from "./processor.js";
@@ -25,20 +26,6 @@ export interface CardSummary {
 function required(field: string, value: string | undefined): string {
   if (value === undefined || value === "") throw missingField(field);
   return value;
-}
-
-/** The Luhn check digit catches typos before a number ever reaches a processor. */
-function passesLuhn(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let digit = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) {
-      digit *= 2;
-      if (digit > 9) digit -= 9;
-    }
-    sum += digit;
-  }
-  return sum % 10 === 0;
 }
 
 /**

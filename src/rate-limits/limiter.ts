@@ -15,6 +15,17 @@ export interface RateLimitState {
   readonly retryAfter: number;
 }
 
+/** The X-RateLimit headers reporting a window (decisions §6), with Retry-After once it is used up. */
+export function rateLimitHeaders(state: RateLimitState): [string, string][] {
+  const headers: [string, string][] = [
+    ["x-ratelimit-limit", String(state.limit)],
+    ["x-ratelimit-remaining", String(state.remaining)],
+    ["x-ratelimit-reset", String(state.reset)],
+  ];
+  if (!state.allowed) headers.push(["retry-after", String(state.retryAfter)]);
+  return headers;
+}
+
 /** The per-key limit of decisions §6: RATE_LIMIT_PER_MINUTE requests per fixed minute. */
 export class RateLimiter {
   constructor(

@@ -51,7 +51,7 @@ async function refundable(em: EntityManager, scope: Scope, paymentId: string, re
 }
 
 function reasonWord(reason: RefundReason | undefined): string | null {
-  return sentWord(RefundReasonSchema, "reason", reason) ?? null;
+  return sentWord(RefundReasonSchema, reason) ?? null;
 }
 
 /**
@@ -67,7 +67,7 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
       const caller = merchantOf(ctx);
       if (req.paymentId === undefined || req.paymentId === "") throw missingField("payment_id");
       const requested = req.amount === undefined ? undefined : positiveAmount("amount", req.amount);
-      sentWord(RefundTypeSchema, "refund_type", req.refundType);
+      sentWord(RefundTypeSchema, req.refundType);
       const scheduled = req.refundType === RefundType.SCHEDULED;
       const row = await dataSource.transaction(async (em) => {
         const payment = await lockPayment(em, caller, req.paymentId!);
@@ -149,7 +149,7 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
       const page = pageOf(req);
       const query = scopedQuery(dataSource, RefundRow, "r", caller);
       if (req.paymentId !== undefined) query.andWhere("r.payment_id = :paymentId", { paymentId: req.paymentId });
-      const status = sentWord(RefundStatusSchema, "status", req.status);
+      const status = sentWord(RefundStatusSchema, req.status);
       if (status !== undefined) query.andWhere("r.status = :status", { status });
       const [rows, total] = await fetchPage(query, "refund_id", page);
       return envelope(rows.map(toRefund), total, page);

@@ -1,56 +1,143 @@
+import type { ServerResponse } from "node:http";
+import { constants as http2Constants, type Http2ServerResponse } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
 import { ApiError, errorCatalogue, type ErrorCode } from "../errors.js";
+import type { WireProtocol } from "./protocol.js";
+
+/*
+ * One conversion of errors to the wire, as vanguard-go's errors.go: whatever went wrong becomes a
+ * ConnectError carrying the documented ErrorDetail (decisions §5), and that ConnectError is written
+ * in the shape of the request's protocol: the REST error object, Connect's error JSON, or gRPC and
+ * gRPC-Web status headers.
+ */
 
 /** The documented error body as REST clients receive it. */
 export interface RestErrorBody {
   error: { type: string; code: string; message: string };
 }
 
+/** A Node response of either HTTP version. */
+export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+/** The ConnectError of a documented error: its code's Connect code, with the ErrorDetail. */
+export function documentedError(error: ApiError): ConnectError {
+  const row = errorCatalogue[error.code];
+  return new ConnectError(error.message, row.connectCode, undefined, [
+    { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { type: row.type, code: error.code, message: error.message }) },
+  ]);
+}
+
+/**
+ * HE_00 for a failure of ours. Its message carries the request id, which the log line holding the
+ * cause carries too, so a report from a client leads to the cause; the cause itself is never sent.
+ */
+export function internalError(requestId: string | undefined, cause: unknown): ConnectError {
+  const reference = requestId === undefined ? "" : ` (request ${requestId})`;
+  const error = documentedError(new ApiError("HE_00", `Something went wrong on our side; the request may be retried${reference}.`));
+  error.cause = cause;
+  return error;
+}
+
 /**
  * Turns anything a handler threw into the ConnectError clients receive. Our ApiErrors keep their
- * code as an ErrorDetail; anything else is an internal failure whose details stay in the log.
+ * code as an ErrorDetail, and connect's `unimplemented` (a method not built yet) becomes IR_00;
+ * anything else is an internal failure whose details stay in the log.
  */
-export function toConnectError(reason: unknown): ConnectError {
-  if (reason instanceof ApiError) {
-    const row = errorCatalogue[reason.code];
-    return new ConnectError(reason.message, row.connectCode, undefined, [
-      { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { type: row.type, code: reason.code, message: reason.message }) },
-    ]);
-  }
-  if (reason instanceof ConnectError && reason.findDetails(ErrorDetailSchema).length > 0) {
-    return reason;
-  }
+export function toConnectError(reason: unknown, requestId?: string): ConnectError {
+  if (reason instanceof ApiError) return documentedError(reason);
+  if (reason instanceof ConnectError && documentedCodeOf(reason) !== undefined) return reason;
   if (reason instanceof ConnectError && reason.code === Code.Unimplemented) {
-    return toConnectError(new ApiError("IR_00", `${reason.rawMessage}: this operation is not available yet`));
+    return documentedError(new ApiError("IR_00", `${reason.rawMessage}: this operation is not available yet`));
   }
-  if (reason instanceof ConnectError && reason.code !== Code.Internal && reason.code !== Code.Unknown) {
-    // Protocol-level rejections by connect itself (bad envelope, unsupported codec) keep their code.
-    return reason;
-  }
-  const internal = toConnectError(new ApiError("HE_00", "Something went wrong on our side; the request may be retried."));
-  // Kept for the log line of the outcome interceptor, never sent.
-  internal.cause = reason;
-  return internal;
+  return internalError(requestId, reason);
 }
 
-/** The REST status and body for an error that reached the REST layer as a ConnectError. */
+/** The documented code an error carries as its ErrorDetail, if it carries one. */
+export function documentedCodeOf(error: ConnectError): ErrorCode | undefined {
+  const code = error.findDetails(ErrorDetailSchema)[0]?.code;
+  return code !== undefined && code in errorCatalogue ? (code as ErrorCode) : undefined;
+}
+
+/** The REST status and body of a documented error. */
 export function toRestError(error: ConnectError): { status: number; body: RestErrorBody } {
   const detail = error.findDetails(ErrorDetailSchema)[0];
-  if (detail !== undefined && detail.code in errorCatalogue) {
-    const row = errorCatalogue[detail.code as ErrorCode];
-    return { status: row.httpStatus, body: { error: { type: detail.type, code: detail.code, message: detail.message } } };
-  }
-  const status = error.code === Code.InvalidArgument ? 400 : 500;
-  const code: ErrorCode = status === 400 ? "IR_06" : "HE_00";
-  return { status, body: { error: { type: errorCatalogue[code].type, code, message: error.rawMessage } } };
+  const code = documentedCodeOf(error) ?? "HE_00";
+  const row = errorCatalogue[code];
+  return {
+    status: row.httpStatus,
+    body: { error: { type: row.type, code, message: detail?.message ?? error.rawMessage } },
+  };
 }
 
-/** The REST status and body for an ApiError raised by the REST layer itself (routing, JSON). */
-export function restErrorOf(error: ApiError): { status: number; body: RestErrorBody } {
-  return {
-    status: errorCatalogue[error.code].httpStatus,
-    body: { error: { type: error.type, code: error.code, message: error.message } },
-  };
+/**
+ * Answers a request with `error` in the shape its protocol defines, with the error's metadata as
+ * headers. `status` overrides the HTTP status where HTTP has a more precise one than the code's
+ * (415 for a content type no protocol uses); gRPC answers are HTTP 200 whatever the error, with the
+ * status in the headers (a trailers-only answer, as gRPC and gRPC-Web allow).
+ */
+export function writeError(res: NodeResponse, protocol: WireProtocol, error: ConnectError, status?: number): void {
+  if (res.headersSent) {
+    // Too late to answer: the client learns of the failure from the cut stream.
+    destroyResponse(res);
+    return;
+  }
+  error.metadata.forEach((value, name) => res.setHeader(name, value));
+  closeIfBodyUnread(res);
+  switch (protocol) {
+    case "rest": {
+      const rest = toRestError(error);
+      send(res, status ?? rest.status, "application/json", JSON.stringify(rest.body));
+      return;
+    }
+    case "connect":
+      send(res, status ?? codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {}));
+      return;
+    case "grpc":
+    case "grpc-web": {
+      const header = setTrailerStatus(new Headers(), error);
+      header.forEach((value, name) => res.setHeader(name, value));
+      send(res, 200, protocol === "grpc" ? "application/grpc+proto" : "application/grpc-web+proto", "");
+      return;
+    }
+  }
+}
+
+function send(res: NodeResponse, status: number, contentType: string, body: string | Uint8Array): void {
+  res.statusCode = status;
+  res.setHeader("content-type", contentType);
+  res.setHeader("content-length", typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
+  res.end(body);
+}
+
+/**
+ * Largest unread request body drained after an answer rather than cut off by closing the
+ * connection: what the service would have read anyway (the REST and RPC body limit). A refusal
+ * (401, 429, …) of an ordinary request keeps its connection; a 100 MB upload does not.
+ */
+const drainableBytes = 1024 * 1024;
+
+/**
+ * An answer given before its request's body was read to its end (a refusal) ends an HTTP/1.1
+ * connection when the rest of the body is large or of unknown length, and says so with
+ * `connection: close`: Node then closes it after the answer instead of reading the rest (a 100 MB
+ * upload) to discard it, and the client does not reuse a connection whose request it has not
+ * finished sending. A smaller body is read and dropped, and the connection kept, unless its reader
+ * gave up on it. (HTTP/2 resets the stream instead; see the node handler.)
+ */
+export function closeIfBodyUnread(res: NodeResponse): void {
+  if ("stream" in res || res.req.complete || res.headersSent) return;
+  const declared = Number(res.req.headers["content-length"] ?? Number.NaN);
+  // A request a reader gave up on (connect stops reading a body it cannot parse) is destroyed, and
+  // Node cannot read the rest of it to reach the next request on the connection.
+  if (res.req.destroyed || !(declared <= drainableBytes)) res.setHeader("connection", "close");
+}
+
+/** Ends a response that can no longer carry an error: the connection (HTTP/1.1) or the stream (HTTP/2) is cut. */
+export function destroyResponse(res: NodeResponse): void {
+  if ("stream" in res) res.stream.close(http2Constants.NGHTTP2_INTERNAL_ERROR);
+  else res.destroy();
 }

@@ -1,6 +1,8 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
+import { invalidRequest } from "../errors.js";
+import { documentedError, toRestError } from "./errors.js";
 
 /** A request handler both protocols can call, as produced by connect-node's universal adapters. */
 export type DualProtocolHandler = (
@@ -34,7 +36,9 @@ export function createDualProtocolServer(
   const sniffing = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
 
-  const h1 = http.createServer((req, res) => {
+  // A request without Host reaches the handler (HTTP/1.0 needs none; an RPC without one gets the
+  // documented IR_06 there), instead of Node's bare 400.
+  const h1 = http.createServer({ requireHostHeader: false }, (req, res) => {
     // A connection busy when close() is called would otherwise sit idle until the force timeout.
     res.once("finish", () => {
       if (closing) req.socket.end();
@@ -44,6 +48,7 @@ export function createDualProtocolServer(
   h1.keepAliveTimeout = idleTimeoutMs;
   // Longer than keep-alive, so a request starting just as the idle timer fires is not cut mid-headers.
   h1.headersTimeout = idleTimeoutMs + 1_000;
+  answerUnservableRequests(h1);
 
   const h2 = http2.createServer(handler);
   h2.on("session", (session) => {
@@ -119,3 +124,77 @@ function sniff(socket: net.Socket, timeoutMs: number, decide: (isHttp2: boolean)
 }
 
 function ignore(): void {}
+
+/**
+ * What Node's HTTP/1.1 server answers by itself gets the documented error body too (IR_06): a
+ * request its parser refuses (a malformed method or target, an over-long header: Node's 400 and
+ * 431), an Expect header it cannot meet (417), and a CONNECT request, which this service never
+ * serves (405; Node would close the connection without a word). These come before any handler, so
+ * they are written to the socket, which is then closed: after a parse error nothing more on it can
+ * be trusted. (An Upgrade request is served as the plain request it also is.)
+ */
+function answerUnservableRequests(h1: http.Server): void {
+  const inFlight = new WeakMap<net.Socket, http.ServerResponse>();
+  // Node's parser reports its error again for every chunk that follows: the first one is answered,
+  // the socket then lingers (writeRawError) instead of being reset under the answer.
+  const answered = new WeakSet<net.Socket>();
+  h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    inFlight.set(req.socket, res);
+    res.once("finish", () => inFlight.delete(req.socket));
+  });
+  h1.on("clientError", (error: ParserError, socket: net.Socket) => {
+    if (answered.has(socket)) return;
+    // As Node itself: never write into an answer that has begun, nor to a peer that is gone.
+    if (error.code === "ECONNRESET" || !socket.writable || inFlight.get(socket)?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
+    const [status, message] = clientErrorAnswer(error);
+    // A HEAD request's answer has no body, even when it is an error (the client would read on).
+    const head = error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD ";
+    answered.add(socket);
+    writeRawError(socket, status, message, head);
+  });
+  h1.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const body = errorBody(`Expect: ${req.headers.expect ?? ""} cannot be met; only 100-continue is supported`);
+    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" });
+    res.end(body);
+  });
+  h1.on("connect", (_req: http.IncomingMessage, socket: net.Socket) => {
+    writeRawError(socket, 405, "The CONNECT method is not served here");
+  });
+}
+
+/** What Node's HTTP parser reports of a request it refuses. */
+type ParserError = Error & { code?: string; reason?: string; rawPacket?: Buffer };
+
+function clientErrorAnswer(error: ParserError): [number, string] {
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return [431, "The request headers are too large"];
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return [413, "The request's chunk extensions are too large"];
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [408, "The request did not arrive in time"];
+    default:
+      return [400, `The request is not valid HTTP/1.1${error.reason === undefined ? "" : `: ${error.reason}`}`];
+  }
+}
+
+function errorBody(message: string): string {
+  return JSON.stringify(toRestError(documentedError(invalidRequest(message))).body);
+}
+
+/**
+ * Answers on a socket no handler owns, then closes it. The rest of what the client sends is read
+ * and dropped for a moment first: closing a socket with unread data sends a reset, which can make
+ * the client lose the answer before reading it.
+ */
+function writeRawError(socket: net.Socket, status: number, message: string, headOnly = false): void {
+  const body = errorBody(message);
+  const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+  socket.end(headOnly ? head : head + body);
+  socket.on("data", ignore);
+  socket.resume();
+  setTimeout(() => socket.destroy(), 1_000).unref();
+}

@@ -1,60 +1,190 @@
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import { constants as http2Constants, type Http2ServerRequest } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { createAsyncIterable, readAllBytes, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
-import { invalidRequest } from "../errors.js";
-import { log } from "../log.js";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import type { HeaderLookup } from "../auth/authenticate.js";
+import { describeValue, invalidRequest, type ApiError } from "../errors.js";
+import type { Admit } from "./admission.js";
 import type { ApiRouter } from "./api-router.js";
-import { toConnectError } from "./errors.js";
+import { withDocumentedRefusals } from "./connect-refusals.js";
+import { closeIfBodyUnread, destroyResponse, documentedCodeOf, toConnectError, writeError, type NodeResponse } from "./errors.js";
 import type { DualProtocolHandler } from "./listener.js";
+import { rpcProtocolOf } from "./protocol.js";
+import { callValues, RequestRecord } from "./request-record.js";
+import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
-import { RestRouter } from "./rest/router.js";
+import { MethodNotAllowedError, RestRouter } from "./rest/router.js";
+
+/** A request of either HTTP version. */
+type NodeRequest = IncomingMessage | Http2ServerRequest;
 
 /** Browser pages served beside the API (e.g. the 3DS challenge), by path prefix. */
 export interface Pages {
   readonly prefix: string;
-  readonly handler: DualProtocolHandler;
+  readonly handler: (req: NodeRequest, res: NodeResponse) => void | Promise<void>;
+}
+
+/** What the port's request handler serves. */
+export interface NodeHandlerOptions {
+  readonly router: ApiRouter;
+  readonly pages: readonly Pages[];
+  /** Decides from the headers whether a call may run, before its body is read. */
+  readonly admit: Admit;
 }
 
 /**
- * The one request handler of the port: RPC paths (`/package.Service/Method`) go to connect, which
- * speaks Connect, gRPC and gRPC-Web; browser pages go to their handler; every other path is a REST
- * path for the transcoder.
+ * The one request handler of the port, and the one place nothing a client sends can escape: every
+ * request is served inside a promise whose failure is answered with the documented error of the
+ * request's protocol (HE_00 carrying the request id when the failure is ours), and logged once when
+ * the request ends. RPC paths (`/package.Service/Method`) go to connect, which speaks Connect, gRPC
+ * and gRPC-Web; browser pages go to their handler; every other path is a REST path for the
+ * transcoder. A call is admitted (authenticated, rate-limited) from its headers before its body is
+ * read, and a request whose body was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler(router: ApiRouter, pages: readonly Pages[]): DualProtocolHandler {
+export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
-  const rest = createRestHandler(new RestRouter(router.methods), router.interceptors);
-  return (req, res) => {
-    const path = (req.url ?? "").split("?", 1)[0]!;
-    const handler = rpc.get(path);
-    if (handler === undefined) {
-      (pages.find((p) => path.startsWith(p.prefix))?.handler ?? rest)(req, res);
-      return;
+  const restRouter = new RestRouter(router.methods);
+  const rest = createRestHandler(router.interceptors);
+
+  async function serve(req: NodeRequest, res: NodeResponse, record: RequestRecord): Promise<void> {
+    const target = parseRequestTarget(req.url);
+    if (target === undefined) throw invalidRequest("The request target is not a path this service serves");
+    const handler = rpc.get(target.path);
+    if (handler !== undefined) return serveRpc(req, res, target, handler, record);
+    const page = pages.find((p) => target.path.startsWith(p.prefix));
+    if (page !== undefined) {
+      // The rest of a page's path is the token that authorizes it: not for the log.
+      record.procedure = page.prefix;
+      return page.handler(req, res);
     }
-    handler(universalRequestFromNodeRequest(req, res, undefined, undefined))
-      .then((answer) => documentedDecodeError(answer))
-      .then((answer) => universalResponseToNodeResponse(answer, res))
-      .catch((reason: unknown) => log.error("rpc response failed", { path: req.url, error: String(reason) }));
+    return serveRest(req, res, target, record);
+  }
+
+  async function serveRest(req: NodeRequest, res: NodeResponse, target: RequestTarget, record: RequestRecord): Promise<void> {
+    const match = restRouter.match(req.method ?? "", target.path);
+    record.procedure = procedureOf(match.route.method.parent.typeName, match.route.method.name);
+    const admitted = await admit(match.route.method, nodeHeaders(req.headers));
+    for (const [name, value] of admitted.header) res.setHeader(name, value);
+    await rest({ match, target, req, res, record, values: callValues(record, admitted.caller) });
+  }
+
+  async function serveRpc(req: NodeRequest, res: NodeResponse, target: RequestTarget, handler: UniversalHandler, record: RequestRecord): Promise<void> {
+    record.procedure = handler.requestPath;
+    const protocol = rpcProtocolOf(req.method, req.headers["content-type"]);
+    record.protocol = protocol ?? "connect";
+    if (protocol === undefined) {
+      const { error, status } = unsupportedContentType(req);
+      return refuse(res, record, error, status);
+    }
+    const refusal = rpcRequestRefusal(req, target, handler);
+    if (refusal !== undefined) return refuse(res, record, refusal.error, refusal.status);
+    const admitted = await admit(handler.method, nodeHeaders(req.headers));
+    for (const [name, value] of admitted.header) res.setHeader(name, value);
+    const answer = await handler(universalRequestFromNodeRequest(req, res, undefined, callValues(record, admitted.caller)));
+    // Connect answers once it has read the request, or has given up reading it (a refusal).
+    closeIfBodyUnread(res);
+    const documented = await withDocumentedRefusals(answer, protocol, { httpMethod: req.method, method: handler.method }, record);
+    await universalResponseToNodeResponse(documented, res);
+  }
+
+  return (req, res) => {
+    const record = new RequestRecord();
+    res.setHeader("x-request-id", record.id);
+    res.once("finish", () => resetUnreadStream(req));
+    res.once("close", () => record.log(req.method, req.url ?? "", res.statusCode, res.writableFinished));
+    serve(req, res, record).catch((reason: unknown) => {
+      if (res.headersSent && isClientGone(reason)) destroyResponse(res);
+      else refuse(res, record, reason);
+    });
+  };
+}
+
+/** A refusal of the port's own, with the HTTP status when HTTP has a more precise one than the code's. */
+interface Refusal {
+  readonly error: ApiError;
+  readonly status?: number;
+}
+
+function unsupportedContentType(req: NodeRequest): Refusal {
+  const contentType = req.headers["content-type"] ?? "(none)";
+  return {
+    error: invalidRequest(`Unsupported content type ${contentType} for an RPC; use application/json or application/proto (Connect), application/grpc or application/grpc-web`),
+    status: 415,
   };
 }
 
 /**
- * An error connect raises itself while decoding a Connect JSON request, before any interceptor runs,
- * gets the documented shape like every other error (decisions §5): IR_06 as an ErrorDetail. Its
- * message keeps connect's words up to the field ("cannot decode field
- * paymentservice.v1.CardInput.card_number from JSON"), never the rest: connect quotes the
- * offending value there, and that value may be a card number or CVC.
+ * What connect would answer without the documented body, or could not answer at all, refused here
+ * before the call is admitted: an HTTP method or content type the RPC does not take, a Connect GET
+ * without a known encoding, no usable Host (connect cannot build the request's URL), and a
+ * bidirectional stream over HTTP/1.1.
  */
-async function documentedDecodeError(answer: UniversalServerResponse): Promise<UniversalServerResponse> {
-  const header = answer.header;
-  if (answer.status !== 400 || answer.body === undefined || header === undefined) return answer;
-  if (header.get("content-type") !== "application/json" || header.has("content-encoding")) return answer;
-  const bytes = await readAllBytes(answer.body, 1024 * 1024);
-  const error = errorFromJsonBytes(bytes, undefined, new ConnectError("The request could not be decoded", Code.InvalidArgument));
-  if (error.findDetails(ErrorDetailSchema).length > 0) return { ...answer, body: createAsyncIterable([bytes]) };
-  const message = error.rawMessage.replace(/ from JSON: [\s\S]*$/, " from JSON");
-  const documented = errorToJsonBytes(toConnectError(invalidRequest(message)), undefined);
-  header.set("content-length", String(documented.byteLength));
-  return { ...answer, body: createAsyncIterable([documented]) };
+function rpcRequestRefusal(req: NodeRequest, target: RequestTarget, handler: UniversalHandler): Refusal | undefined {
+  if (!handler.allowedMethods.includes(req.method ?? "")) {
+    return { error: new MethodNotAllowedError(req.method ?? "", handler.requestPath, handler.allowedMethods) };
+  }
+  if (req.method !== "GET" && !handler.supportedContentType(req.headers["content-type"] ?? "")) return unsupportedContentType(req);
+  const encoding = target.query.get("encoding");
+  if (req.method === "GET" && encoding !== "json" && encoding !== "proto") {
+    return { error: invalidRequest(`A Connect GET needs the query parameter encoding=json or encoding=proto, got ${describeValue(encoding)}`), status: 415 };
+  }
+  if (!hasValidAuthority(req)) return { error: invalidRequest("The request has no valid Host header (or :authority)") };
+  if (handler.method.methodKind === "bidi_streaming" && req.httpVersion.startsWith("1.")) {
+    return { error: invalidRequest(`${handler.requestPath} streams both ways, which needs HTTP/2`) };
+  }
+  return undefined;
+}
+
+/** Answers a request the port refuses (or fails), in its protocol's shape, and notes the outcome. */
+function refuse(res: NodeResponse, record: RequestRecord, reason: unknown, status?: number): void {
+  const error = toConnectError(reason, record.id);
+  record.answered(documentedCodeOf(error), error.cause ?? reason);
+  if (reason instanceof MethodNotAllowedError && !res.headersSent) {
+    res.setHeader("allow", reason.allowed.join(", "));
+    // On an RPC path too: IR_03's Connect code (unimplemented) would make it HTTP 501.
+    status ??= 405;
+  }
+  writeError(res, record.protocol, error, status);
+}
+
+/** `/package.Service/Method`, as connect names a procedure. */
+function procedureOf(service: string, method: string): string {
+  return `/${service}/${method}`;
+}
+
+/** Node's request headers as authentication reads them. */
+function nodeHeaders(headers: IncomingHttpHeaders): HeaderLookup {
+  return {
+    get(name) {
+      const value = headers[name];
+      return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+    },
+  };
+}
+
+/**
+ * Whether connect can build the request's URL from its authority: an HTTP/1.0 request may come
+ * without a Host header, and a Host header need not be a host, and connect throws on either.
+ */
+function hasValidAuthority(req: NodeRequest): boolean {
+  const authority = "authority" in req ? req.authority : req.headers.host;
+  return authority !== undefined && authority !== "" && URL.canParse(`http://${authority}`);
+}
+
+/** A write to a client that went away (connect-node reports it as canceled or aborted). */
+function isClientGone(reason: unknown): boolean {
+  return reason instanceof ConnectError && (reason.code === Code.Canceled || reason.code === Code.Aborted);
+}
+
+/**
+ * Stops an HTTP/2 request whose answer is complete though its body is not (a refusal before or
+ * while reading it) with RST_STREAM NO_ERROR, as RFC 9113 §8.1 allows a server that has answered,
+ * instead of reading the rest to discard it. HTTP/1.1 answers close their connection instead
+ * (closeIfBodyUnread).
+ */
+function resetUnreadStream(req: NodeRequest): void {
+  if ("stream" in req && !req.stream.endAfterHeaders && !req.readableEnded && !req.stream.closed) {
+    req.stream.close(http2Constants.NGHTTP2_NO_ERROR);
+  }
 }

@@ -1,8 +1,28 @@
-import { createContextKey } from "@connectrpc/connect";
+import { contentTypeRegExp as connectContentType } from "@connectrpc/connect/protocol-connect";
+import { contentTypeRegExp as grpcContentType } from "@connectrpc/connect/protocol-grpc";
+import { contentTypeRegExp as grpcWebContentType } from "@connectrpc/connect/protocol-grpc-web";
 
 /**
- * The protocol a call arrived on. Connect, gRPC and gRPC-Web are told apart by connect itself; REST
- * calls invoke the same implementations through the same interceptors, so the REST layer marks them
- * here for logs.
+ * The protocol a request speaks, which decides the shape of every answer to it, errors included:
+ * the REST dialect on the documented paths, and the three RPC protocols on `/package.Service/Method`.
  */
-export const protocolKey = createContextKey<"rest" | "rpc">("rpc", { description: "protocol of the call" });
+export type WireProtocol = "rest" | RpcProtocol;
+
+/** The protocols connect serves on RPC paths. */
+export type RpcProtocol = "connect" | "grpc" | "grpc-web";
+
+/**
+ * The RPC protocol a request to an RPC path speaks, by its HTTP method and content type (a Connect
+ * GET carries none); undefined when the content type names none of them, which is then answered in
+ * Connect's shape, the one a plain HTTP client can read.
+ */
+export function rpcProtocolOf(httpMethod: string | undefined, contentType: string | undefined): RpcProtocol | undefined {
+  if (httpMethod === "GET") return "connect";
+  if (contentType === undefined) return undefined;
+  // gRPC-Web's content types begin like gRPC's, so they are told apart first. Its base64 text
+  // variant (for browsers without binary fetch) is one connect does not serve.
+  if (grpcWebContentType.test(contentType)) return /^application\/grpc-web-text/i.test(contentType) ? undefined : "grpc-web";
+  if (grpcContentType.test(contentType)) return "grpc";
+  if (connectContentType.test(contentType)) return "connect";
+  return undefined;
+}

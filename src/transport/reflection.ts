@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { DescFile, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescFile, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
 import { nestedTypes } from "@bufbuild/protobuf/reflect";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
@@ -22,27 +22,27 @@ interface Schema {
   readonly encoded: Map<DescFile, Uint8Array>;
 }
 
+/** Whether a method is reflection's: public, like the schema it describes (no API key). */
+export function isReflectionMethod(method: DescMethod): boolean {
+  return method.parent.typeName === ServerReflection.typeName;
+}
+
 /** Serves grpc.reflection.v1 so `buf curl` and `grpcurl` can list, describe and call the services in `files` without a local schema. */
 export function registerReflection(router: ConnectRouter, files: readonly DescFile[]): void {
   const schema = indexSchema([...files, file_grpc_reflection_v1_reflection]);
-  router.service(
-    ServerReflection,
-    {
-      async *serverReflectionInfo(requests) {
-        // Per stream, because the protocol lets a client cache what this stream already sent it.
-        const sent = new Set<DescFile>();
-        for await (const request of requests) {
-          yield create(ServerReflectionResponseSchema, {
-            validHost: request.host,
-            originalRequest: request,
-            messageResponse: answer(schema, request, sent),
-          });
-        }
-      },
+  router.service(ServerReflection, {
+    async *serverReflectionInfo(requests) {
+      // Per stream, because the protocol lets a client cache what this stream already sent it.
+      const sent = new Set<DescFile>();
+      for await (const request of requests) {
+        yield create(ServerReflectionResponseSchema, {
+          validHost: request.host,
+          originalRequest: request,
+          messageResponse: answer(schema, request, sent),
+        });
+      }
     },
-    // Public, like the schema it describes: API-key authentication is for the API's own methods.
-    { interceptors: [] },
-  );
+  });
 }
 
 function indexSchema(roots: readonly DescFile[]): Schema {

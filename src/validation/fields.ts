@@ -1,4 +1,4 @@
-import { invalidField } from "../errors.js";
+import { describeValue, invalidField } from "../errors.js";
 import { countryCodes } from "./iso3166.js";
 
 /*
@@ -27,7 +27,7 @@ export function country(field: string, value: string | undefined): string | unde
   if (value === undefined) return undefined;
   const code = value.toUpperCase();
   if (!countryCodes.has(code)) {
-    throw invalidField(field, `expected a two-letter ISO 3166-1 country code such as GB, got "${value}"`);
+    throw invalidField(field, `expected a two-letter ISO 3166-1 country code such as GB, got ${describeValue(value)}`);
   }
   return code;
 }
@@ -35,7 +35,7 @@ export function country(field: string, value: string | undefined): string | unde
 /** A phone country calling code: a plus sign and 1–4 digits, e.g. +44. */
 export function phoneCountryCode(field: string, value: string | undefined): string | undefined {
   if (value !== undefined && !/^\+[1-9]\d{0,3}$/.test(value)) {
-    throw invalidField(field, `expected a plus sign and 1-4 digits such as +44, got "${value}"`);
+    throw invalidField(field, `expected a plus sign and 1-4 digits such as +44, got ${describeValue(value)}`);
   }
   return value;
 }

@@ -1,5 +1,5 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { invalidField, invalidRequest } from "../errors.js";
+import { describeValue, invalidField, invalidRequest } from "../errors.js";
 
 /** The list parameters every list endpoint shares (decisions §7), validated. */
 export interface Page {
@@ -21,11 +21,11 @@ interface PageRequest {
 export function pageOf(request: PageRequest): Page {
   const limit = request.limit ?? 10;
   if (limit < 1 || limit > 100) {
-    throw invalidRequest(`Invalid value for field limit: must be between 1 and 100, got ${limit}`);
+    throw invalidRequest(`Invalid value for field limit: must be between 1 and 100, got ${describeValue(limit)}`);
   }
   const offset = request.offset ?? 0;
   if (offset < 0) {
-    throw invalidField("offset", `must be 0 or more, got ${offset}`);
+    throw invalidField("offset", `must be 0 or more, got ${describeValue(offset)}`);
   }
   return {
     limit,

@@ -1,4 +1,4 @@
-import { invalidField, missingField } from "../errors.js";
+import { describeValue, invalidField, missingField } from "../errors.js";
 
 /** Amounts are integers in the smallest currency unit, 1 … 999 999 999 999 (decisions §4). */
 const maxAmount = 999_999_999_999n;
@@ -18,7 +18,7 @@ export function amount(field: string, value: bigint | undefined): bigint {
 /** An amount that was sent, within the documented range. */
 export function positiveAmount(field: string, value: bigint): bigint {
   if (value < 1n || value > maxAmount) {
-    throw invalidField(field, `expected an integer from 1 to ${maxAmount} (smallest currency unit), got ${value}`);
+    throw invalidField(field, `expected an integer from 1 to ${maxAmount} (smallest currency unit), got ${describeValue(value)}`);
   }
   return value;
 }
@@ -28,7 +28,7 @@ export function currency(field: string, value: string | undefined): string {
   if (value === undefined || value === "") throw missingField(field);
   const code = value.toUpperCase();
   if (!/^[A-Z]{3}$/.test(code) || !currencies.has(code)) {
-    throw invalidField(field, `expected a three-letter ISO 4217 currency code such as USD, got "${value}"`);
+    throw invalidField(field, `expected a three-letter ISO 4217 currency code such as USD, got ${describeValue(value)}`);
   }
   return code;
 }

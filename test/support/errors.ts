@@ -24,6 +24,7 @@ export const documentedErrorType = {
   IK_01: "idempotency_error",
   IK_02: "idempotency_error",
   RL_01: "rate_limit_error",
+  TO_01: "timeout_error",
 } as const;
 
 /** A documented error code. */

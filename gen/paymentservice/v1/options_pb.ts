@@ -4,14 +4,14 @@
 
 import type { GenEnum, GenExtension, GenFile } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, extDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
-import type { MethodOptions } from "@bufbuild/protobuf/wkt";
+import type { FieldOptions, MethodOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file paymentservice/v1/options.proto.
  */
 export const file_paymentservice_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSqXAQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAU6UwoGYWNjZXNzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuY4DIAEoDjIZLnBheW1lbnRzZXJ2aWNlLnYxLkFjY2Vzc1IGYWNjZXNzYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSq2AQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAUSHQoZQUNDRVNTX1NBTkRCT1hfU0VDUkVUX0tFWRAGOlMKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yGS5wYXltZW50c2VydmljZS52MS5BY2Nlc3NSBmFjY2VzczpNChJpbnZhbGlkX3ZhbHVlX2NvZGUSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAlSEGludmFsaWRWYWx1ZUNvZGViBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Who may call an RPC. Declared on each method so that the authentication interceptor enforces the
@@ -61,6 +61,13 @@ export enum Access {
    * @generated from enum value: ACCESS_ADMIN_OR_SECRET_KEY = 5;
    */
   ADMIN_OR_SECRET_KEY = 5,
+
+  /**
+   * A merchant's sandbox secret key (snd_): sandbox controls stand in for the card network.
+   *
+   * @generated from enum value: ACCESS_SANDBOX_SECRET_KEY = 6;
+   */
+  SANDBOX_SECRET_KEY = 6,
 }
 
 /**
@@ -76,4 +83,13 @@ export const AccessSchema: GenEnum<Access> = /*@__PURE__*/
  */
 export const access: GenExtension<MethodOptions, Access> = /*@__PURE__*/
   extDesc(file_paymentservice_v1_options, 0);
+
+/**
+ * Error code of a value this field cannot take, where it is not IR_05: a list's `limit` is IR_06
+ * (decisions §7) whether it is out of range, fractional or not a number at all.
+ *
+ * @generated from extension: string invalid_value_code = 51002;
+ */
+export const invalid_value_code: GenExtension<FieldOptions, string> = /*@__PURE__*/
+  extDesc(file_paymentservice_v1_options, 1);
 

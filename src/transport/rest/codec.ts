@@ -1,6 +1,7 @@
 import {
   ScalarType,
   fromJson,
+  getOption,
   toJson,
   type DescEnum,
   type DescField,
@@ -13,8 +14,10 @@ import {
   FeatureSet_FieldPresence,
   StructSchema,
   TimestampSchema, timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { invalid_value_code as invalidValueCode } from "../../../gen/paymentservice/v1/options_pb.js";
 import { enumNumber, enumWord } from "../../enum-words.js";
-import { invalidField, invalidRequest } from "../../errors.js";
+import { checkText } from "../../validation/text.js";
+import { ApiError, describeValue, errorCatalogue, invalidField, invalidRequest, type ErrorCode } from "../../errors.js";
 
 /*
  * The REST dialect of our JSON (decisions §1, issue "REST dialect"): snake_case keys, int64 as JSON
@@ -29,14 +32,6 @@ function enumWords(desc: DescEnum): string {
   return desc.values.flatMap((v) => (v.number === 0 ? [] : [enumWord(desc, v.number)])).join(", ");
 }
 
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return "an object";
-  // A value with a run of digits may be a misplaced card number or CVC (decisions §4): name its
-  // type, never repeat it, as error messages reach clients and logs.
-  return /[0-9]{3}/.test(String(value)) ? `a ${typeof value}` : JSON.stringify(value);
-}
 
 /**
  * Reads a REST JSON object into a message of `schema`, naming the exact field path (e.g.
@@ -53,7 +48,7 @@ export function mergeMessage(target: ReflectMessage, json: unknown, path = ""): 
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw path === ""
       ? invalidRequest("The request body must be a JSON object")
-      : invalidField(path, `expected an object, got ${describe(json)}`);
+      : invalidField(path, `expected an object, got ${describeValue(json)}`);
   }
   for (const [key, value] of Object.entries(json)) {
     const field = target.desc.fields.find((f) => f.name === key);
@@ -70,50 +65,61 @@ export function mergeMessage(target: ReflectMessage, json: unknown, path = ""): 
 function setField(target: ReflectMessage, field: DescField, value: unknown, path: string): void {
   switch (field.fieldKind) {
     case "scalar":
-      target.set(field, readScalar(field.scalar, value, path));
+      target.set(field, readScalar(field, field.scalar, value, path));
       return;
     case "enum":
-      target.set(field, readEnum(field.enum, value, path));
+      target.set(field, readEnum(field, field.enum, value, path));
       return;
     case "message":
-      target.set(field, readSingular(field.message, value, path));
+      target.set(field, readSingular(field, field.message, value, path));
       return;
     case "list": {
       if (!Array.isArray(value)) {
-        throw invalidField(path, `expected an array, got ${describe(value)}`);
+        throw invalidValue(field, path, `expected an array, got ${describeValue(value)}`);
       }
       const list = target.get(field) as ReflectList;
       value.forEach((item, i) => {
         const itemPath = `${path}[${i}]`;
-        if (field.listKind === "scalar") list.add(readScalar(field.scalar, item, itemPath));
-        else if (field.listKind === "enum") list.add(readEnum(field.enum, item, itemPath));
-        else list.add(readSingular(field.message, item, itemPath));
+        if (field.listKind === "scalar") list.add(readScalar(field, field.scalar, item, itemPath));
+        else if (field.listKind === "enum") list.add(readEnum(field, field.enum, item, itemPath));
+        else list.add(readSingular(field, field.message, item, itemPath));
       });
       return;
     }
     case "map": {
       if (typeof value !== "object" || Array.isArray(value)) {
-        throw invalidField(path, `expected an object, got ${describe(value)}`);
+        throw invalidValue(field, path, `expected an object, got ${describeValue(value)}`);
       }
       const map = target.get(field) as ReflectMap;
       for (const [key, item] of Object.entries(value as object)) {
+        checkText(key, `${path} (a key)`);
         const itemPath = `${path}.${key}`;
-        if (field.mapKind === "scalar") map.set(key, readScalar(field.scalar, item, itemPath));
-        else if (field.mapKind === "enum") map.set(key, readEnum(field.enum, item, itemPath));
-        else map.set(key, readSingular(field.message, item, itemPath));
+        if (field.mapKind === "scalar") map.set(key, readScalar(field, field.scalar, item, itemPath));
+        else if (field.mapKind === "enum") map.set(key, readEnum(field, field.enum, item, itemPath));
+        else map.set(key, readSingular(field, field.message, item, itemPath));
       }
       return;
     }
   }
 }
 
-function readSingular(schema: DescMessage, value: unknown, path: string): ReflectMessage {
+/**
+ * The error for a value `field` cannot take: IR_05 naming the field, or the code the field declares
+ * with `(invalid_value_code)` in the protos (a list's limit is IR_06, decisions §7).
+ */
+export function invalidValue(field: DescField, path: string, expectation: string): ApiError {
+  const declared = getOption(field, invalidValueCode);
+  if (declared === "" || !(declared in errorCatalogue)) return invalidField(path, expectation);
+  return new ApiError(declared as ErrorCode, `Invalid value for field ${path}: ${expectation}`);
+}
+
+function readSingular(field: DescField, schema: DescMessage, value: unknown, path: string): ReflectMessage {
   if (schema.typeName === TimestampSchema.typeName) {
-    return reflect(TimestampSchema, readTimestamp(value, path));
+    return reflect(TimestampSchema, readTimestamp(field, value, path));
   }
   if (schema.typeName === StructSchema.typeName) {
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      throw invalidField(path, `expected an object, got ${describe(value)}`);
+      throw invalidValue(field, path, `expected an object, got ${describeValue(value)}`);
     }
     return reflect(StructSchema, fromJson(StructSchema, value as JsonValue));
   }
@@ -124,55 +130,62 @@ function readSingular(schema: DescMessage, value: unknown, path: string): Reflec
 const isoTimestamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** Parses an ISO 8601 timestamp with a zone; anything else is IR_05 naming the field. */
-function readTimestamp(value: unknown, path: string): Timestamp {
+function readTimestamp(field: DescField, value: unknown, path: string): Timestamp {
   const date = typeof value === "string" && isoTimestamp.test(value) ? new Date(value) : undefined;
   if (date === undefined || Number.isNaN(date.getTime())) {
-    throw invalidField(path, `expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got ${describe(value)}`);
+    throw invalidValue(field, path, `expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got ${describeValue(value)}`);
   }
   return timestampFromDate(date);
 }
 
-function readEnum(desc: DescEnum, value: unknown, path: string): number {
+function readEnum(field: DescField, desc: DescEnum, value: unknown, path: string): number {
   const number = typeof value === "string" ? enumNumber(desc, value) : undefined;
   if (number === undefined) {
-    throw invalidField(path, `expected one of ${enumWords(desc)}, got ${describe(value)}`);
+    throw invalidValue(field, path, `expected one of ${enumWords(desc)}, got ${describeValue(value)}`);
   }
   return number;
 }
 
-function readScalar(type: ScalarType, value: unknown, path: string): unknown {
+function readScalar(field: DescField, type: ScalarType, value: unknown, path: string): unknown {
   switch (type) {
     case ScalarType.STRING:
-      if (typeof value !== "string") throw invalidField(path, `expected a string, got ${describe(value)}`);
+      if (typeof value !== "string") throw invalidValue(field, path, `expected a string, got ${describeValue(value)}`);
+      checkText(value, path);
       return value;
     case ScalarType.BOOL:
-      if (typeof value !== "boolean") throw invalidField(path, `expected true or false, got ${describe(value)}`);
+      if (typeof value !== "boolean") throw invalidValue(field, path, `expected true or false, got ${describeValue(value)}`);
       return value;
     case ScalarType.DOUBLE:
     case ScalarType.FLOAT:
-      if (typeof value !== "number") throw invalidField(path, `expected a number, got ${describe(value)}`);
+      if (typeof value !== "number") throw invalidValue(field, path, `expected a number, got ${describeValue(value)}`);
       return value;
     case ScalarType.BYTES:
-      if (typeof value !== "string") throw invalidField(path, `expected a base64 string, got ${describe(value)}`);
+      if (typeof value !== "string") throw invalidValue(field, path, `expected a base64 string, got ${describeValue(value)}`);
       return new Uint8Array(Buffer.from(value, "base64"));
     case ScalarType.INT64:
     case ScalarType.SINT64:
     case ScalarType.SFIXED64:
     case ScalarType.UINT64:
     case ScalarType.FIXED64:
-      return BigInt(readInteger(value, path, -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER));
+      return BigInt(readInteger(field, value, path, -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER));
     case ScalarType.UINT32:
     case ScalarType.FIXED32:
-      return readInteger(value, path, 0, 0xffffffff);
+      return readInteger(field, value, path, 0, 0xffffffff);
     default:
-      return readInteger(value, path, -0x80000000, 0x7fffffff);
+      return readInteger(field, value, path, -0x80000000, 0x7fffffff);
   }
 }
 
-function readInteger(value: unknown, path: string, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw invalidField(path, `expected an integer between ${min} and ${max}, got ${describe(value)}`);
+/**
+ * An integer within what the field's wire type holds. The bounds are the wire's, not the API's, so
+ * they are not quoted: the API's own range for the field (an amount, a limit) is checked where the
+ * field is used, and says it.
+ */
+function readInteger(field: DescField, value: unknown, path: string, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value)) {
+    throw invalidValue(field, path, `expected an integer, got ${describeValue(value)}`);
   }
+  if (value < min || value > max) throw invalidValue(field, path, "the integer is out of range");
   return value;
 }
 

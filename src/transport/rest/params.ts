@@ -1,7 +1,7 @@
 import { ScalarType, type DescField, type JsonValue } from "@bufbuild/protobuf";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { invalidField, invalidRequest } from "../../errors.js";
-import { mergeMessage } from "./codec.js";
+import { invalidValue, mergeMessage } from "./codec.js";
 
 /**
  * Sets the path variables of a matched route. They are applied last, so a path variable wins over
@@ -35,7 +35,7 @@ export function applyQuery(target: ReflectMessage, query: URLSearchParams): void
     if (field.fieldKind === "list") {
       json[key] = values.map((v) => queryValue(field, v));
     } else if (values.length > 1) {
-      throw invalidField(key, "the query parameter is given more than once");
+      throw invalidValue(field, key, "the query parameter is given more than once");
     } else {
       json[key] = queryValue(field, values[0]!);
     }
@@ -47,7 +47,7 @@ function queryValue(field: DescField, text: string): JsonValue {
   const scalar =
     field.fieldKind === "scalar" || (field.fieldKind === "list" && field.listKind === "scalar") ? field.scalar : undefined;
   if (field.fieldKind === "map" || (field.fieldKind === "message" && field.message.typeName !== "google.protobuf.Timestamp")) {
-    throw invalidField(field.name, "this field cannot be given as a query parameter");
+    throw invalidValue(field, field.name, "this field cannot be given as a query parameter");
   }
   switch (scalar) {
     case undefined:

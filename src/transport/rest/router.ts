@@ -77,9 +77,27 @@ export class RestRouter {
   }
 }
 
+/** Every REST binding a method declares: its google.api.http rule and its additional_bindings. */
+export function httpRulesOf(method: DescMethod): HttpRule[] {
+  const rule = getOption(method, http);
+  return [rule, ...rule.additionalBindings].filter((r) => r.pattern.case !== undefined);
+}
+
+/**
+ * The request fields a method's REST paths bind, e.g. `payment_id` of `/payments/{payment_id}`:
+ * they name the object the call acts on, so no protocol may leave them empty.
+ */
+export function pathFieldsOf(method: DescMethod): DescField[] {
+  const fields = httpRulesOf(method).flatMap((rule) =>
+    rule.pattern.case === undefined || rule.pattern.case === "custom"
+      ? []
+      : parsePathTemplate(rule.pattern.value, method.input).flatMap((segment) => ("variable" in segment ? [segment.variable] : [])),
+  );
+  return [...new Set(fields)];
+}
+
 function bindings(spec: MethodImplSpec): RestRoute[] {
-  const rule = getOption(spec.method, http);
-  const rules = [rule, ...rule.additionalBindings].filter((r) => r.pattern.case !== undefined);
+  const rules = httpRulesOf(spec.method);
   if (rules.length > 0 && spec.kind !== "unary") {
     throw new Error(`${spec.method.name}: only unary methods can have REST bindings, not ${spec.kind}`);
   }

@@ -1,11 +1,10 @@
 import { getOption, type DescMethod } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
 import { Access, access } from "../../gen/paymentservice/v1/options_pb.js";
 import type { KeyRecord } from "../api-keys/lookup.js";
 import type { Clock } from "../clock.js";
 import { ApiError } from "../errors.js";
 import { type ApiKeyHasher, parseKeyType, secretsEqual } from "./api-key-secret.js";
-import { callerKey, type Caller, type MerchantCaller } from "./caller.js";
+import type { Caller, MerchantCaller } from "./caller.js";
 
 /** What authentication needs from the rest of the service. */
 export interface AuthDependencies {
@@ -16,11 +15,18 @@ export interface AuthDependencies {
   findKey(hash: Buffer): Promise<KeyRecord | null>;
 }
 
+/** The request headers authentication reads; a Headers object or a view of Node's headers. */
+export type HeaderLookup = Pick<Headers, "get">;
+
+/** Establishes who calls a method, or refuses the call (IR_01, IR_22). */
+export type Authenticate = (method: DescMethod, header: HeaderLookup) => Promise<Caller>;
+
 /**
- * Authenticates every call by the access rule its method declares in the protos (`(access)` option),
- * and leaves the caller in the context for the handler. Runs for REST, Connect and gRPC alike.
+ * Authenticates a call by the access rule its method declares in the protos (`(access)` option),
+ * from its headers alone, so that the transport can refuse a key before reading any of the body:
+ * a key that may not call a method gets IR_22 whatever the body holds. The same for every protocol.
  */
-export function createAuthInterceptor(deps: AuthDependencies): Interceptor {
+export function createAuthenticator(deps: AuthDependencies): Authenticate {
   // Options are decoded from the descriptor on each getOption call; a method's rule never changes.
   const rules = new WeakMap<DescMethod, Access>();
   const ruleOf = (method: DescMethod): Access => {
@@ -31,14 +37,10 @@ export function createAuthInterceptor(deps: AuthDependencies): Interceptor {
     }
     return rule;
   };
-  return (next) => async (req) => {
-    const rule = ruleOf(req.method);
-    req.contextValues.set(callerKey, await authenticate(rule, req.header, deps));
-    return next(req);
-  };
+  return (method, header) => authenticate(ruleOf(method), header, deps);
 }
 
-async function authenticate(rule: Access, header: Headers, deps: AuthDependencies): Promise<Caller> {
+async function authenticate(rule: Access, header: HeaderLookup, deps: AuthDependencies): Promise<Caller> {
   const adminKey = header.get("admin-api-key");
   switch (rule) {
     case Access.ADMIN:
@@ -48,6 +50,8 @@ async function authenticate(rule: Access, header: Headers, deps: AuthDependencie
     case Access.ANY_KEY:
     case Access.CLIENT_SECRET:
       return merchant(header, deps);
+    case Access.SANDBOX_SECRET_KEY:
+      return sandboxOnly(secretOnly(await merchant(header, deps)));
     default:
       return secretOnly(await merchant(header, deps));
   }
@@ -73,7 +77,13 @@ function secretOnly(caller: MerchantCaller): MerchantCaller {
   return caller;
 }
 
-async function merchant(header: Headers, deps: AuthDependencies): Promise<MerchantCaller> {
+/** Sandbox endpoints act as the card network does in production, so production keys may not use them. */
+function sandboxOnly(caller: MerchantCaller): MerchantCaller {
+  if (caller.livemode) throw new ApiError("IR_22", "Sandbox endpoints need a sandbox key");
+  return caller;
+}
+
+async function merchant(header: HeaderLookup, deps: AuthDependencies): Promise<MerchantCaller> {
   const presented = header.get("api-key");
   if (presented === null || presented === "") {
     throw new ApiError("IR_01", "API key not provided: send it in the api-key header");

@@ -1,7 +1,7 @@
 import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Clock } from "../clock.js";
 import { newId } from "../ids.js";
-import { writeMessage } from "../transport/rest/codec.js";
+import { writeMessage } from "../rest-json/codec.js";
 import { EventRow } from "./event.entity.js";
 
 /** The object an event is about: who owns it, what it is and how its API view looks now. */

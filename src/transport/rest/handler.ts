@@ -6,7 +6,7 @@ import { invalidRequest } from "../../errors.js";
 import { documentedCodeOf, toConnectError, writeError, type NodeResponse } from "../errors.js";
 import type { RequestRecord } from "../request-record.js";
 import type { RequestTarget } from "../request-target.js";
-import { readMessage, writeMessage } from "./codec.js";
+import { readMessage, writeMessage } from "../../rest-json/codec.js";
 import { applyPathVariables, applyQuery } from "./params.js";
 import type { RouteMatch } from "./router.js";
 

@@ -1,7 +1,7 @@
 import { ScalarType, type DescField, type JsonValue } from "@bufbuild/protobuf";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { invalidField, invalidRequest } from "../../errors.js";
-import { invalidValue, mergeMessage } from "./codec.js";
+import { invalidValue, mergeMessage } from "../../rest-json/codec.js";
 
 /**
  * Sets the path variables of a matched route. They are applied last, so a path variable wins over

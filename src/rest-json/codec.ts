@@ -14,10 +14,10 @@ import {
   FeatureSet_FieldPresence,
   StructSchema,
   TimestampSchema, timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { invalid_value_code as invalidValueCode } from "../../../gen/paymentservice/v1/options_pb.js";
-import { enumNumber, enumWord } from "../../enum-words.js";
-import { checkText } from "../../validation/text.js";
-import { ApiError, describeValue, errorCatalogue, invalidField, invalidRequest, type ErrorCode } from "../../errors.js";
+import { invalid_value_code as invalidValueCode } from "../../gen/paymentservice/v1/options_pb.js";
+import { enumNumber, enumWord } from "../enum-words.js";
+import { checkText } from "../validation/text.js";
+import { ApiError, describeValue, errorCatalogue, invalidField, invalidRequest, type ErrorCode } from "../errors.js";
 
 /*
  * The REST dialect of our JSON (decisions §1, issue "REST dialect"): snake_case keys, int64 as JSON

@@ -15,12 +15,13 @@ import { useNamedStatements } from "./db/prepared.js";
 import { joiningUnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
-import { authenticationPath } from "./payments/authorization.js";
+import { authenticationPath } from "./payments/transitions.js";
 import { paymentJobHandlers } from "./payments/jobs.js";
 import { refundJobHandlers } from "./refunds/jobs.js";
 import { disputeJobHandlers } from "./disputes/jobs.js";
 import { payoutJobHandlers } from "./payouts/jobs.js";
-import type { PayoutProcessor } from "./processors/processor.js";
+import { ProcessorRegistry } from "./processors/registry.js";
+import { SandboxProcessor } from "./processors/sandbox.js";
 import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
@@ -41,7 +42,11 @@ import { isReflectionMethod, registerReflection } from "./transport/reflection.j
 import { createRequestRulesInterceptor } from "./transport/request-rules.js";
 import { rpcJsonOptions } from "./transport/rpc-json.js";
 
-/** What every handler may depend on: configuration, the database, time and the key hasher. */
+/**
+ * Everything one instance opens at start-up, built here and nowhere else. No module reaches into it:
+ * each resource's factory is handed the app and takes, by its own small interface
+ * (PaymentDependencies, RefundDependencies, …), only what it names.
+ */
 export interface App {
   readonly config: Config;
   readonly dataSource: DataSource;
@@ -53,8 +58,10 @@ export interface App {
   readonly newObjects: NewObjectWriter;
   /** Encrypts what must be kept but never in clear (payout destinations). */
   readonly dataCipher: DataCipher;
-  /** The sandbox payout rails, in routing order. */
-  readonly sandboxPayoutRails: readonly PayoutProcessor[];
+  /** The payment and payout processors this instance can use. */
+  readonly processors: ProcessorRegistry;
+  /** How long a scheduled refund waits for the settlement run. */
+  readonly scheduledRefundDelayMs: number;
   /** The embedded database, when DATABASE_URL is unset. */
   readonly embedded: EmbeddedDatabase | undefined;
   /** Base of URLs handed to browsers: PUBLIC_BASE_URL, or this instance's own port on localhost. */
@@ -112,7 +119,8 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       keys: new KeyLookup(dataSource, config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl)),
       newObjects: new NewObjectWriter(dataSource, clock),
       dataCipher: new DataCipher(dataKey),
-      sandboxPayoutRails: sandboxPayoutRails(dataSource),
+      processors: new ProcessorRegistry(new SandboxProcessor(), sandboxPayoutRails(dataSource)),
+      scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,
       embedded,
       publicBaseUrl,
       jobs,

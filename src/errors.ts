@@ -67,14 +67,22 @@ export function describeValue(value: unknown): string {
   return typeof value === "string" ? JSON.stringify(value) : text;
 }
 
+/*
+ * One constructor per kind of error, as Hyperswitch's ApiErrorResponse has one variant per kind: the
+ * code and the message template of each kind live here only, and call sites pass the facts.
+ */
+
 /** IR_04: a required field is absent. */
 export function missingField(field: string): ApiError {
   return new ApiError("IR_04", `Missing required field: ${field}`);
 }
 
-/** IR_05: a field is present but its value is not acceptable. */
-export function invalidField(field: string, expectation: string): ApiError {
-  return new ApiError("IR_05", `Invalid value for field ${field}: ${expectation}`);
+/**
+ * IR_05 (or the code the field's proto declares): a field is present but its value is not
+ * acceptable.
+ */
+export function invalidField(field: string, expectation: string, code: ErrorCode = "IR_05"): ApiError {
+  return new ApiError(code, `Invalid value for field ${field}: ${expectation}`);
 }
 
 /** IR_06: the request as a whole is malformed (unknown field, bad JSON, bad list limit). */
@@ -88,4 +96,116 @@ export function invalidRequest(message: string): ApiError {
  */
 export function notFound(what: string, id: string, field?: string): ApiError {
   return new ApiError("HE_02", `${what} not found: ${id}${field === undefined ? "" : ` (field ${field})`}`);
+}
+
+/** HE_01: a caller-supplied id is already taken. */
+export function alreadyExists(what: string, idField: string, id: string): ApiError {
+  return new ApiError("HE_01", `A ${what} with ${idField} ${id} already exists`);
+}
+
+/** What an operation found and expected when an object's status does not allow it. */
+export interface UnexpectedState {
+  /** "payment", "refund", … */
+  readonly object: string;
+  /** The operation in the past tense, as the message says it: "captured", "given evidence". */
+  readonly action: string;
+  readonly status: string;
+  readonly expected: readonly string[];
+  /** IR_14 for captures and refunds of a payment (decisions §5), IR_16 for every other operation. */
+  readonly code: "IR_14" | "IR_16";
+}
+
+/**
+ * IR_14/IR_16: the object's status does not allow the operation (Hyperswitch's
+ * PaymentUnexpectedState); the message names the current and the expected statuses.
+ */
+export function unexpectedState(state: UnexpectedState): ApiError {
+  return new ApiError(
+    state.code,
+    `This ${state.object} cannot be ${state.action} because its status is ${state.status}; expected ${state.expected.join(" or ")}`,
+  );
+}
+
+/** IR_16: a rule other than the object's status stops the operation (an open dispute, an expired card). */
+export function preconditionFailed(message: string): ApiError {
+  return new ApiError("IR_16", message);
+}
+
+/**
+ * IR_16: production keys need a configured real processor, and none can be configured yet
+ * (decisions §3 documents the code).
+ */
+export function noProcessorConfigured(kind: "payment" | "payout"): ApiError {
+  return new ApiError("IR_16", `No ${kind} processor is configured for production; use a sandbox key or configure a processor`);
+}
+
+/** IR_13: a refund would take back more than is left of what was captured. */
+export function refundExceedsCaptured(requested: bigint | undefined, left: bigint): ApiError {
+  return new ApiError(
+    "IR_13",
+    requested === undefined || left === 0n
+      ? "Nothing is left to refund on this payment"
+      : `The refund amount ${requested} exceeds what is left to refund on this payment (${left})`,
+  );
+}
+
+/** IR_01: no usable credentials (missing, unknown, revoked or expired key). */
+export function unauthenticated(message: string): ApiError {
+  return new ApiError("IR_01", message);
+}
+
+/** IR_22: the credentials are valid but not for this operation or object. */
+export function forbidden(message: string): ApiError {
+  return new ApiError("IR_22", message);
+}
+
+/** IR_02: no route has this path. */
+export function unrecognizedUrl(method: string, path: string): ApiError {
+  return new ApiError("IR_02", `Unrecognized request URL: ${method} ${path}`);
+}
+
+/** IR_03, with the methods the path does allow, for the Allow header HTTP requires on a 405. */
+export class MethodNotAllowedError extends ApiError {
+  constructor(
+    method: string,
+    path: string,
+    readonly allowed: string[],
+  ) {
+    super("IR_03", `Method ${method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`);
+  }
+}
+
+/** IR_00: the operation is defined in the API but not built yet. */
+export function notImplemented(operation: string): ApiError {
+  return new ApiError("IR_00", `${operation}: this operation is not available yet`);
+}
+
+/** IK_01: the key's first request has not finished, or a retry took its claim over. */
+export function idempotencyConflict(message: string): ApiError {
+  return new ApiError("IK_01", message);
+}
+
+/** IK_02: the key was used for another request. */
+export function idempotencyKeyReused(): ApiError {
+  return new ApiError("IK_02", "This idempotency key was already used for a different request (another operation, path or body)");
+}
+
+/** RL_01: the key used up its requests of this minute. */
+export function rateLimited(limit: number, retryAfterSeconds: number): ApiError {
+  return new ApiError("RL_01", `Rate limit of ${limit} requests per minute exceeded for this API key; retry after ${retryAfterSeconds} s`);
+}
+
+/** TO_01: the client's deadline passed before the call finished; the call may still complete. */
+export function deadlineExceeded(): ApiError {
+  return new ApiError(
+    "TO_01",
+    "The deadline the client set (grpc-timeout or connect-timeout-ms) passed before the call completed; " +
+      "a call that had started may still complete: retry with the same idempotency key to learn its outcome",
+  );
+}
+
+/** HE_00: a failure of ours; the message carries the request's id for the logs. */
+export function internalError(requestId: string | undefined): ApiError {
+  const reference = requestId === undefined ? "" : ` (request ${requestId})`;
+  return new ApiError("HE_00", `Something went wrong on our side; the request may be retried${reference}.`);
 }

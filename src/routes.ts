@@ -10,36 +10,45 @@ import { PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
 import { PayoutService } from "../gen/paymentservice/v1/payout_pb.js";
 import { RefundService } from "../gen/paymentservice/v1/refund_pb.js";
 import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
-import { apiKeyService } from "./api-keys/service.js";
-import type { App } from "./app.js";
-import { customerService } from "./customers/service.js";
-import { disputeService } from "./disputes/service.js";
+import { apiKeyService, type ApiKeyDependencies } from "./api-keys/service.js";
+import { customerService, type CustomerDependencies } from "./customers/service.js";
+import { disputeService, type DisputeDependencies } from "./disputes/service.js";
 import { healthService } from "./health/service.js";
 import { replayable } from "./idempotency/interceptor.js";
-import { merchantService } from "./merchants/service.js";
-import { paymentService } from "./payments/service.js";
-import { payoutService } from "./payouts/service.js";
-import { refundService } from "./refunds/service.js";
-import { sandboxService } from "./sandbox/service.js";
+import { merchantService, type MerchantDependencies } from "./merchants/service.js";
+import { paymentService, type PaymentDependencies } from "./payments/service.js";
+import { payoutService, type PayoutDependencies } from "./payouts/service.js";
+import { refundService, type RefundDependencies } from "./refunds/service.js";
+import { sandboxService, type SandboxDependencies } from "./sandbox/service.js";
+
+/** What the services need between them: each is handed only the part its own interface names. */
+export type ServiceDependencies = MerchantDependencies &
+  ApiKeyDependencies &
+  CustomerDependencies &
+  PaymentDependencies &
+  RefundDependencies &
+  PayoutDependencies &
+  DisputeDependencies &
+  SandboxDependencies;
 
 /**
  * Every service the API serves, registered once: the same handlers answer Connect, gRPC, gRPC-Web and
  * (through the transcoder) REST. Methods not built yet are left out of their implementation, so
  * connect answers them `unimplemented` (IR_00, HTTP 501) while their REST paths already route.
  */
-export default function routes(router: ConnectRouter, app: App): ConnectRouter {
+export default function routes(router: ConnectRouter, deps: ServiceDependencies): ConnectRouter {
   // Every service goes through here, so none can miss the replay wrapper: one that did would run
   // its handler again when the idempotency interceptor replays a call to it.
   const serve = <S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>) => router.service(service, replayable(impl));
   serve(HealthService, healthService());
-  serve(MerchantService, merchantService(app));
-  serve(ApiKeyService, apiKeyService(app));
-  serve(CustomerService, customerService(app));
-  serve(PaymentService, paymentService(app));
-  serve(RefundService, refundService(app));
-  serve(PayoutService, payoutService(app));
-  serve(DisputeService, disputeService(app));
+  serve(MerchantService, merchantService(deps));
+  serve(ApiKeyService, apiKeyService(deps));
+  serve(CustomerService, customerService(deps));
+  serve(PaymentService, paymentService(deps));
+  serve(RefundService, refundService(deps));
+  serve(PayoutService, payoutService(deps));
+  serve(DisputeService, disputeService(deps));
   serve(EventService, {});
-  serve(SandboxService, sandboxService(app));
+  serve(SandboxService, sandboxService(deps));
   return router;
 }

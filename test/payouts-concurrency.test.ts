@@ -383,8 +383,8 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
     beforeAll(async () => {
       // Polling off: a create or fulfill still wakes its instance's runner, and the tests run due jobs on both.
       [a, b] = await Promise.all([startService({ JOB_POLL_MS: "3600000" }, clock), startService({ JOB_POLL_MS: "3600000" }, clock)]);
-      watchRails(a.app.sandboxPayoutRails, "a");
-      watchRails(b.app.sandboxPayoutRails, "b");
+      watchRails(a.app.processors.sandboxPayoutRails, "a");
+      watchRails(b.app.processors.sandboxPayoutRails, "b");
     });
     afterAll(async () => {
       await Promise.all([a?.close(), b?.close()]);

@@ -1,16 +1,7 @@
 import type { DataSource } from "typeorm";
 import { preparedQuery } from "../db/prepared.js";
 import type { KeyCache } from "./key-cache.js";
-
-/** What authentication needs to know about a presented key. */
-export interface KeyRecord {
-  readonly keyId: string;
-  readonly merchantId: string;
-  readonly livemode: boolean;
-  readonly publishable: boolean;
-  readonly expiresAt: Date | null;
-  readonly revokedAt: Date | null;
-}
+import type { KeyRecord } from "./key-record.js";
 
 async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Promise<KeyRecord | null> {
   const rows = await preparedQuery<KeyRecord>(

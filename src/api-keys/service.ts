@@ -1,15 +1,14 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { IsNull, type EntityManager } from "typeorm";
+import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import { ApiKeyKind, ApiKeyKindSchema, type ApiKeySchema, type ApiKeyService } from "../../gen/paymentservice/v1/api_key_pb.js";
 import { Environment, EnvironmentSchema } from "../../gen/paymentservice/v1/common_pb.js";
-import type { App } from "../app.js";
 import { generateApiKey, keyPrefixLength, type ApiKeyHasher } from "../auth/api-key-secret.js";
 import { callerOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { sentWord } from "../enum-words.js";
-import { ApiError, invalidField, missingField, notFound } from "../errors.js";
+import { forbidden, invalidField, missingField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
 import { text } from "../validation/fields.js";
@@ -17,6 +16,7 @@ import { fetchPage } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { afterCommit } from "../db/unit-of-work.js";
 import { ApiKeyRow } from "./api-key.entity.js";
+import type { KeyLookup } from "./lookup.js";
 
 /** A stored key together with its plaintext, which exists only until the creation response is sent. */
 export interface IssuedApiKey {
@@ -75,8 +75,16 @@ function scopeOf(ctx: HandlerContext, sentMerchantId: string | undefined): { mer
 }
 
 /** API keys: issue, look at, list and revoke (decisions §2). */
-export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
-  const { dataSource, clock } = app;
+/** What the API keys API needs: the database, time, the key hasher, and the key lookup whose cache a revocation waits on. */
+export interface ApiKeyDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly hasher: ApiKeyHasher;
+  readonly keys: KeyLookup;
+}
+
+export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiKeyService> {
+  const { dataSource, clock } = deps;
 
   async function loadActive(ctx: HandlerContext, keyId: string): Promise<ApiKeyRow> {
     const caller = callerOf(ctx);
@@ -96,7 +104,7 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
       if (environment === undefined && scope.livemode === undefined) throw missingField("environment");
       const livemode = environment === undefined ? scope.livemode! : environment === "production";
       if (scope.livemode !== undefined && scope.livemode !== livemode) {
-        throw new ApiError("IR_22", "A sandbox key cannot issue production keys, nor the other way round");
+        throw forbidden("A sandbox key cannot issue production keys, nor the other way round");
       }
       const name = text("name", req.name, 200) ?? null;
       const expiresAt = req.expiresAt === undefined ? null : timestampDate(req.expiresAt);
@@ -107,7 +115,7 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
         if (!(await em.existsBy(MerchantRow, { merchantId: scope.merchantId }))) {
           throw notFound("Merchant", scope.merchantId);
         }
-        return issueApiKey(em, app, {
+        return issueApiKey(em, deps, {
           merchantId: scope.merchantId,
           livemode,
           publishable: kind === "publishable",
@@ -143,7 +151,7 @@ export function apiKeyService(app: App): ServiceImpl<typeof ApiKeyService> {
       if (result.affected === 0) throw notFound("API key", req.keyId);
       // The response waits until no instance accepts the key any more; inside an idempotent call the
       // revocation commits only when the call's unit of work does, so the wait starts from there.
-      await afterCommit(() => app.keys.settled());
+      await afterCommit(() => deps.keys.settled());
       return { keyId: row.keyId, deleted: true };
     },
   };

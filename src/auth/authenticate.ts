@@ -1,8 +1,8 @@
 import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import { Access, access } from "../../gen/paymentservice/v1/options_pb.js";
-import type { KeyRecord } from "../api-keys/lookup.js";
+import type { KeyRecord } from "../api-keys/key-record.js";
 import type { Clock } from "../clock.js";
-import { ApiError } from "../errors.js";
+import { forbidden, unauthenticated } from "../errors.js";
 import { type ApiKeyHasher, parseKeyType, secretsEqual } from "./api-key-secret.js";
 import type { Caller, MerchantCaller } from "./caller.js";
 
@@ -59,47 +59,47 @@ async function authenticate(rule: Access, header: HeaderLookup, deps: AuthDepend
 
 function admin(presented: string | null, deps: AuthDependencies): Caller {
   if (deps.adminApiKey === undefined) {
-    throw new ApiError("IR_01", "The admin API is disabled on this server (ADMIN_API_KEY is not set)");
+    throw unauthenticated("The admin API is disabled on this server (ADMIN_API_KEY is not set)");
   }
   if (presented === null || presented === "") {
-    throw new ApiError("IR_01", "Admin API key not provided: send it in the admin-api-key header");
+    throw unauthenticated("Admin API key not provided: send it in the admin-api-key header");
   }
   if (!secretsEqual(presented, deps.adminApiKey)) {
-    throw new ApiError("IR_01", "Invalid admin API key");
+    throw unauthenticated("Invalid admin API key");
   }
   return { kind: "admin" };
 }
 
 function secretOnly(caller: MerchantCaller): MerchantCaller {
   if (caller.publishable) {
-    throw new ApiError("IR_22", "A publishable key is not allowed to perform this operation; use a secret key");
+    throw forbidden("A publishable key is not allowed to perform this operation; use a secret key");
   }
   return caller;
 }
 
 /** Sandbox endpoints act as the card network does in production, so production keys may not use them. */
 function sandboxOnly(caller: MerchantCaller): MerchantCaller {
-  if (caller.livemode) throw new ApiError("IR_22", "Sandbox endpoints need a sandbox key");
+  if (caller.livemode) throw forbidden("Sandbox endpoints need a sandbox key");
   return caller;
 }
 
 async function merchant(header: HeaderLookup, deps: AuthDependencies): Promise<MerchantCaller> {
   const presented = header.get("api-key");
   if (presented === null || presented === "") {
-    throw new ApiError("IR_01", "API key not provided: send it in the api-key header");
+    throw unauthenticated("API key not provided: send it in the api-key header");
   }
   if (parseKeyType(presented) === undefined) {
-    throw new ApiError("IR_01", "Invalid API key provided");
+    throw unauthenticated("Invalid API key provided");
   }
   const row = await deps.findKey(deps.hasher.hash(presented));
   if (row === null) {
-    throw new ApiError("IR_01", "Invalid API key provided");
+    throw unauthenticated("Invalid API key provided");
   }
   if (row.revokedAt !== null) {
-    throw new ApiError("IR_01", "This API key has been revoked");
+    throw unauthenticated("This API key has been revoked");
   }
   if (row.expiresAt !== null && row.expiresAt.getTime() <= deps.clock.now().getTime()) {
-    throw new ApiError("IR_01", "This API key has expired");
+    throw unauthenticated("This API key has expired");
   }
   return { kind: "merchant", merchantId: row.merchantId, livemode: row.livemode, publishable: row.publishable, keyId: row.keyId };
 }

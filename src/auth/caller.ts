@@ -1,5 +1,5 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { ApiError } from "../errors.js";
+import { forbidden } from "../errors.js";
 
 /** A merchant key that authenticated this call. */
 export interface MerchantCaller {
@@ -27,6 +27,6 @@ export function callerOf(ctx: HandlerContext): Caller {
 /** The merchant caller of a merchant-only method. */
 export function merchantOf(ctx: HandlerContext): MerchantCaller {
   const caller = callerOf(ctx);
-  if (caller.kind !== "merchant") throw new ApiError("IR_22", "This operation needs a merchant API key");
+  if (caller.kind !== "merchant") throw forbidden("This operation needs a merchant API key");
   return caller;
 }

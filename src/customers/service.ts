@@ -1,11 +1,11 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { IsNull } from "typeorm";
+import { IsNull, type DataSource } from "typeorm";
 import type { CustomerSchema, CustomerService } from "../../gen/paymentservice/v1/customer_pb.js";
-import type { App } from "../app.js";
 import { merchantOf, type MerchantCaller } from "../auth/caller.js";
-import { ApiError, invalidField, notFound } from "../errors.js";
+import type { Clock } from "../clock.js";
+import { alreadyExists, invalidField, notFound } from "../errors.js";
 import { callerIdProblem, newId } from "../ids.js";
 import { addressFromStore, addressToStore } from "../validation/address.js";
 import { change, email, phone, phoneCountryCode, text } from "../validation/fields.js";
@@ -60,8 +60,14 @@ function ownedBy(caller: MerchantCaller, customerId: string) {
 }
 
 /** Customers: create, update, retrieve, list, delete (interface §4, decisions §4). */
-export function customerService(app: App): ServiceImpl<typeof CustomerService> {
-  const { dataSource, clock } = app;
+/** What the customers API needs: the database and time. */
+export interface CustomerDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+}
+
+export function customerService(deps: CustomerDependencies): ServiceImpl<typeof CustomerService> {
+  const { dataSource, clock } = deps;
   const customers = dataSource.getRepository(CustomerRow);
 
   return {
@@ -90,7 +96,7 @@ export function customerService(app: App): ServiceImpl<typeof CustomerService> {
         await customers.insert(row);
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw new ApiError("HE_01", `A customer with customer_id ${row.customerId} already exists`);
+          throw alreadyExists("customer", "customer_id", row.customerId);
         }
         throw error;
       }

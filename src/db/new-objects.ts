@@ -2,7 +2,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import pg from "pg";
 import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
 import type { Clock } from "../clock.js";
-import { ApiError } from "../errors.js";
+import { alreadyExists } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
@@ -120,7 +120,7 @@ async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
 function answerOf<Row extends StatusRow, Desc extends DescMessage>(em: EntityManager, resource: Resource<Row, Desc>, row: Row, outcome: Outcome): boolean {
   if (outcome === "taken") {
     const idColumn = em.connection.getMetadata(resource.entity).findColumnWithPropertyName(resource.idProperty)!.databaseName;
-    throw new ApiError("HE_01", `A ${resource.name} with ${idColumn} ${idOf(resource, row)} already exists`);
+    throw alreadyExists(resource.name, idColumn, idOf(resource, row));
   }
   return outcome === "written";
 }

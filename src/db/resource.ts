@@ -5,6 +5,7 @@ import { notFound } from "../errors.js";
 import type { EventRow } from "../events/event.entity.js";
 import { newEvent } from "../events/record.js";
 import type { NewJob } from "../jobs/runner.js";
+import type { StateMachine } from "../state-machine.js";
 import { addEndOfJobs, addFollowUps } from "./follow-ups.js";
 import { lockRow } from "./lock.js";
 import { Statement } from "./statement.js";
@@ -36,8 +37,8 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   readonly idProperty: keyof Row & string;
   readonly schema: Desc;
   view(row: Row): MessageInitShape<Desc>;
-  /** A status from which the object never moves again: its pending jobs are deleted. */
-  isFinal(row: Row): boolean;
+  /** Its statuses: reaching a final one deletes the object's pending jobs. */
+  readonly states: StateMachine<Row["status"], string>;
   /**
    * An SQL condition on a new object's row (the table `alias`) without which it is not written, e.g.
    * that the profile it names belongs to its merchant.
@@ -105,11 +106,11 @@ export async function writeObjectChange<Row extends StatusRow, Desc extends Desc
   clock: Clock,
   resource: Resource<Row, Desc>,
   row: Row,
-  previousStatus: string,
+  previousStatus: Row["status"],
   jobs: readonly NewJob[] = [],
 ): Promise<void> {
   const statement = new Statement().update("object", em.connection.getMetadata(resource.entity), row);
   if (row.status !== previousStatus) addFollowUps(statement, em, clock, { event: eventOf(resource, row, clock), jobs }, "object");
-  if (resource.isFinal(row)) addEndOfJobs(statement, { ...row, objectId: idOf(resource, row) }, `${resource.name}.`);
+  if (resource.states.isFinal(row.status)) addEndOfJobs(statement, { ...row, objectId: idOf(resource, row) }, `${resource.name}.`);
   await em.query(statement.sql("object"), statement.params);
 }

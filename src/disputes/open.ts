@@ -1,10 +1,12 @@
 import type { EntityManager } from "typeorm";
-import type { App } from "../app.js";
-import { ApiError } from "../errors.js";
+import type { Clock } from "../clock.js";
+import { preconditionFailed } from "../errors.js";
 import { newId } from "../ids.js";
+import { jobKinds } from "../jobs/kinds.js";
 import type { PaymentRow } from "../payments/payment.entity.js";
+import { paymentStates } from "../payments/states.js";
 import { DisputeRow } from "./dispute.entity.js";
-import { disputeJobs, writeNewDispute } from "./store.js";
+import { writeNewDispute } from "./store.js";
 
 /** How long a merchant has to answer a new dispute with evidence. */
 const evidenceWindowMs = 7 * 24 * 60 * 60 * 1000;
@@ -13,17 +15,15 @@ const evidenceWindowMs = 7 * 24 * 60 * 60 * 1000;
  * Opens a dispute on a succeeded payment whose row the caller has locked: amount = amount_received,
  * evidence due in 7 days (then it expires). One dispute per payment.
  */
-export async function openDispute(em: EntityManager, app: App, payment: PaymentRow, reason: string): Promise<DisputeRow> {
-  if (payment.status !== "succeeded") {
-    throw new ApiError("IR_14", `A dispute needs a succeeded payment; this payment's status is ${payment.status}`);
-  }
+export async function openDispute(em: EntityManager, clock: Clock, payment: PaymentRow, reason: string): Promise<DisputeRow> {
+  paymentStates.guard("dispute", payment.status);
   const existing = await em.existsBy(DisputeRow, {
     merchantId: payment.merchantId,
     livemode: payment.livemode,
     paymentId: payment.paymentId,
   });
-  if (existing) throw new ApiError("IR_16", `Payment ${payment.paymentId} already has a dispute`);
-  const now = app.clock.now();
+  if (existing) throw preconditionFailed(`Payment ${payment.paymentId} already has a dispute`);
+  const now = clock.now();
   const row = Object.assign(new DisputeRow(), {
     merchantId: payment.merchantId,
     livemode: payment.livemode,
@@ -39,8 +39,8 @@ export async function openDispute(em: EntityManager, app: App, payment: PaymentR
     created: now,
     updated: now,
   } satisfies DisputeRow);
-  await writeNewDispute(em, app, row, [
-    { kind: disputeJobs.expire, merchantId: row.merchantId, livemode: row.livemode, objectId: row.disputeId, runAt: row.evidenceDueBy },
+  await writeNewDispute(em, clock, row, [
+    { kind: jobKinds.expireDispute, merchantId: row.merchantId, livemode: row.livemode, objectId: row.disputeId, runAt: row.evidenceDueBy },
   ]);
   return row;
 }

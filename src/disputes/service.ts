@@ -1,17 +1,17 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager } from "typeorm";
+import type { DataSource } from "typeorm";
 import { DisputeStatusSchema, type DisputeEvidence, type DisputeService } from "../../gen/paymentservice/v1/dispute_pb.js";
-import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
+import type { Clock } from "../clock.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
-import { ApiError, missingField } from "../errors.js";
-import { findObject, type Scope } from "../db/resource.js";
-import { lockPayment } from "../payments/store.js";
+import { missingField, preconditionFailed } from "../errors.js";
+import { findObject } from "../db/resource.js";
 import { text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
-import { DisputeRow, type DisputeStatusWord, type StoredEvidence } from "./dispute.entity.js";
-import { disputeResource, lockDispute, openStatuses, writeDisputeChange } from "./store.js";
+import { DisputeRow, type StoredEvidence } from "./dispute.entity.js";
+import { disputeStates } from "./states.js";
+import { disputeResource, lockDispute, lockDisputeWithPayment, writeDisputeChange } from "./store.js";
 import { toDispute } from "./view.js";
 
 /** Longest text of one evidence field. */
@@ -35,26 +35,15 @@ function evidenceToStore(evidence: DisputeEvidence | undefined): StoredEvidence 
   return present;
 }
 
-/**
- * Locks a dispute together with its payment, payment first as refunds do, so accepting a dispute and
- * refunding the same payment are serialized and the refundable amount stays right.
- */
-export async function lockDisputeWithPayment(em: EntityManager, scope: Scope, disputeId: string): Promise<DisputeRow> {
-  const found = await findObject(em, disputeResource, scope, disputeId);
-  await lockPayment(em, scope, found.paymentId);
-  return lockDispute(em, scope, disputeId);
-}
-
-/** Throws IR_16 naming the current and expected statuses unless the dispute is in one of `expected`. */
-export function assertDisputeStatus(row: DisputeRow, expected: readonly DisputeStatusWord[], action: string): void {
-  if (!expected.includes(row.status)) {
-    throw new ApiError("IR_16", `This dispute cannot be ${action} because its status is ${row.status}; expected ${expected.join(" or ")}`);
-  }
+/** What the disputes API needs: the database and time. */
+export interface DisputeDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
 }
 
 /** Disputes (interface §4 accept, decisions §9): retrieve, list, accept, submit evidence. */
-export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
-  const { dataSource, clock } = app;
+export function disputeService(deps: DisputeDependencies): ServiceImpl<typeof DisputeService> {
+  const { dataSource, clock } = deps;
 
   return {
     async retrieveDispute(req, ctx) {
@@ -77,12 +66,12 @@ export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
       const caller = merchantOf(ctx);
       return dataSource.transaction(async (em) => {
         const row = await lockDisputeWithPayment(em, caller, req.disputeId);
-        assertDisputeStatus(row, openStatuses, "accepted");
+        disputeStates.guard("accept", row.status);
         const previous = row.status;
-        row.status = "accepted";
+        disputeStates.move(row, "accept", "accepted");
         row.evidence = null;
         row.updated = clock.now();
-        await writeDisputeChange(em, app, row, previous);
+        await writeDisputeChange(em, clock, row, previous);
         return toDispute(row);
       });
     },
@@ -92,19 +81,18 @@ export function disputeService(app: App): ServiceImpl<typeof DisputeService> {
       const evidence = evidenceToStore(req.evidence);
       return dataSource.transaction(async (em) => {
         const row = await lockDispute(em, caller, req.disputeId);
-        assertDisputeStatus(row, openStatuses, "given evidence");
+        disputeStates.guard("submitEvidence", row.status);
         // Evidence counts only if it arrives by evidence_due_by; the expiry job may not have run yet.
         if (row.status === "opened" && clock.now() > row.evidenceDueBy) {
-          throw new ApiError(
-            "IR_16",
+          throw preconditionFailed(
             `This dispute can no longer be given evidence: evidence_due_by ${row.evidenceDueBy.toISOString()} has passed and it expires`,
           );
         }
         const previous = row.status;
-        row.status = "challenged";
+        disputeStates.move(row, "submitEvidence", "challenged");
         row.evidence = evidence;
         row.updated = clock.now();
-        await writeDisputeChange(em, app, row, previous);
+        await writeDisputeChange(em, clock, row, previous);
         return toDispute(row);
       });
     },

@@ -2,10 +2,12 @@ import { createHash } from "node:crypto";
 import { clearField, clone, fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import type { App } from "../app.js";
+import type { DataSource } from "typeorm";
+import type { ApiKeyHasher } from "../auth/api-key-secret.js";
 import { callerKey } from "../auth/caller.js";
+import type { Clock } from "../clock.js";
 import { withUnitOfWork } from "../db/unit-of-work.js";
-import { ApiError, invalidField } from "../errors.js";
+import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
 import { claimKey, completeKey, releaseKey, type KeyRef } from "./store.js";
 
 /** Header names a key may come in (decisions §6), first match wins. */
@@ -18,18 +20,22 @@ const replayedHeader = "idempotent-replayed";
 const replayKey = createContextKey<Message | undefined>(undefined);
 
 /**
- * Wraps a service implementation so that a call the idempotency interceptor replays answers its
- * stored response from inside the call's handler context, without running the handler.
+ * A service implementation whose every method, when the idempotency interceptor replays the call,
+ * answers the stored response from inside the call's handler context without running the handler.
  */
 export function replayable<T extends object>(impl: T): T {
-  return new Proxy(impl, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== "function") return value;
-      const handler = value as (req: unknown, ctx: HandlerContext) => unknown;
-      return (req: unknown, ctx: HandlerContext) => ctx.values.get(replayKey) ?? handler.call(target, req, ctx);
-    },
-  });
+  const wrapped = Object.entries(impl).map(([name, handler]) => [
+    name,
+    (req: unknown, ctx: HandlerContext) => ctx.values.get(replayKey) ?? (handler as (req: unknown, ctx: HandlerContext) => unknown)(req, ctx),
+  ]);
+  return Object.fromEntries(wrapped) as T;
+}
+
+/** What idempotency needs: the key table's database, time, and the hasher that keeps request fingerprints opaque. */
+export interface IdempotencyDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly hasher: ApiKeyHasher;
 }
 
 /**
@@ -39,7 +45,7 @@ export function replayable<T extends object>(impl: T): T {
  * never leave an effect without the response that a retry would replay. A failed request frees the
  * key. Reads (methods marked NO_SIDE_EFFECTS) ignore keys.
  */
-export function createIdempotencyInterceptor(app: App): Interceptor {
+export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Interceptor {
   return (next) => async (req) => {
     const caller = req.contextValues.get(callerKey);
     if (req.stream || caller === undefined || caller.kind !== "merchant") return next(req);
@@ -53,13 +59,13 @@ export function createIdempotencyInterceptor(app: App): Interceptor {
       .update(`${req.service.typeName}/${req.method.name}\n`)
       .update(toBinary(req.method.input, req.message))
       .digest("hex");
-    const fingerprint = app.hasher.hash(digest);
-    const claim = await claimKey(app.dataSource, ref, fingerprint, app.clock.now());
+    const fingerprint = deps.hasher.hash(digest);
+    const claim = await claimKey(deps.dataSource, ref, fingerprint, deps.clock.now());
     switch (claim.kind) {
       case "in_flight":
-        throw new ApiError("IK_01", "A request with this idempotency key is still being processed; retry once it has completed");
+        throw idempotencyConflict("A request with this idempotency key is still being processed; retry once it has completed");
       case "mismatch":
-        throw new ApiError("IK_02", "This idempotency key was already used for a different request (another operation, path or body)");
+        throw idempotencyKeyReused();
       case "replay": {
         // Answered by the handler wrapper (replayable), so the response keeps the headers the
         // protocol set for this call (content type, compression): a response built here would not.
@@ -70,14 +76,14 @@ export function createIdempotencyInterceptor(app: App): Interceptor {
       }
     }
     try {
-      return await withUnitOfWork(app.dataSource, async (manager) => {
+      return await withUnitOfWork(deps.dataSource, async (manager) => {
         const res = await next(req);
         if (res.stream) throw new Error(`${req.method.name}: idempotency keys apply to unary calls only`);
         await completeKey(manager, ref, claim.token, toBinary(req.method.output, storable(req.method.output, res.message)));
         return res;
       });
     } catch (error) {
-      await releaseKey(app.dataSource, ref, claim.token);
+      await releaseKey(deps.dataSource, ref, claim.token);
       throw error;
     }
   };

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Scope } from "../db/resource.js";
-import { ApiError } from "../errors.js";
+import { idempotencyConflict } from "../errors.js";
 import { randomBase62 } from "../ids.js";
 
 /** How long a key is kept (interface §8). */
@@ -72,7 +72,7 @@ export async function completeKey(manager: EntityManager, ref: KeyRef, token: st
   if (affected !== 1) {
     // This request outlived its claim's lease and a retry with the key has taken it over: its effect
     // is rolled back with this throw, and the retry's is the one that counts.
-    throw new ApiError("IK_01", "This request ran longer than its idempotency key's claim, and a retry with the key took it over; its effect was not kept. Retry to learn the outcome.");
+    throw idempotencyConflict("This request ran longer than its idempotency key's claim, and a retry with the key took it over; its effect was not kept. Retry to learn the outcome.");
   }
 }
 

@@ -3,6 +3,7 @@ import type { Clock } from "../clock.js";
 import { afterCommit } from "../db/unit-of-work.js";
 import { log } from "../log.js";
 import { JobRow } from "./job.entity.js";
+import type { JobKind } from "./kinds.js";
 
 /** What a job does; it runs inside the transaction that deletes the job, so its effect and the job's end commit together. */
 export type JobHandler = (em: EntityManager, job: JobRow) => Promise<void>;
@@ -21,11 +22,16 @@ export interface LeasedJobHandler {
 
 /** A job to schedule. */
 export interface NewJob {
-  readonly kind: string;
+  readonly kind: JobKind;
   readonly merchantId: string;
   readonly livemode: boolean;
   readonly objectId: string;
   readonly runAt: Date;
+}
+
+/** What a service needs of the job runner: to run at once a job its call made due now. */
+export interface JobWaker {
+  wake(): void;
 }
 
 /** Retry delay after a failed attempt: 10 s, doubling, at most an hour. */
@@ -38,7 +44,7 @@ function retryDelayMs(attempts: number): number {
  * number of instances can run side by side without running a job twice, and a crash mid-job rolls
  * back to a job that is still there.
  */
-export class JobRunner {
+export class JobRunner implements JobWaker {
   private readonly handlers = new Map<string, JobHandler | LeasedJobHandler>();
   private started = false;
   private timer: NodeJS.Timeout | undefined;
@@ -55,7 +61,7 @@ export class JobRunner {
   ) {}
 
   /** Adds the handlers of one resource's job kinds. */
-  register(handlers: ReadonlyMap<string, JobHandler | LeasedJobHandler>): void {
+  register(handlers: ReadonlyMap<JobKind, JobHandler | LeasedJobHandler>): void {
     for (const [kind, handler] of handlers) this.handlers.set(kind, handler);
   }
 

@@ -1,4 +1,6 @@
-import type { App } from "../app.js";
+import type { DataSource } from "typeorm";
+import type { ApiKeyHasher } from "../auth/api-key-secret.js";
+import type { Clock } from "../clock.js";
 import { issueApiKey } from "../api-keys/service.js";
 import { createMerchant } from "./service.js";
 
@@ -11,10 +13,10 @@ export interface SandboxStart {
 }
 
 /** Creates a sandbox merchant with a default profile and a secret key, all in one transaction. */
-export async function bootstrapSandbox(app: App): Promise<SandboxStart> {
-  return app.dataSource.transaction(async (em) => {
-    const { merchant, profile } = await createMerchant(em, app.clock, "Sandbox merchant");
-    const key = await issueApiKey(em, app, {
+export async function bootstrapSandbox(deps: { readonly dataSource: DataSource; readonly clock: Clock; readonly hasher: ApiKeyHasher }): Promise<SandboxStart> {
+  return deps.dataSource.transaction(async (em) => {
+    const { merchant, profile } = await createMerchant(em, deps.clock, "Sandbox merchant");
+    const key = await issueApiKey(em, deps, {
       merchantId: merchant.merchantId,
       livemode: false,
       publishable: false,

@@ -1,9 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import type { MerchantSchema, MerchantService, ProfileSchema } from "../../gen/paymentservice/v1/merchant_pb.js";
-import type { App } from "../app.js";
 import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
 import { newId, randomBase62 } from "../ids.js";
@@ -71,8 +70,14 @@ export function toProfile(row: ProfileRow): MessageInitShape<typeof ProfileSchem
 }
 
 /** Operator API for merchants and business profiles (decisions §2). */
-export function merchantService(app: App): ServiceImpl<typeof MerchantService> {
-  const { dataSource, clock } = app;
+/** What the merchants API needs: the database and time. */
+export interface MerchantDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+}
+
+export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof MerchantService> {
+  const { dataSource, clock } = deps;
 
   async function loadMerchant(merchantId: string): Promise<MerchantRow> {
     const row = await dataSource.getRepository(MerchantRow).findOneBy({ merchantId });

@@ -1,12 +1,20 @@
-import type { App } from "../app.js";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { DataSource } from "typeorm";
 import { log } from "../log.js";
-import { processorFor } from "../processors/registry.js";
-import type { DualProtocolHandler } from "../transport/listener.js";
-import { parseRequestTarget } from "../transport/request-target.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
-import { applyAuthorization, authenticationPath, capturesOnAuthorization } from "./authorization.js";
 import { PaymentRow } from "./payment.entity.js";
+import { paymentStates } from "./states.js";
 import { lockPayment, writePaymentChange } from "./store.js";
+import { authenticate, authenticationPath, type PaymentMoveDependencies } from "./transitions.js";
+
+/** What the 3DS pages need: the database besides what the moves need. */
+export interface AuthenticationPageDependencies extends PaymentMoveDependencies {
+  readonly dataSource: DataSource;
+}
+
+/** Serves one request for a page under its path prefix; the port has already parsed the path. */
+export type PageHandler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse, path: string) => void;
 
 const escapes: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -35,11 +43,10 @@ button{font-size:1rem;padding:.6rem 1.2rem;margin-right:.5rem}</style></head>
  * unguessable token in its URL authorizes it — and after either button the payment moves on and
  * the browser goes to the payment's (or profile's) return_url with payment_id and status.
  */
-export function createAuthenticationPages(app: App): DualProtocolHandler {
-  const payments = app.dataSource.getRepository(PaymentRow);
+export function createAuthenticationPages(deps: AuthenticationPageDependencies): PageHandler {
+  const payments = deps.dataSource.getRepository(PaymentRow);
 
-  return (req, res) => {
-    const path = parseRequestTarget(req.url)?.path ?? "";
+  return (req, res, path) => {
     const [token, action, ...rest] = path.slice(authenticationPath.length).split("/");
     const send = (status: number, html: string) => {
       res.statusCode = status;
@@ -54,7 +61,7 @@ export function createAuthenticationPages(app: App): DualProtocolHandler {
       payments
         .findOneBy({ authenticationToken: token })
         .then((row) => {
-          if (row === null || row.status !== "requires_action") return notFoundPage();
+          if (row === null || !paymentStates.allows("authenticate", row.status)) return notFoundPage();
           const base = `${authenticationPath}${encodeURIComponent(token)}`;
           send(
             200,
@@ -78,7 +85,7 @@ export function createAuthenticationPages(app: App): DualProtocolHandler {
 
     if (req.method === "POST" && (action === "complete" || action === "fail")) {
       // The form posts nothing the page needs; the port closes a body left unread instead of reading it.
-      authenticate(app, token, action === "complete")
+      finishAuthentication(deps, token, action === "complete")
         .then((outcome) => {
           if (outcome === undefined) return notFoundPage();
           if (outcome.returnUrl === null) {
@@ -106,24 +113,18 @@ export function createAuthenticationPages(app: App): DualProtocolHandler {
  * Finishes the authentication of the payment behind `token`. Undefined when the token is unknown or
  * the payment no longer waits for authentication (a second click, or a cancel in between).
  */
-async function authenticate(
-  app: App,
+async function finishAuthentication(
+  deps: AuthenticationPageDependencies,
   token: string,
   authenticated: boolean,
 ): Promise<{ paymentId: string; status: string; returnUrl: string | null } | undefined> {
-  return app.dataSource.transaction(async (em) => {
+  return deps.dataSource.transaction(async (em) => {
     const found = await em.findOneBy(PaymentRow, { authenticationToken: token });
     if (found === null) return undefined;
     const row = await lockPayment(em, found, found.paymentId);
-    if (row.status !== "requires_action" || row.authenticationToken !== token) return undefined;
-    const processor = processorFor(row.livemode);
-    const result = await processor.completeAuthentication({
-      reference: row.processorReference!,
-      authenticated,
-      capture: capturesOnAuthorization(row, app.clock.now()),
-    });
-    const jobs = applyAuthorization(app, row, result, processor.name);
-    await writePaymentChange(em, app, row, "requires_action", jobs);
+    if (!paymentStates.allows("authenticate", row.status) || row.authenticationToken !== token) return undefined;
+    const jobs = await authenticate(deps, row, authenticated);
+    await writePaymentChange(em, deps.clock, row, "requires_action", jobs);
     const profile = await em.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });
     return { paymentId: row.paymentId, status: row.status, returnUrl: row.returnUrl ?? profile?.returnUrl ?? null };
   });

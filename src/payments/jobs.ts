@@ -1,31 +1,31 @@
-import type { App } from "../app.js";
+import { jobKinds, type JobKind } from "../jobs/kinds.js";
 import type { JobHandler } from "../jobs/runner.js";
-import { paymentJobs } from "./authorization.js";
-import { cancelAuthorized, captureAuthorized } from "./service.js";
+import { paymentStates } from "./states.js";
 import { lockPayment, writePaymentChange } from "./store.js";
+import { cancel, capture, type PaymentMoveDependencies } from "./transitions.js";
 
 /**
  * Time-based payment moves, run by the job runner: a scheduled capture at capture_on, and the end of
  * a manual-capture authorization after 7 days. A payment that moved on in the meantime is left alone.
  */
-export function paymentJobHandlers(app: App): Map<string, JobHandler> {
-  return new Map<string, JobHandler>([
+export function paymentJobHandlers(deps: PaymentMoveDependencies): Map<JobKind, JobHandler> {
+  return new Map<JobKind, JobHandler>([
     [
-      paymentJobs.captureScheduled,
+      jobKinds.capturePayment,
       async (em, job) => {
         const row = await lockPayment(em, job, job.objectId);
-        if (row.status !== "requires_capture") return;
-        const jobs = await captureAuthorized(app, row, row.amountCapturable);
-        await writePaymentChange(em, app, row, "requires_capture", jobs);
+        if (!paymentStates.allows("capture", row.status)) return;
+        const jobs = await capture(deps, row, row.amountCapturable);
+        await writePaymentChange(em, deps.clock, row, "requires_capture", jobs);
       },
     ],
     [
-      paymentJobs.expireAuthorization,
+      jobKinds.expireAuthorization,
       async (em, job) => {
         const row = await lockPayment(em, job, job.objectId);
-        if (row.status !== "requires_capture") return;
-        await cancelAuthorized(app, row, "expired");
-        await writePaymentChange(em, app, row, "requires_capture");
+        if (!paymentStates.allows("expire", row.status)) return;
+        await cancel(deps, row, "expire", "expired");
+        await writePaymentChange(em, deps.clock, row, "requires_capture");
       },
     ],
   ]);

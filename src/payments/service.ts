@@ -1,6 +1,6 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { IsNull, type EntityManager } from "typeorm";
+import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import {
   CaptureMethod,
   CaptureMethodSchema,
@@ -10,34 +10,41 @@ import {
   type PaymentMethodDataInput,
   type PaymentService,
 } from "../../gen/paymentservice/v1/payment_pb.js";
-import type { App } from "../app.js";
 import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { secretsEqual } from "../auth/api-key-secret.js";
 import { CustomerRow } from "../customers/customer.entity.js";
 import { sentWord } from "../enum-words.js";
-import { ApiError, invalidField, missingField, notFound } from "../errors.js";
+import { forbidden, invalidField, missingField, notFound } from "../errors.js";
+import type { Clock } from "../clock.js";
+import type { NewObjectWriter } from "../db/new-objects.js";
 import { callerIdProblem, newId, randomBase62 } from "../ids.js";
-import { cardView, readCard } from "../processors/card.js";
+import { readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
-import { processorFor } from "../processors/registry.js";
 import { email, text, url } from "../validation/fields.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
-import type { NewJob } from "../jobs/runner.js";
-import { applyAuthorization, capturesOnAuthorization, reportedDisputeJob } from "./authorization.js";
+import type { JobWaker, NewJob } from "../jobs/runner.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
-import { assertAllowed } from "./rules.js";
+import { paymentStates } from "./states.js";
 import { findObject } from "../db/resource.js";
 import { lockPayment, paymentResource, writeNewPayment, writePaymentChange } from "./store.js";
+import { cancel, capture, confirm, releaseFunds, type PaymentMoveDependencies } from "./transitions.js";
 import { toPayment } from "./view.js";
 
+/** What the payments API needs besides what the moves need: the database, and the job runner to wake. */
+export interface PaymentDependencies extends PaymentMoveDependencies {
+  readonly dataSource: DataSource;
+  readonly newObjects: NewObjectWriter;
+  readonly jobs: JobWaker;
+}
+
 /** Card details from a request, checked by the processor that will see them. */
-function requestedCard(app: App, processor: Processor, data: PaymentMethodDataInput | undefined): CardDetails | undefined {
+function requestedCard(clock: Clock, processor: Processor, data: PaymentMethodDataInput | undefined): CardDetails | undefined {
   if (data?.card === undefined) return undefined;
   const field = "payment_method_data.card";
-  const card = readCard(data.card, field, app.clock.now());
+  const card = readCard(data.card, field, clock.now());
   processor.checkCard(card, field);
   return card;
 }
@@ -54,14 +61,14 @@ function captureMethodWord(method: CaptureMethod | undefined): CaptureMethodWord
 }
 
 /** capture_on belongs to scheduled capture only, and must lie ahead. */
-function captureOn(app: App, method: CaptureMethodWord, value: Timestamp | undefined): Date | null {
+function captureOn(clock: Clock, method: CaptureMethodWord, value: Timestamp | undefined): Date | null {
   if (method !== "scheduled") {
     if (value !== undefined) throw invalidField("capture_on", "only applies when capture_method is scheduled");
     return null;
   }
   if (value === undefined) throw missingField("capture_on");
   const at = timestampDate(value);
-  if (at <= app.clock.now()) throw invalidField("capture_on", "must be in the future");
+  if (at <= clock.now()) throw invalidField("capture_on", "must be in the future");
   return at;
 }
 
@@ -70,7 +77,7 @@ function assertClientSecret(caller: MerchantCaller, row: PaymentRow, clientSecre
   if (!caller.publishable) return;
   if (clientSecret === undefined || clientSecret === "") throw missingField("client_secret");
   if (!secretsEqual(clientSecret, row.clientSecret)) {
-    throw new ApiError("IR_22", "The client_secret does not match this payment");
+    throw forbidden("The client_secret does not match this payment");
   }
 }
 
@@ -89,33 +96,19 @@ async function assertCustomer(em: EntityManager, caller: MerchantCaller, custome
  * and load the payment, check the state machine, call the processor, then write the result, its event
  * and its jobs in the same transaction.
  */
-export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
-  const { dataSource, clock } = app;
-
-  async function confirmed(row: PaymentRow, processor: Processor, card: CardDetails) {
-    const result = await processor.authorize({
-      idempotencyKey: `${row.merchantId}:${row.paymentId}:authorize`,
-      amount: row.amount,
-      currency: row.currency,
-      card,
-      capture: capturesOnAuthorization(row, clock.now()),
-    });
-    const view = cardView(card);
-    row.card = { last4: view.last4, brand: view.brand, exp_month: view.expMonth, exp_year: view.expYear };
-    row.paymentMethod = "card";
-    return applyAuthorization(app, row, result, processor.name);
-  }
+export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof PaymentService> {
+  const { dataSource, clock } = deps;
 
   return {
     async createPayment(req, ctx) {
       const caller = merchantOf(ctx);
-      const processor = processorFor(caller.livemode);
+      const processor = deps.processors.forNewPayment(caller.livemode);
       const paymentAmount = amount("amount", req.amount);
       const paymentCurrency = currency("currency", req.currency);
       if (req.profileId === undefined || req.profileId === "") throw missingField("profile_id");
       const idProblem = req.paymentId === undefined ? undefined : callerIdProblem(req.paymentId);
       if (idProblem !== undefined) throw invalidField("payment_id", idProblem);
-      const card = requestedCard(app, processor, req.paymentMethodData);
+      const card = requestedCard(clock, processor, req.paymentMethodData);
       if (req.confirm === true && card === undefined) throw missingField("payment_method_data.card");
       if (req.confirm !== true && card !== undefined) {
         throw invalidField(
@@ -137,7 +130,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         amountCapturable: 0n,
         amountReceived: null,
         captureMethod: method,
-        captureOn: captureOn(app, method, req.captureOn),
+        captureOn: captureOn(clock, method, req.captureOn),
         paymentMethod: paymentMethodWord(req.paymentMethod, card) ?? null,
         paymentMethodType: text("payment_method_type", req.paymentMethodType, 32) ?? null,
         card: null,
@@ -159,15 +152,15 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         modifiedAt: now,
       };
       const row = Object.assign(new PaymentRow(), fields);
-      const jobs = card === undefined ? [] : await confirmed(row, processor, card);
+      const jobs = card === undefined ? [] : await confirm(deps, row, processor, card);
       try {
-        await writeNewPayment(app, row, jobs);
+        await writeNewPayment(deps, row, jobs);
       } catch (error) {
         // Nothing was written: release what the processor may already hold for this payment.
         if (row.processorReference !== null) await releaseFunds(processor, row);
         throw error;
       }
-      wakeForDueJobs(app, jobs);
+      wakeForDueJobs(deps, jobs);
       return toPayment(row);
     },
 
@@ -184,7 +177,7 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       }
       return dataSource.transaction(async (em) => {
         const row = await lockPayment(em, caller, req.paymentId);
-        assertAllowed("update", row.status);
+        paymentStates.guard("update", row.status);
         const previous = row.status;
         if (req.customerId !== undefined) {
           if (req.customerId !== "") await assertCustomer(em, caller, req.customerId);
@@ -192,18 +185,18 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
         }
         if (req.captureMethod !== undefined || req.captureOn !== undefined) {
           changes.captureMethod = req.captureMethod === undefined ? row.captureMethod : captureMethodWord(req.captureMethod);
-          changes.captureOn = captureOn(app, changes.captureMethod, req.captureOn ?? undefined);
+          changes.captureOn = captureOn(clock, changes.captureMethod, req.captureOn ?? undefined);
         }
         Object.assign(row, changes);
         if (newAmount !== undefined) {
           row.amount = newAmount;
           // Interface §3: an amount on a payment without a method moves it to requires_confirmation.
-          if (row.status === "requires_payment_method") row.status = "requires_confirmation";
+          if (row.status === "requires_payment_method") paymentStates.move(row, "update", "requires_confirmation");
         }
         if (newCurrency !== undefined) row.currency = newCurrency;
         row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
         row.modifiedAt = clock.now();
-        await writePaymentChange(em, app, row, previous);
+        await writePaymentChange(em, clock, row, previous);
         return toPayment(row);
       });
     },
@@ -217,8 +210,8 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
 
     async confirmPayment(req, ctx) {
       const caller = merchantOf(ctx);
-      const processor = processorFor(caller.livemode);
-      const card = requestedCard(app, processor, req.paymentMethodData);
+      const processor = deps.processors.forNewPayment(caller.livemode);
+      const card = requestedCard(clock, processor, req.paymentMethodData);
       if (card === undefined) throw missingField("payment_method_data.card");
       paymentMethodWord(req.paymentMethod, card);
       const paymentMethodType = text("payment_method_type", req.paymentMethodType, 32);
@@ -226,15 +219,15 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       return dataSource.transaction(async (em) => {
         const row = await lockPayment(em, caller, req.paymentId);
         assertClientSecret(caller, row, req.clientSecret);
-        assertAllowed("confirm", row.status);
+        paymentStates.guard("confirm", row.status);
         const previous = row.status;
         if (paymentMethodType !== undefined) row.paymentMethodType = paymentMethodType;
         if (returnUrl !== undefined) row.returnUrl = returnUrl;
-        const jobs = await confirmed(row, processor, card);
-        await writePaymentChange(em, app, row, previous, jobs);
+        const jobs = await confirm(deps, row, processor, card);
+        await writePaymentChange(em, clock, row, previous, jobs);
         return { payment: toPayment(row), jobs };
       }).then(({ payment, jobs }) => {
-        wakeForDueJobs(app, jobs);
+        wakeForDueJobs(deps, jobs);
         return payment;
       });
     },
@@ -244,16 +237,16 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       const requested = req.amountToCapture === undefined ? undefined : positiveAmount("amount_to_capture", req.amountToCapture);
       return dataSource.transaction(async (em) => {
         const row = await lockPayment(em, caller, req.paymentId);
-        assertAllowed("capture", row.status);
+        paymentStates.guard("capture", row.status);
         const toCapture = requested ?? row.amountCapturable;
         if (toCapture > row.amountCapturable) {
           throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
         }
-        const jobs = await captureAuthorized(app, row, toCapture);
-        await writePaymentChange(em, app, row, "requires_capture", jobs);
+        const jobs = await capture(deps, row, toCapture);
+        await writePaymentChange(em, clock, row, "requires_capture", jobs);
         return { payment: toPayment(row), jobs };
       }).then(({ payment, jobs }) => {
-        wakeForDueJobs(app, jobs);
+        wakeForDueJobs(deps, jobs);
         return payment;
       });
     },
@@ -263,10 +256,9 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
       const reason = text("cancellation_reason", req.cancellationReason, 255);
       return dataSource.transaction(async (em) => {
         const row = await lockPayment(em, caller, req.paymentId);
-        assertAllowed("cancel", row.status);
         const previous = row.status;
-        await cancelAuthorized(app, row, reason ?? "requested_by_customer");
-        await writePaymentChange(em, app, row, previous);
+        await cancel(deps, row, "cancel", reason ?? "requested_by_customer");
+        await writePaymentChange(em, clock, row, previous);
         return toPayment(row);
       });
     },
@@ -287,53 +279,8 @@ export function paymentService(app: App): ServiceImpl<typeof PaymentService> {
   };
 }
 
-/**
- * Captures `amount` of an authorized payment: succeeded with amount_received, or failed if the
- * processor refuses. Returns the jobs the capture calls for (a dispute the processor announced).
- */
-export async function captureAuthorized(app: App, row: PaymentRow, amount: bigint): Promise<NewJob[]> {
-  const result = await processorFor(row.livemode).capture({
-    reference: row.processorReference!,
-    amount,
-    currency: row.currency,
-  });
-  row.modifiedAt = app.clock.now();
-  row.amountCapturable = 0n;
-  if (result.status === "declined") {
-    row.status = "failed";
-    row.errorCode = result.errorCode;
-    row.errorMessage = result.errorMessage;
-    return [];
-  }
-  row.status = "succeeded";
-  row.amountReceived = amount;
-  return result.disputeExpected === true ? [reportedDisputeJob(row, row.modifiedAt)] : [];
-}
-
 /** Runs at once, on this instance, the jobs a commit made due now (e.g. a dispute report). */
-function wakeForDueJobs(app: App, jobs: readonly NewJob[]): void {
-  const now = app.clock.now();
-  if (jobs.some((job) => job.runAt <= now)) app.jobs.wake();
-}
-
-/** Gives back what the processor holds or took for a payment that could not be recorded. */
-async function releaseFunds(processor: Processor, row: PaymentRow): Promise<void> {
-  const reference = row.processorReference!;
-  if (row.status === "requires_capture") await processor.void({ reference });
-  if (row.status === "succeeded") {
-    await processor.refund({ idempotencyKey: `${row.merchantId}:${row.paymentId}:release`, reference, amount: row.amount, currency: row.currency });
-  }
-}
-
-/** Cancels a payment, releasing its authorization at the processor if it holds one. */
-export async function cancelAuthorized(app: App, row: PaymentRow, reason: string): Promise<void> {
-  if (row.status === "requires_capture" && row.processorReference !== null) {
-    await processorFor(row.livemode).void({ reference: row.processorReference });
-  }
-  row.status = "cancelled";
-  row.cancellationReason = reason;
-  row.amountCapturable = 0n;
-  row.nextAction = null;
-  row.authenticationToken = null;
-  row.modifiedAt = app.clock.now();
+function wakeForDueJobs(deps: PaymentDependencies, jobs: readonly NewJob[]): void {
+  const now = deps.clock.now();
+  if (jobs.some((job) => job.runAt <= now)) deps.jobs.wake();
 }

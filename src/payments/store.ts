@@ -1,11 +1,12 @@
-import type { EntityManager } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
-import type { App } from "../app.js";
+import type { Clock } from "../clock.js";
+import type { NewObjectWriter } from "../db/new-objects.js";
 import { lockObject, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
 import { PaymentRow, type PaymentStatusWord } from "./payment.entity.js";
-import { terminalStatuses } from "./rules.js";
+import { paymentStates } from "./states.js";
 import { toPayment } from "./view.js";
 
 /** How payments are stored and reported. */
@@ -17,7 +18,7 @@ export const paymentResource: Resource<PaymentRow, typeof PaymentSchema> = {
   schema: PaymentSchema,
   view: toPayment,
   guard: ownershipGuard,
-  isFinal: (row) => terminalStatuses.has(row.status),
+  states: paymentStates,
 };
 
 /** Loads a payment and locks its row for the transaction (confirm vs cancel, two captures, …). */
@@ -29,17 +30,15 @@ export function lockPayment(em: EntityManager, scope: Scope, paymentId: string):
  * Writes a new payment with its first event and its jobs, guarded by the profile and customer checks;
  * when one fails nothing is written and the error names the field.
  */
-export async function writeNewPayment(app: App, row: PaymentRow, jobs: NewJob[]): Promise<void> {
-  if (!(await app.newObjects.write(paymentResource, row, jobs))) throw await ownershipError(app.dataSource.manager, row);
+export async function writeNewPayment(
+  database: { readonly dataSource: DataSource; readonly newObjects: NewObjectWriter },
+  row: PaymentRow,
+  jobs: NewJob[],
+): Promise<void> {
+  if (!(await database.newObjects.write(paymentResource, row, jobs))) throw await ownershipError(database.dataSource.manager, row);
 }
 
 /** Writes a change to a locked payment with its event, its jobs and, once final, the end of its jobs. */
-export function writePaymentChange(
-  em: EntityManager,
-  app: App,
-  row: PaymentRow,
-  previous: PaymentStatusWord,
-  jobs: NewJob[] = [],
-): Promise<void> {
-  return writeObjectChange(em, app.clock, paymentResource, row, previous, jobs);
+export function writePaymentChange(em: EntityManager, clock: Clock, row: PaymentRow, previous: PaymentStatusWord, jobs: NewJob[] = []): Promise<void> {
+  return writeObjectChange(em, clock, paymentResource, row, previous, jobs);
 }

@@ -1,14 +1,26 @@
-import type { App } from "../app.js";
+import type { DataSource } from "typeorm";
+import type { Clock } from "../clock.js";
 import { ApiError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { JobRow } from "../jobs/job.entity.js";
+import { jobKinds, type JobKind } from "../jobs/kinds.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";
-import { payoutProcessorsFor } from "../processors/registry.js";
 import type { PayoutDestination, PayoutProcessor, PayoutResult } from "../processors/processor.js";
+import type { ProcessorRegistry } from "../processors/registry.js";
+import type { DataCipher } from "../secrets/data-cipher.js";
 import { openDestination } from "./destination.js";
 import type { PayoutRow, StoredAttempt } from "./payout.entity.js";
 import { route } from "./routing.js";
-import { lockPayout, sendPayoutJob, writePayoutChange } from "./store.js";
+import { payoutStates } from "./states.js";
+import { lockPayout, writePayoutChange } from "./store.js";
+
+/** What sending payouts needs: the database (it commits its own recovery points), time, the processors, the destination cipher. */
+export interface PayoutJobDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly processors: ProcessorRegistry;
+  readonly dataCipher: DataCipher;
+}
 
 /**
  * How long a sending job is leased: longer than a processor takes to answer. An instance that dies
@@ -26,7 +38,7 @@ interface PlannedAttempt {
 
 /** Ends a payout that no processor sent: failed, with the last processor's error. */
 function failPayout(row: PayoutRow, errorCode: string, errorMessage: string, now: Date): void {
-  row.status = "failed";
+  payoutStates.move(row, "send", "failed");
   row.errorCode = errorCode;
   row.errorMessage = errorMessage;
   row.updated = now;
@@ -39,20 +51,20 @@ function failPayout(row: PayoutRow, errorCode: string, errorMessage: string, now
  * Undefined when there is nothing to send: the payout is no longer pending, or every eligible
  * processor has failed (the payout is then failed here).
  */
-async function planAttempt(app: App, job: JobRow): Promise<PlannedAttempt | undefined> {
-  return app.dataSource.transaction(async (em) => {
+async function planAttempt(deps: PayoutJobDependencies, job: JobRow): Promise<PlannedAttempt | undefined> {
+  return deps.dataSource.transaction(async (em) => {
     const row = await lockPayout(em, job, job.objectId);
-    if (row.status !== "pending") return undefined;
-    const now = app.clock.now();
+    if (!payoutStates.allows("send", row.status)) return undefined;
+    const now = deps.clock.now();
     let candidates: PayoutProcessor[];
     try {
-      const processors = payoutProcessorsFor(app.sandboxPayoutRails, row.livemode);
+      const processors = deps.processors.payoutRailsFor(row.livemode);
       candidates = route(processors, { ...row, preferred: row.preferredProcessor ?? undefined });
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       // The routing table changed since the payout was created and nothing can send it any more.
       failPayout(row, "no_eligible_processor", error.message, now);
-      await writePayoutChange(em, app, row, "pending");
+      await writePayoutChange(em, deps.clock, row, "pending");
       return undefined;
     }
     let attempt = row.attempts.find((a) => a.status === "pending");
@@ -62,14 +74,14 @@ async function planAttempt(app: App, job: JobRow): Promise<PlannedAttempt | unde
       if (next === undefined) {
         const last = row.attempts.at(-1)!;
         failPayout(row, last.error_code ?? "payout_failed", last.error_message ?? "No processor could send the payout.", now);
-        await writePayoutChange(em, app, row, "pending");
+        await writePayoutChange(em, deps.clock, row, "pending");
         return undefined;
       }
       attempt = { attempt_id: newId("att"), processor: next.name, status: "pending", created: now.toISOString() };
       row.attempts = [...row.attempts, attempt];
       row.processor = next.name;
       row.updated = now;
-      await writePayoutChange(em, app, row, "pending");
+      await writePayoutChange(em, deps.clock, row, "pending");
     }
     const processor = candidates.find((p) => p.name === attempt.processor);
     if (processor === undefined) throw new Error(`payout processor ${attempt.processor} is no longer eligible`);
@@ -77,7 +89,7 @@ async function planAttempt(app: App, job: JobRow): Promise<PlannedAttempt | unde
       attemptId: attempt.attempt_id,
       processor,
       payout: row,
-      destination: openDestination(app.dataCipher, row, row.destinationCiphertext!),
+      destination: openDestination(deps.dataCipher, row, row.destinationCiphertext!),
     };
   });
 }
@@ -86,13 +98,13 @@ async function planAttempt(app: App, job: JobRow): Promise<PlannedAttempt | unde
  * Recovery point after the processor answered: the attempt's outcome and what it means for the
  * payout. Returns true when sending is over (the payout is final, or not pending any more).
  */
-async function recordOutcome(app: App, job: JobRow, attemptId: string, result: PayoutResult): Promise<boolean> {
-  return app.dataSource.transaction(async (em) => {
+async function recordOutcome(deps: PayoutJobDependencies, job: JobRow, attemptId: string, result: PayoutResult): Promise<boolean> {
+  return deps.dataSource.transaction(async (em) => {
     const row = await lockPayout(em, job, job.objectId);
-    if (row.status !== "pending") return true;
+    if (!payoutStates.allows("send", row.status)) return true;
     // Another run (after a lease ran out) recorded it first; plan again from what it wrote.
     if (!row.attempts.some((a) => a.attempt_id === attemptId && a.status === "pending")) return false;
-    const now = app.clock.now();
+    const now = deps.clock.now();
     const outcome: Partial<StoredAttempt> =
       result.status === "succeeded"
         ? { status: "success", processor_reference: result.reference }
@@ -106,13 +118,13 @@ async function recordOutcome(app: App, job: JobRow, attemptId: string, result: P
     row.attempts = row.attempts.map((a) => (a.attempt_id === attemptId ? { ...a, ...outcome } : a));
     row.updated = now;
     if (result.status === "succeeded") {
-      row.status = "success";
+      payoutStates.move(row, "send", "success");
       row.errorCode = null;
       row.errorMessage = null;
     } else if (!result.retryable) {
       failPayout(row, result.errorCode, result.errorMessage, now);
     }
-    await writePayoutChange(em, app, row, "pending");
+    await writePayoutChange(em, deps.clock, row, "pending");
     return row.status !== "pending";
   });
 }
@@ -123,9 +135,9 @@ async function recordOutcome(app: App, job: JobRow, attemptId: string, result: P
  * over to the next processor. A processor that does not answer (throws) leaves the attempt pending
  * and the job is retried with backoff, re-sending the same attempt.
  */
-async function sendPayout(app: App, job: JobRow): Promise<void> {
+async function sendPayout(deps: PayoutJobDependencies, job: JobRow): Promise<void> {
   for (;;) {
-    const planned = await planAttempt(app, job);
+    const planned = await planAttempt(deps, job);
     if (planned === undefined) return;
     const result = await planned.processor.payout({
       idempotencyKey: planned.attemptId,
@@ -133,11 +145,11 @@ async function sendPayout(app: App, job: JobRow): Promise<void> {
       currency: planned.payout.currency,
       destination: planned.destination,
     });
-    if (await recordOutcome(app, job, planned.attemptId, result)) return;
+    if (await recordOutcome(deps, job, planned.attemptId, result)) return;
   }
 }
 
 /** The payout jobs: sending runs outside a transaction (leased), with its own recovery points. */
-export function payoutJobHandlers(app: App): Map<string, LeasedJobHandler> {
-  return new Map<string, LeasedJobHandler>([[sendPayoutJob, { leaseMs: sendLeaseMs, run: (job) => sendPayout(app, job) }]]);
+export function payoutJobHandlers(deps: PayoutJobDependencies): Map<JobKind, LeasedJobHandler> {
+  return new Map<JobKind, LeasedJobHandler>([[jobKinds.sendPayout, { leaseMs: sendLeaseMs, run: (job) => sendPayout(deps, job) }]]);
 }

@@ -1,4 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { DataSource } from "typeorm";
 import {
   PayoutPrioritySchema,
   PayoutStatusSchema,
@@ -6,22 +7,26 @@ import {
   type BillingDetails,
   type PayoutService,
 } from "../../gen/paymentservice/v1/payout_pb.js";
-import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
+import type { Clock } from "../clock.js";
+import type { NewObjectWriter } from "../db/new-objects.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { findObject } from "../db/resource.js";
 import { sentWord } from "../enum-words.js";
-import { ApiError, invalidField, invalidRequest, missingField } from "../errors.js";
+import { invalidField, invalidRequest, missingField } from "../errors.js";
 import { newId } from "../ids.js";
-import { payoutProcessorsFor } from "../processors/registry.js";
+import type { JobWaker } from "../jobs/runner.js";
+import type { ProcessorRegistry } from "../processors/registry.js";
+import type { DataCipher } from "../secrets/data-cipher.js";
 import { addressToStore } from "../validation/address.js";
 import { email, phone, text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency } from "../validation/money.js";
 import { maskDestination, readDestination, sealDestination } from "./destination.js";
-import { PayoutRow, type PayoutStatusWord, type StoredBilling } from "./payout.entity.js";
+import { PayoutRow, type StoredBilling } from "./payout.entity.js";
 import { route } from "./routing.js";
+import { payoutStates } from "./states.js";
 import { lockPayout, payoutResource, sendJobOf, writeNewPayout, writePayoutChange } from "./store.js";
 import { toPayout } from "./view.js";
 
@@ -64,9 +69,14 @@ const notUpdatable = [
   ["processor", "processor"],
 ] as const;
 
-/** IR_16 for an operation the payout's status does not allow. */
-function wrongStatus(action: string, row: PayoutRow, expected: PayoutStatusWord): ApiError {
-  return new ApiError("IR_16", `This payout cannot be ${action} because its status is ${row.status}; expected ${expected}`);
+/** What the payouts API needs: the database, time, the payout processors, the destination cipher, the job runner to wake. */
+export interface PayoutDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly newObjects: NewObjectWriter;
+  readonly processors: ProcessorRegistry;
+  readonly dataCipher: DataCipher;
+  readonly jobs: JobWaker;
 }
 
 /**
@@ -75,13 +85,13 @@ function wrongStatus(action: string, row: PayoutRow, expected: PayoutStatusWord)
  * with its event and, when confirmed, its sending job; the job runner sends it right after the
  * commit (src/payouts/jobs.ts).
  */
-export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
-  const { dataSource, clock } = app;
+export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof PayoutService> {
+  const { dataSource, clock } = deps;
 
   return {
     async createPayout(req, ctx) {
       const caller = merchantOf(ctx);
-      const processors = payoutProcessorsFor(app.sandboxPayoutRails, caller.livemode);
+      const processors = deps.processors.payoutRailsFor(caller.livemode);
       const payoutAmount = amount("amount", req.amount);
       const payoutCurrency = currency("currency", req.currency);
       if (req.profileId === undefined || req.profileId === "") throw missingField("profile_id");
@@ -106,7 +116,7 @@ export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
         name: text("name", req.name, 200) ?? null,
         phone: phone("phone", req.phone) ?? null,
         destination: maskDestination(destination),
-        destinationCiphertext: sealDestination(app.dataCipher, owner, destination),
+        destinationCiphertext: sealDestination(deps.dataCipher, owner, destination),
         billing: billingOf(req.billing),
         preferredProcessor: preferred ?? null,
         processor: candidates[0]!.name,
@@ -118,8 +128,8 @@ export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
         created: now,
         updated: now,
       } satisfies PayoutRow);
-      await writeNewPayout(app, row, confirm ? [sendJobOf(row, now)] : []);
-      if (confirm) app.jobs.wake();
+      await writeNewPayout(deps, row, confirm ? [sendJobOf(row, now)] : []);
+      if (confirm) deps.jobs.wake();
       return toPayout(row);
     },
 
@@ -134,7 +144,7 @@ export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
         const row = await lockPayout(em, caller, req.payoutId);
         row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
         row.updated = clock.now();
-        await writePayoutChange(em, app, row, row.status);
+        await writePayoutChange(em, clock, row, row.status);
         return toPayout(row);
       });
     },
@@ -148,14 +158,14 @@ export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
       const caller = merchantOf(ctx);
       const row = await dataSource.transaction(async (em) => {
         const payout = await lockPayout(em, caller, req.payoutId);
-        if (payout.status !== "requires_fulfillment") throw wrongStatus("fulfilled", payout, "requires_fulfillment");
+        payoutStates.guard("fulfill", payout.status);
         const now = clock.now();
-        payout.status = "pending";
+        payoutStates.move(payout, "fulfill", "pending");
         payout.updated = now;
-        await writePayoutChange(em, app, payout, "requires_fulfillment", [sendJobOf(payout, now)]);
+        await writePayoutChange(em, clock, payout, "requires_fulfillment", [sendJobOf(payout, now)]);
         return payout;
       });
-      app.jobs.wake();
+      deps.jobs.wake();
       return toPayout(row);
     },
 
@@ -163,10 +173,10 @@ export function payoutService(app: App): ServiceImpl<typeof PayoutService> {
       const caller = merchantOf(ctx);
       return dataSource.transaction(async (em) => {
         const row = await lockPayout(em, caller, req.payoutId);
-        if (row.status !== "requires_fulfillment") throw wrongStatus("cancelled", row, "requires_fulfillment");
-        row.status = "cancelled";
+        payoutStates.guard("cancel", row.status);
+        payoutStates.move(row, "cancel", "cancelled");
         row.updated = clock.now();
-        await writePayoutChange(em, app, row, "requires_fulfillment");
+        await writePayoutChange(em, clock, row, "requires_fulfillment");
         return toPayout(row);
       });
     },

@@ -1,5 +1,5 @@
 import { passesLuhn } from "../card-numbers.js";
-import { ApiError, invalidField, missingField } from "../errors.js";
+import { invalidField, missingField, preconditionFailed } from "../errors.js";
 import { text } from "../validation/fields.js";
 import type { CardDetails } from "./processor.js";
 
@@ -79,7 +79,7 @@ function parseCard(
   const currentMonths = now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
   if (expYear * 12 + expMonth < currentMonths) {
     const expiry = `${String(expMonth).padStart(2, "0")}/${expYear}`;
-    throw new ApiError("IR_16", `The card has expired: ${field} expired at the end of ${expiry}`);
+    throw preconditionFailed(`The card has expired: ${field} expired at the end of ${expiry}`);
   }
 
   return { card: { number, expMonth, expYear, holderName: holderName === "" ? undefined : holderName }, cvc };

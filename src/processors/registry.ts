@@ -1,31 +1,39 @@
-import { ApiError } from "../errors.js";
+import { noProcessorConfigured } from "../errors.js";
 import type { PayoutProcessor, Processor } from "./processor.js";
-import { SandboxProcessor } from "./sandbox.js";
-
-/** Stateless, so one instance serves every sandbox request. */
-const sandbox = new SandboxProcessor();
 
 /**
- * The processor for a key's environment (decisions §3): sandbox keys always get the built-in
- * sandbox; production keys get a configured real processor, and none can be configured yet.
+ * The processors this instance can use, given to whatever calls one (decisions §3): sandbox keys
+ * always get the built-in sandbox; production keys get configured real processors, and none can be
+ * configured yet. A step after the first (capture, void, refund, 3DS) goes to the processor the
+ * payment recorded, never to whichever processor its environment would get today.
  */
-export function processorFor(livemode: boolean): Processor {
-  if (!livemode) return sandbox;
-  // Where configured production processors will be chosen, once there are any to configure.
-  throw new ApiError(
-    "IR_16",
-    "No payment processor is configured for production; use a sandbox key or configure a processor",
-  );
-}
+export class ProcessorRegistry {
+  private readonly byName: ReadonlyMap<string, Processor>;
 
-/**
- * The payout processors for a key's environment, in routing order: the sandbox rails for sandbox
- * keys; production keys get the configured ones, and none can be configured yet.
- */
-export function payoutProcessorsFor(sandboxRails: readonly PayoutProcessor[], livemode: boolean): readonly PayoutProcessor[] {
-  if (!livemode) return sandboxRails;
-  throw new ApiError(
-    "IR_16",
-    "No payout processor is configured for production; use a sandbox key or configure a processor",
-  );
+  constructor(
+    private readonly sandbox: Processor,
+    /** The sandbox payout rails, in routing order. */
+    readonly sandboxPayoutRails: readonly PayoutProcessor[],
+  ) {
+    this.byName = new Map([[sandbox.name, sandbox]]);
+  }
+
+  /** The processor a new payment of the environment goes to. */
+  forNewPayment(livemode: boolean): Processor {
+    if (!livemode) return this.sandbox;
+    throw noProcessorConfigured("payment");
+  }
+
+  /** The processor that authorized a payment: every later step of the payment goes to it. */
+  ofPayment(payment: { readonly paymentId: string; readonly processor: string | null }): Processor {
+    const processor = payment.processor === null ? undefined : this.byName.get(payment.processor);
+    if (processor === undefined) throw new Error(`payment ${payment.paymentId} names no known processor (${payment.processor})`);
+    return processor;
+  }
+
+  /** The payout processors of the environment, in routing order. */
+  payoutRailsFor(livemode: boolean): readonly PayoutProcessor[] {
+    if (!livemode) return this.sandboxPayoutRails;
+    throw noProcessorConfigured("payout");
+  }
 }

@@ -1,5 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import {
   RefundReasonSchema,
   RefundStatusSchema,
@@ -8,24 +8,33 @@ import {
   type RefundReason,
   type RefundService,
 } from "../../gen/paymentservice/v1/refund_pb.js";
-import type { App } from "../app.js";
 import { merchantOf } from "../auth/caller.js";
+import type { Clock } from "../clock.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
-import { ApiError, invalidRequest, missingField } from "../errors.js";
+import { invalidRequest, missingField, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import { newId } from "../ids.js";
-import { lostStatuses, openStatuses } from "../disputes/store.js";
+import { lostStatuses, openStatuses } from "../disputes/states.js";
 import { findObject, type Scope } from "../db/resource.js";
+import { jobKinds } from "../jobs/kinds.js";
+import type { JobWaker } from "../jobs/runner.js";
+import { paymentStates } from "../payments/states.js";
 import { lockPayment } from "../payments/store.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { positiveAmount } from "../validation/money.js";
 import { RefundRow } from "./refund.entity.js";
-import { lockRefund, processRefundJob, refundResource, writeNewRefund, writeRefundChange } from "./store.js";
+import { countedStatuses, refundStates } from "./states.js";
+import { lockRefund, refundResource, writeNewRefund, writeRefundChange } from "./store.js";
 import { toRefund } from "./view.js";
 
-/** Refund statuses that hold money back from being refunded again. */
-const countedStatuses = ["pending", "succeeded", "manual_review"];
+/** What the refunds API needs: the database, time, the job runner to wake, and how long scheduled refunds wait. */
+export interface RefundDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly jobs: JobWaker;
+  readonly scheduledRefundDelayMs: number;
+}
 
 /**
  * What is still refundable on a payment whose row the caller has locked: what was captured minus the
@@ -44,7 +53,7 @@ async function refundable(em: EntityManager, scope: Scope, paymentId: string, re
     [scope.merchantId, scope.livemode, paymentId, countedStatuses, lostStatuses, openStatuses],
   )) as [{ refunded: string; lost: string; disputed: boolean }];
   if (row.disputed) {
-    throw new ApiError("IR_16", "This payment has an open dispute; it can be refunded once the dispute is decided");
+    throw preconditionFailed("This payment has an open dispute; it can be refunded once the dispute is decided");
   }
   const left = received - BigInt(row.refunded) - BigInt(row.lost);
   return left > 0n ? left : 0n;
@@ -59,8 +68,8 @@ function reasonWord(reason: RefundReason | undefined): string | null {
  * writes the refund with its event and its processing job in one transaction; the job runner sends it
  * to the processor right after the commit (instant) or at the settlement run (scheduled).
  */
-export function refundService(app: App): ServiceImpl<typeof RefundService> {
-  const { dataSource, clock } = app;
+export function refundService(deps: RefundDependencies): ServiceImpl<typeof RefundService> {
+  const { dataSource, clock } = deps;
 
   return {
     async createRefund(req, ctx) {
@@ -71,15 +80,10 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
       const scheduled = req.refundType === RefundType.SCHEDULED;
       const row = await dataSource.transaction(async (em) => {
         const payment = await lockPayment(em, caller, req.paymentId!);
-        if (payment.status !== "succeeded") {
-          throw new ApiError("IR_14", `This payment cannot be refunded because its status is ${payment.status}; expected succeeded`);
-        }
+        paymentStates.guard("refund", payment.status);
         const left = await refundable(em, caller, payment.paymentId, payment.amountReceived ?? 0n);
-        if (left === 0n) throw new ApiError("IR_13", "Nothing is left to refund on this payment");
         const amount = requested ?? left;
-        if (amount > left) {
-          throw new ApiError("IR_13", `The refund amount ${amount} exceeds what is left to refund on this payment (${left})`);
-        }
+        if (left === 0n || amount > left) throw refundExceedsCaptured(requested, left);
         const now = clock.now();
         const refund = Object.assign(new RefundRow(), {
           merchantId: caller.merchantId,
@@ -98,13 +102,13 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
           created: now,
           updated: now,
         } satisfies RefundRow);
-        const delayMs = scheduled ? app.config.scheduledRefundDelaySeconds * 1000 : 0;
-        await writeNewRefund(em, app, refund, [
-          { kind: processRefundJob, merchantId: refund.merchantId, livemode: refund.livemode, objectId: refund.refundId, runAt: new Date(now.getTime() + delayMs) },
+        const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
+        await writeNewRefund(em, clock, refund, [
+          { kind: jobKinds.processRefund, merchantId: refund.merchantId, livemode: refund.livemode, objectId: refund.refundId, runAt: new Date(now.getTime() + delayMs) },
         ]);
         return refund;
       });
-      if (!scheduled) app.jobs.wake();
+      if (!scheduled) deps.jobs.wake();
       return toRefund(row);
     },
 
@@ -117,7 +121,7 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
         if (req.reason !== undefined) row.reason = reasonWord(req.reason);
         row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
         row.updated = clock.now();
-        await writeRefundChange(em, app, row, row.status);
+        await writeRefundChange(em, clock, row, row.status);
         return toRefund(row);
       });
     },
@@ -131,15 +135,13 @@ export function refundService(app: App): ServiceImpl<typeof RefundService> {
       const caller = merchantOf(ctx);
       return dataSource.transaction(async (em) => {
         const row = await lockRefund(em, caller, req.refundId);
-        if (row.status !== "pending" || row.refundType !== "scheduled") {
-          throw new ApiError(
-            "IR_16",
-            `This refund cannot be cancelled: it is ${row.status} and ${row.refundType}; only a pending scheduled refund can`,
-          );
+        if (row.refundType !== "scheduled") {
+          throw preconditionFailed(`This refund cannot be cancelled: it is instant (${row.status}); only a pending scheduled refund can`);
         }
-        row.status = "cancelled";
+        refundStates.guard("cancel", row.status);
+        refundStates.move(row, "cancel", "cancelled");
         row.updated = clock.now();
-        await writeRefundChange(em, app, row, "pending");
+        await writeRefundChange(em, clock, row, "pending");
         return toRefund(row);
       });
     },

@@ -17,7 +17,7 @@ import {
 import { invalid_value_code as invalidValueCode } from "../../gen/paymentservice/v1/options_pb.js";
 import { enumNumber, enumWord } from "../enum-words.js";
 import { checkText } from "../validation/text.js";
-import { ApiError, describeValue, errorCatalogue, invalidField, invalidRequest, type ErrorCode } from "../errors.js";
+import { type ApiError, describeValue, errorCatalogue, invalidField, invalidRequest, type ErrorCode } from "../errors.js";
 
 /*
  * The REST dialect of our JSON (decisions §1, issue "REST dialect"): snake_case keys, int64 as JSON
@@ -110,7 +110,7 @@ function setField(target: ReflectMessage, field: DescField, value: unknown, path
 export function invalidValue(field: DescField, path: string, expectation: string): ApiError {
   const declared = getOption(field, invalidValueCode);
   if (declared === "" || !(declared in errorCatalogue)) return invalidField(path, expectation);
-  return new ApiError(declared as ErrorCode, `Invalid value for field ${path}: ${expectation}`);
+  return invalidField(path, expectation, declared as ErrorCode);
 }
 
 function readSingular(field: DescField, schema: DescMessage, value: unknown, path: string): ReflectMessage {

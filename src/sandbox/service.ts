@@ -1,14 +1,25 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { DisputeOutcome, type SandboxService } from "../../gen/paymentservice/v1/sandbox_pb.js";
-import type { App } from "../app.js";
+import type { DataSource } from "typeorm";
 import { merchantOf } from "../auth/caller.js";
+import type { Clock } from "../clock.js";
 import { openDispute } from "../disputes/open.js";
-import { assertDisputeStatus, lockDisputeWithPayment } from "../disputes/service.js";
-import { writeDisputeChange } from "../disputes/store.js";
+import { disputeStates } from "../disputes/states.js";
+import { lockDisputeWithPayment, writeDisputeChange } from "../disputes/store.js";
 import { toDispute } from "../disputes/view.js";
-import { ApiError, invalidField, missingField } from "../errors.js";
+import { invalidField, missingField, preconditionFailed } from "../errors.js";
+import type { JobWaker } from "../jobs/runner.js";
 import { lockPayment } from "../payments/store.js";
+import type { SandboxTestClock } from "./test-clock.js";
+
+/** What the sandbox controls need: the database, time, the shared test clock when it is on, the job runner to wake. */
+export interface SandboxDependencies {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly testClock: SandboxTestClock | undefined;
+  readonly jobs: JobWaker;
+}
 
 /** Longest single step of the test clock: ten years. */
 const maxAdvanceSeconds = 10 * 365 * 86_400;
@@ -18,20 +29,20 @@ const maxAdvanceSeconds = 10 * 365 * 86_400;
  * succeeded sandbox payment, and settle a challenged one as the network would. The dispute controls
  * stand in for the card network, so their access rule admits sandbox secret keys only.
  */
-export function sandboxService(app: App): ServiceImpl<typeof SandboxService> {
-  const { dataSource, clock } = app;
+export function sandboxService(deps: SandboxDependencies): ServiceImpl<typeof SandboxService> {
+  const { dataSource, clock } = deps;
 
   return {
     async advanceClock(req) {
-      if (app.testClock === undefined) {
-        throw new ApiError("IR_16", "The test clock is off: start the service with SANDBOX_TEST_CLOCK=true to move time");
+      if (deps.testClock === undefined) {
+        throw preconditionFailed("The test clock is off: start the service with SANDBOX_TEST_CLOCK=true to move time");
       }
       if (req.seconds === undefined) throw missingField("seconds");
       if (req.seconds < 1n || req.seconds > BigInt(maxAdvanceSeconds)) {
         throw invalidField("seconds", `expected 1 to ${maxAdvanceSeconds}`);
       }
-      const now = await app.testClock.advance(Number(req.seconds));
-      app.jobs.wake();
+      const now = await deps.testClock.advance(Number(req.seconds));
+      deps.jobs.wake();
       return { now: timestampFromDate(now) };
     },
 
@@ -39,7 +50,7 @@ export function sandboxService(app: App): ServiceImpl<typeof SandboxService> {
       const caller = merchantOf(ctx);
       return dataSource.transaction(async (em) => {
         const payment = await lockPayment(em, caller, req.paymentId);
-        return toDispute(await openDispute(em, app, payment, "general"));
+        return toDispute(await openDispute(em, clock, payment, "general"));
       });
     },
 
@@ -49,10 +60,10 @@ export function sandboxService(app: App): ServiceImpl<typeof SandboxService> {
       if (req.outcome === undefined || req.outcome === DisputeOutcome.UNSPECIFIED) throw missingField("outcome");
       return dataSource.transaction(async (em) => {
         const row = await lockDisputeWithPayment(em, caller, req.disputeId);
-        assertDisputeStatus(row, ["challenged"], "resolved");
-        row.status = req.outcome === DisputeOutcome.WON ? "won" : "lost";
+        disputeStates.guard("resolve", row.status);
+        disputeStates.move(row, "resolve", req.outcome === DisputeOutcome.WON ? "won" : "lost");
         row.updated = clock.now();
-        await writeDisputeChange(em, app, row, "challenged");
+        await writeDisputeChange(em, clock, row, "challenged");
         return toDispute(row);
       });
     },

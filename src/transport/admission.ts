@@ -1,7 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { Authenticate, HeaderLookup } from "../auth/authenticate.js";
 import type { Caller } from "../auth/caller.js";
-import { ApiError } from "../errors.js";
+import { rateLimited } from "../errors.js";
 import { rateLimitHeaders, type RateLimiter } from "../rate-limits/limiter.js";
 import { documentedError } from "./errors.js";
 
@@ -40,7 +40,7 @@ export function createAdmission(deps: AdmissionDependencies): Admit {
     const limitHeader = rateLimitHeaders(state);
     if (!state.allowed) {
       const refusal = documentedError(
-        new ApiError("RL_01", `Rate limit of ${state.limit} requests per minute exceeded for this API key; retry after ${state.retryAfter} s`),
+        rateLimited(state.limit, state.retryAfter),
       );
       for (const [name, value] of limitHeader) refusal.metadata.set(name, value);
       throw refusal;

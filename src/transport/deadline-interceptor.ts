@@ -1,17 +1,9 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { ApiError } from "../errors.js";
+import { deadlineExceeded } from "../errors.js";
 
 /** Whether a call's signal was aborted because the client's deadline passed (connect's deadline signal). */
 function deadlinePassed(signal: AbortSignal): boolean {
   return signal.aborted && signal.reason instanceof ConnectError && signal.reason.code === Code.DeadlineExceeded;
-}
-
-function deadlineExceeded(): ApiError {
-  return new ApiError(
-    "TO_01",
-    "The deadline the client set (grpc-timeout or connect-timeout-ms) passed before the call completed; " +
-      "a call that had started may still complete: retry with the same idempotency key to learn its outcome",
-  );
 }
 
 /**

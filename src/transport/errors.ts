@@ -5,7 +5,7 @@ import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
-import { ApiError, errorCatalogue, type ErrorCode } from "../errors.js";
+import { ApiError, errorCatalogue, internalError, notImplemented, type ErrorCode } from "../errors.js";
 import type { WireProtocol } from "./protocol.js";
 
 /*
@@ -35,9 +35,8 @@ export function documentedError(error: ApiError): ConnectError {
  * HE_00 for a failure of ours. Its message carries the request id, which the log line holding the
  * cause carries too, so a report from a client leads to the cause; the cause itself is never sent.
  */
-export function internalError(requestId: string | undefined, cause: unknown): ConnectError {
-  const reference = requestId === undefined ? "" : ` (request ${requestId})`;
-  const error = documentedError(new ApiError("HE_00", `Something went wrong on our side; the request may be retried${reference}.`));
+function internalFailure(requestId: string | undefined, cause: unknown): ConnectError {
+  const error = documentedError(internalError(requestId));
   error.cause = cause;
   return error;
 }
@@ -51,9 +50,9 @@ export function toConnectError(reason: unknown, requestId?: string): ConnectErro
   if (reason instanceof ApiError) return documentedError(reason);
   if (reason instanceof ConnectError && documentedCodeOf(reason) !== undefined) return reason;
   if (reason instanceof ConnectError && reason.code === Code.Unimplemented) {
-    return documentedError(new ApiError("IR_00", `${reason.rawMessage}: this operation is not available yet`));
+    return documentedError(notImplemented(reason.rawMessage));
   }
-  return internalError(requestId, reason);
+  return internalFailure(requestId, reason);
 }
 
 /** The documented code an error carries as its ErrorDetail, if it carries one. */

@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { HeaderLookup } from "../auth/authenticate.js";
-import { describeValue, invalidRequest, type ApiError } from "../errors.js";
+import { describeValue, invalidRequest, MethodNotAllowedError, type ApiError } from "../errors.js";
 import type { Admit } from "./admission.js";
 import type { ApiRouter } from "./api-router.js";
 import { withDocumentedRefusals } from "./connect-refusals.js";
@@ -14,7 +14,7 @@ import { rpcProtocolOf } from "./protocol.js";
 import { callValues, RequestRecord } from "./request-record.js";
 import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
-import { MethodNotAllowedError, RestRouter } from "./rest/router.js";
+import { RestRouter } from "./rest/router.js";
 
 /** A request of either HTTP version. */
 type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -22,7 +22,8 @@ type NodeRequest = IncomingMessage | Http2ServerRequest;
 /** Browser pages served beside the API (e.g. the 3DS challenge), by path prefix. */
 export interface Pages {
   readonly prefix: string;
-  readonly handler: (req: NodeRequest, res: NodeResponse) => void | Promise<void>;
+  /** `path` is the request's path, already parsed from its target. */
+  readonly handler: (req: NodeRequest, res: NodeResponse, path: string) => void | Promise<void>;
 }
 
 /** What the port's request handler serves. */
@@ -56,7 +57,7 @@ export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions):
     if (page !== undefined) {
       // The rest of a page's path is the token that authorizes it: not for the log.
       record.procedure = page.prefix;
-      return page.handler(req, res);
+      return page.handler(req, res, target.path);
     }
     return serveRest(req, res, target, record);
   }

@@ -2,7 +2,7 @@ import { getOption, type DescField, type DescMethod } from "@bufbuild/protobuf";
 import type { MethodImplSpec } from "@connectrpc/connect";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
-import { ApiError } from "../../errors.js";
+import { MethodNotAllowedError, unrecognizedUrl } from "../../errors.js";
 import { parsePathTemplate, type PathSegment } from "./path-template.js";
 
 /** The implementation of a unary method, the only kind a REST path can be bound to. */
@@ -19,17 +19,6 @@ export interface RestRoute {
   readonly body: "*" | "";
   readonly method: DescMethod;
   readonly spec: UnaryMethodSpec;
-}
-
-/** IR_03 with the methods the path does allow, for the Allow header HTTP requires on a 405. */
-export class MethodNotAllowedError extends ApiError {
-  constructor(
-    method: string,
-    path: string,
-    readonly allowed: string[],
-  ) {
-    super("IR_03", `Method ${method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`);
-  }
 }
 
 /** A route matched by a request, with the raw (still percent-encoded) values of its path variables. */
@@ -73,7 +62,7 @@ export class RestRouter {
     if (allowed.size > 0) {
       throw new MethodNotAllowedError(httpMethod, pathname, [...allowed]);
     }
-    throw new ApiError("IR_02", `Unrecognized request URL: ${httpMethod} ${pathname}`);
+    throw unrecognizedUrl(httpMethod, pathname);
   }
 }
 

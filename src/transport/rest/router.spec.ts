@@ -107,11 +107,12 @@ describe("RestRouter over the protos", () => {
     expect(declared.sort()).toEqual(routes.map(([httpMethod, template]) => `${httpMethod} ${template}`).sort());
   });
 
+  const repository = new URL("../../../", import.meta.url);
   /** `METHOD /path` as the docs write an operation, with `:name` for an id. */
   const documented = [...new Set(
-    ["README.md", ...readdirSync("docs").map((file) => `docs/${file}`)]
+    ["README.md", ...readdirSync(new URL("docs/", repository)).map((file) => `docs/${file}`)]
       .filter((file) => file.endsWith(".md"))
-      .flatMap((file) => [...readFileSync(file, "utf8").matchAll(/\b(GET|POST|DELETE|PUT|PATCH) (\/[A-Za-z0-9_:/-]*)/g)])
+      .flatMap((file) => [...readFileSync(new URL(file, repository), "utf8").matchAll(/\b(GET|POST|DELETE|PUT|PATCH) (\/[A-Za-z0-9_:/-]*)/g)])
       .map(([, httpMethod, path]) => `${httpMethod} ${path}`)
       // docs/reliability.md quotes `GET //` as a request that once crashed the port, not as an operation.
       .filter((operation) => !operation.includes("//")),

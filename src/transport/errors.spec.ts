@@ -5,7 +5,7 @@ import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema, type ErrorDetail } from "../../gen/paymentservice/v1/error_pb.js";
 import { ApiError, errorCatalogue, type ErrorCode } from "../errors.js";
-import { closeIfBodyUnread, documentedCodeOf, documentedError, internalError, toConnectError, toRestError, writeError, type NodeResponse } from "./errors.js";
+import { closeIfBodyUnread, documentedCodeOf, documentedError, toConnectError, toRestError, writeError, type NodeResponse } from "./errors.js";
 import type { WireProtocol } from "./protocol.js";
 
 /*
@@ -176,7 +176,7 @@ describe("toConnectError", () => {
   });
 
   it("leaves the request id out of HE_00 when there is none", () => {
-    expect(internalError(undefined, new Error("x")).rawMessage).toBe("Something went wrong on our side; the request may be retried.");
+    expect(toConnectError(new Error("x")).rawMessage).toBe("Something went wrong on our side; the request may be retried.");
   });
 
   it("answers a ConnectError with no documented code as HE_00 on REST", () => {

@@ -6,9 +6,9 @@ import { file_google_api_annotations, http } from "../../../gen/google/api/annot
 import { HttpRuleSchema } from "../../../gen/google/api/http_pb.js";
 import { RetrieveProfileRequestSchema } from "../../../gen/paymentservice/v1/merchant_pb.js";
 import { CreatePaymentRequestSchema, ListPaymentsRequestSchema, RetrievePaymentRequestSchema } from "../../../gen/paymentservice/v1/payment_pb.js";
-import { ApiError } from "../../errors.js";
+import { ApiError, MethodNotAllowedError } from "../../errors.js";
 import { parsePathTemplate, type PathSegment } from "./path-template.js";
-import { MethodNotAllowedError, RestRouter } from "./router.js";
+import { RestRouter } from "./router.js";
 
 /*
  * The path templates of google.api.http rules, in the subset our protos use: literal segments and

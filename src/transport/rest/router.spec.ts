@@ -16,7 +16,8 @@ import { PayoutService } from "../../../gen/paymentservice/v1/payout_pb.js";
 import { RefundService } from "../../../gen/paymentservice/v1/refund_pb.js";
 import { SandboxService } from "../../../gen/paymentservice/v1/sandbox_pb.js";
 import { ApiRouter } from "../api-router.js";
-import { httpRulesOf, MethodNotAllowedError, pathFieldsOf, RestRouter, type RouteMatch } from "./router.js";
+import { MethodNotAllowedError } from "../../errors.js";
+import { httpRulesOf, pathFieldsOf, RestRouter, type RouteMatch } from "./router.js";
 
 /*
  * REST → RPC routing over the real protos, built as the port builds it: every service registered on

@@ -198,6 +198,9 @@ describe("readMessage", () => {
     ["with an offset", "2026-01-31T07:00:00-05:00", noonSeconds, 0],
     ["without seconds", "2026-01-31T12:00Z", noonSeconds, 0],
     ["with milliseconds", "2026-01-31T12:00:00.001Z", noonSeconds, 1_000_000],
+    ["with nanoseconds", "2026-01-31T12:00:00.000000007Z", noonSeconds, 7],
+    ["with an offset across midnight", "2026-02-01T00:30:00+12:30", noonSeconds, 0],
+    ["on February 29th of a leap year", "2028-02-29T12:00:00Z", 1_835_438_400n, 0],
   ])("reads a timestamp %s", (_, captureOn, seconds, nanos) => {
     expect((readMessage(CreatePaymentRequestSchema, { capture_on: captureOn }).message as CreatePaymentRequest).captureOn).toEqual(create(TimestampSchema, { seconds, nanos }));
   });
@@ -240,6 +243,11 @@ describe("readMessage", () => {
     ["a timestamp in epoch seconds", CreatePaymentRequestSchema, { capture_on: 1_769_860_800 }, "IR_05", "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got a number"],
     ["a month 13", CreatePaymentRequestSchema, { capture_on: "2026-13-01T00:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
     ["a second 60", CreatePaymentRequestSchema, { capture_on: "2026-01-31T12:00:60Z" }, "IR_05", "Invalid value for field capture_on"],
+    ["February 30th", CreatePaymentRequestSchema, { capture_on: "2026-02-30T00:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
+    ["February 29th of a common year", CreatePaymentRequestSchema, { capture_on: "2026-02-29T00:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
+    ["April 31st", CreatePaymentRequestSchema, { capture_on: "2026-04-31T12:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
+    ["hour 24", CreatePaymentRequestSchema, { capture_on: "2026-01-31T24:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
+    ["an offset of 24 hours", CreatePaymentRequestSchema, { capture_on: "2026-01-31T12:00:00+24:00" }, "IR_05", "Invalid value for field capture_on"],
     ["a timestamp as an object", CreatePaymentRequestSchema, { capture_on: { seconds: 1 } }, "IR_05", "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got an object"],
     ["a nested timestamp", CreatePaymentRequestSchema, { customer_acceptance: { accepted_at: "yesterday" } }, "IR_05", 'Invalid value for field customer_acceptance.accepted_at: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got "yesterday"'],
     // Other JSON types.

@@ -1,5 +1,6 @@
 import {
   ScalarType,
+  create,
   fromJson,
   getOption,
   toJson,
@@ -13,7 +14,7 @@ import { reflect, type ReflectList, type ReflectMap, type ReflectMessage } from 
 import {
   FeatureSet_FieldPresence,
   StructSchema,
-  TimestampSchema, timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+  TimestampSchema, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { invalid_value_code as invalidValueCode } from "../../gen/paymentservice/v1/options_pb.js";
 import { enumNumber, enumWord } from "../enum-words.js";
 import { checkText } from "../validation/text.js";
@@ -127,15 +128,41 @@ function readSingular(field: DescField, schema: DescMessage, value: unknown, pat
 }
 
 /** ISO 8601 with a date, a time and an explicit zone, so that no value depends on the server's zone. */
-const isoTimestamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+const isoTimestamp = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:Z|([+-])(\d{2}):(\d{2}))$/;
 
-/** Parses an ISO 8601 timestamp with a zone; anything else is IR_05 naming the field. */
+/**
+ * Parses an ISO 8601 timestamp with a zone, to the nanosecond; anything else is IR_05 naming the
+ * field. A date no calendar has (February 30th, hour 24) is refused: `Date` would roll it over into
+ * another day without a word.
+ */
 function readTimestamp(field: DescField, value: unknown, path: string): Timestamp {
-  const date = typeof value === "string" && isoTimestamp.test(value) ? new Date(value) : undefined;
-  if (date === undefined || Number.isNaN(date.getTime())) {
+  const parts = typeof value === "string" ? isoTimestamp.exec(value) : null;
+  const seconds = parts === null ? undefined : epochSecondsOf(parts);
+  if (parts === null || seconds === undefined) {
     throw invalidValue(field, path, `expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got ${describeValue(value)}`);
   }
-  return timestampFromDate(date);
+  return create(TimestampSchema, { seconds, nanos: Number((parts[7] ?? "").padEnd(9, "0")) });
+}
+
+/** The seconds since the epoch of a matched `isoTimestamp`, or undefined when no calendar has that date and time. */
+function epochSecondsOf(parts: RegExpExecArray): bigint | undefined {
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map((part) => Number(part ?? 0)) as [number, number, number, number, number, number];
+  const [offsetHours, offsetMinutes] = [Number(parts[9] ?? 0), Number(parts[10] ?? 0)];
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second);
+  const exists =
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    date.getUTCHours() === hour &&
+    date.getUTCMinutes() === minute &&
+    date.getUTCSeconds() === second &&
+    offsetHours <= 23 &&
+    offsetMinutes <= 59;
+  if (!exists) return undefined;
+  const offsetSeconds = (parts[8] === "-" ? -1 : 1) * (offsetHours * 3600 + offsetMinutes * 60);
+  return BigInt(date.getTime() / 1000 - offsetSeconds);
 }
 
 function readEnum(field: DescField, desc: DescEnum, value: unknown, path: string): number {

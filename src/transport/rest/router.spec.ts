@@ -165,6 +165,9 @@ describe("RestRouter over the protos", () => {
     ["HEAD", "/health", ["GET"]],
     ["OPTIONS", "/payments/list", ["GET", "POST"]],
     ["DELETE", "/merchants/mer_1/profiles", ["POST"]],
+    // A literal template owns its path whatever the method: these are not ids for the variable routes.
+    ["DELETE", "/customers/list", ["GET", "POST"]],
+    ["GET", "/payouts/create", ["POST"]],
     // Node hands over the method as sent; the bindings are upper-case, as HTTP methods are.
     ["get", "/health", ["GET"]],
   ])("%s %s is a known path for other methods: 405 IR_03, allowed %j", (httpMethod, path, allowed) => {

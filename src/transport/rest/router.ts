@@ -19,6 +19,8 @@ export interface RestRoute {
   readonly body: "*" | "";
   readonly method: DescMethod;
   readonly spec: UnaryMethodSpec;
+  /** How literal the template is, position by position: a more literal template wins a path. */
+  readonly specificity: number;
 }
 
 /** A route matched by a request, with the raw (still percent-encoded) values of its path variables. */
@@ -37,7 +39,7 @@ export class RestRouter {
   constructor(methods: readonly MethodImplSpec[]) {
     this.routes = methods
       .flatMap((spec) => bindings(spec))
-      .sort((a, b) => specificity(b.segments) - specificity(a.segments));
+      .sort((a, b) => b.specificity - a.specificity);
     const seen = new Set<string>();
     for (const route of this.routes) {
       const key = `${route.httpMethod} ${route.segments.map((s) => ("literal" in s ? s.literal : "{}")).join("/")}`;
@@ -47,15 +49,21 @@ export class RestRouter {
   }
 
   /**
-   * Finds the route for a request. A literal segment beats a variable (`/customers/list` is not a
-   * customer id). A path that exists for other methods is IR_03; no such path at all is IR_02.
+   * Finds the route for a request. The path picks its template first, a literal segment beating a
+   * variable (`/customers/list` is not a customer id, whatever the method); then the method picks
+   * the route among that template's. A template without the method is IR_03, as vanguard-go
+   * answers; no template at all is IR_02.
    */
   match(httpMethod: string, pathname: string): RouteMatch {
     const parts = pathname.split("/").slice(1);
     const allowed = new Set<string>();
+    let template: number | undefined;
     for (const route of this.routes) {
       const variables = matchSegments(route.segments, parts);
       if (variables === undefined) continue;
+      // Routes are sorted by specificity, and two templates of one specificity cannot both match a path.
+      template ??= route.specificity;
+      if (route.specificity !== template) break;
       if (route.httpMethod === httpMethod) return { route, variables };
       allowed.add(route.httpMethod);
     }
@@ -113,6 +121,7 @@ function toRoute(rule: HttpRule, spec: UnaryMethodSpec): RestRoute {
     body: rule.body,
     method: spec.method,
     spec,
+    specificity: specificity(segments),
   };
 }
 

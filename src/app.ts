@@ -12,7 +12,7 @@ import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
-import { joiningUnitOfWork } from "./db/unit-of-work.js";
+import { UnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/transitions.js";
@@ -54,6 +54,8 @@ export interface App {
   readonly hasher: ApiKeyHasher;
   /** Finds the API key a request presents (cached per instance on PostgreSQL); a revocation waits on its `settled()`. */
   readonly keys: KeyLookup;
+  /** Commits each API call's effect, with its idempotent response when it has a key. */
+  readonly units: UnitOfWork;
   /** Writes new payments and payouts, those of concurrent calls together (one statement, one commit). */
   readonly newObjects: NewObjectWriter;
   /** Encrypts what must be kept but never in clear (payout destinations). */
@@ -102,12 +104,13 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const embedded =
     config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
-    const dataSource = joiningUnitOfWork(await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize));
+    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
     if (embedded === undefined) useNamedStatements(dataSource);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
     await testClock?.refresh();
     const clock = injected ?? testClock ?? systemClock;
+    const units = new UnitOfWork(dataSource);
     const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter = config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter);
@@ -117,7 +120,8 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       clock,
       hasher: new ApiKeyHasher(hashSecret),
       keys: new KeyLookup(dataSource, config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl)),
-      newObjects: new NewObjectWriter(dataSource, clock),
+      units,
+      newObjects: new NewObjectWriter(dataSource, clock, units),
       dataCipher: new DataCipher(dataKey),
       processors: new ProcessorRegistry(new SandboxProcessor(), sandboxPayoutRails(dataSource)),
       scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createContextValues } from "@connectrpc/connect";
 import { rest, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
@@ -196,6 +197,9 @@ describe("payments created in one burst", () => {
  * up to timing. These tests call the writer directly, all in one turn, so they share one.
  */
 describe("objects written in one turn", () => {
+  /** What a call without an idempotency key gives the writer. */
+  const call = { values: createContextValues() };
+
   /** A stored payment of a new merchant, to copy rows from. */
   async function paymentTemplate(): Promise<{ merchant: TestMerchant; template: PaymentRow }> {
     const merchant = await newMerchant(service.url);
@@ -209,7 +213,7 @@ describe("objects written in one turn", () => {
     const id = `${template.paymentId}_same`;
     const rows = Array.from({ length: 5 }, (_, i) => Object.assign(new PaymentRow(), template, { paymentId: id, amount: BigInt(500 + i) }));
 
-    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.write(paymentResource, row, [])));
+    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.create(call, paymentResource, row, [])));
 
     const written = outcomes.flatMap((outcome, i) => (outcome.status === "fulfilled" && outcome.value ? [i] : []));
     expect(written).toHaveLength(1);
@@ -230,14 +234,14 @@ describe("objects written in one turn", () => {
       Object.assign(new PaymentRow(), template, { paymentId: `${template.paymentId}_${i}`, currency: i === 3 ? "USDX" : "USD" }),
     );
 
-    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.write(paymentResource, row, [])));
+    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.create(call, paymentResource, row, [])));
 
     for (const [i, outcome] of outcomes.entries()) {
       if (i === 3) {
         expect(outcome.status).toBe("rejected");
         expect(String((outcome as PromiseRejectedResult).reason)).toContain("character(3)");
       } else {
-        expect(outcome).toEqual({ status: "fulfilled", value: true });
+        expect(outcome).toMatchObject({ status: "fulfilled", value: { paymentId: rows[i]!.paymentId } });
         expect(await eventTypes(merchant, rows[i]!.paymentId)).toEqual(["payment.requires_payment_method"]);
       }
     }

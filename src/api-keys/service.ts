@@ -7,6 +7,7 @@ import { Environment, EnvironmentSchema } from "../../gen/paymentservice/v1/comm
 import { generateApiKey, keyPrefixLength, type ApiKeyHasher } from "../auth/api-key-secret.js";
 import { callerOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { sentWord } from "../enum-words.js";
 import { forbidden, invalidField, missingField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
@@ -14,7 +15,6 @@ import { MerchantRow } from "../merchants/merchant.entity.js";
 import { text } from "../validation/fields.js";
 import { fetchPage } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
-import { afterCommit } from "../db/unit-of-work.js";
 import { ApiKeyRow } from "./api-key.entity.js";
 import type { KeyLookup } from "./lookup.js";
 
@@ -81,10 +81,11 @@ export interface ApiKeyDependencies {
   readonly clock: Clock;
   readonly hasher: ApiKeyHasher;
   readonly keys: KeyLookup;
+  readonly units: UnitOfWork;
 }
 
 export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiKeyService> {
-  const { dataSource, clock } = deps;
+  const { dataSource, clock, units } = deps;
 
   async function loadActive(ctx: HandlerContext, keyId: string): Promise<ApiKeyRow> {
     const caller = callerOf(ctx);
@@ -111,19 +112,19 @@ export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiK
       if (expiresAt !== null && expiresAt.getTime() <= clock.now().getTime()) {
         throw invalidField("expires_at", "must be in the future");
       }
-      const issued = await dataSource.transaction(async (em) => {
+      return units.commit(ctx, async (em) => {
         if (!(await em.existsBy(MerchantRow, { merchantId: scope.merchantId }))) {
           throw notFound("Merchant", scope.merchantId);
         }
-        return issueApiKey(em, deps, {
+        const issued = await issueApiKey(em, deps, {
           merchantId: scope.merchantId,
           livemode,
           publishable: kind === "publishable",
           name,
           expiresAt,
         });
+        return toApiKey(issued.row, issued.plaintext);
       });
-      return toApiKey(issued.row, issued.plaintext);
     },
 
     async retrieveApiKey(req, ctx) {
@@ -145,14 +146,14 @@ export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiK
 
     async revokeApiKey(req, ctx) {
       const row = await loadActive(ctx, req.keyId);
-      const result = await dataSource
-        .getRepository(ApiKeyRow)
-        .update({ keyId: row.keyId, revokedAt: IsNull() }, { revokedAt: clock.now() });
-      if (result.affected === 0) throw notFound("API key", req.keyId);
-      // The response waits until no instance accepts the key any more; inside an idempotent call the
-      // revocation commits only when the call's unit of work does, so the wait starts from there.
-      await afterCommit(() => deps.keys.settled());
-      return { keyId: row.keyId, deleted: true };
+      const revoked = await units.commit(ctx, async (em) => {
+        const result = await em.update(ApiKeyRow, { keyId: row.keyId, revokedAt: IsNull() }, { revokedAt: clock.now() });
+        if (result.affected === 0) throw notFound("API key", req.keyId);
+        return { keyId: row.keyId, deleted: true };
+      });
+      // The response waits until no instance accepts the key any more, which the commit starts.
+      await deps.keys.settled();
+      return revoked;
     },
   };
 }

@@ -5,6 +5,7 @@ import { IsNull, type DataSource } from "typeorm";
 import type { CustomerSchema, CustomerService } from "../../gen/paymentservice/v1/customer_pb.js";
 import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { alreadyExists, invalidField, notFound } from "../errors.js";
 import { callerIdProblem, newId } from "../ids.js";
 import { addressFromStore, addressToStore } from "../validation/address.js";
@@ -64,10 +65,11 @@ function ownedBy(caller: MerchantCaller, customerId: string) {
 export interface CustomerDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
+  readonly units: UnitOfWork;
 }
 
 export function customerService(deps: CustomerDependencies): ServiceImpl<typeof CustomerService> {
-  const { dataSource, clock } = deps;
+  const { dataSource, clock, units } = deps;
   const customers = dataSource.getRepository(CustomerRow);
 
   return {
@@ -92,22 +94,22 @@ export function customerService(deps: CustomerDependencies): ServiceImpl<typeof 
         updated: now,
         deletedAt: null,
       });
-      try {
-        await customers.insert(row);
-      } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw alreadyExists("customer", "customer_id", row.customerId);
+      return units.commit(ctx, async (em) => {
+        try {
+          await em.insert(CustomerRow, row);
+        } catch (error) {
+          if (isUniqueViolation(error)) throw alreadyExists("customer", "customer_id", row.customerId);
+          throw error;
         }
-        throw error;
-      }
-      return toCustomer(row);
+        return toCustomer(row);
+      });
     },
 
     async updateCustomer(req, ctx) {
       const caller = merchantOf(ctx);
       const fields = changedText(req);
       const address = req.address === undefined ? undefined : addressToStore("address", req.address);
-      return dataSource.transaction(async (em) => {
+      return units.commit(ctx, async (em) => {
         const row = await em.findOne(CustomerRow, {
           where: ownedBy(caller, req.customerId),
           lock: { mode: "pessimistic_write" },
@@ -141,9 +143,11 @@ export function customerService(deps: CustomerDependencies): ServiceImpl<typeof 
 
     async deleteCustomer(req, ctx) {
       const caller = merchantOf(ctx);
-      const result = await customers.update(ownedBy(caller, req.customerId), { deletedAt: clock.now() });
-      if (result.affected === 0) throw notFound("Customer", req.customerId);
-      return { customerId: req.customerId, deleted: true };
+      return units.commit(ctx, async (em) => {
+        const result = await em.update(CustomerRow, ownedBy(caller, req.customerId), { deletedAt: clock.now() });
+        if (result.affected === 0) throw notFound("Customer", req.customerId);
+        return { customerId: req.customerId, deleted: true };
+      });
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { EntityManager, EntityTarget, ObjectLiteral } from "typeorm";
+import type { EntityManager, EntityMetadata, EntityTarget, ObjectLiteral } from "typeorm";
 import type { ValueTransformer } from "typeorm";
 
 function fromDatabase(transformer: ValueTransformer | ValueTransformer[] | undefined, value: unknown): unknown {
@@ -28,7 +28,11 @@ export async function lockRow<Row extends ObjectLiteral>(
     keyColumns.map((column) => column.getEntityValue(key, true)),
   )) as Record<string, unknown>[];
   const raw = rows[0];
-  if (raw === undefined) return null;
+  return raw === undefined ? null : rowFromDatabase(metadata, raw);
+}
+
+/** An entity from a row a hand-written statement returned (`RETURNING *`, `SELECT *`), through its columns' transformers. */
+export function rowFromDatabase<Row extends ObjectLiteral>(metadata: EntityMetadata, raw: Record<string, unknown>): Row {
   const row = metadata.create() as Row;
   for (const column of metadata.columns) {
     column.setEntityValue(row, fromDatabase(column.transformer, raw[column.databaseName]));

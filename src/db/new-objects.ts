@@ -1,8 +1,8 @@
-import type { DescMessage } from "@bufbuild/protobuf";
+import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import pg from "pg";
 import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
 import type { Clock } from "../clock.js";
-import { alreadyExists } from "../errors.js";
+import { alreadyExists, type ApiError } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
@@ -10,7 +10,7 @@ import { jobRowOf } from "./follow-ups.js";
 import { preparedQuery } from "./prepared.js";
 import { eventOf, idOf, type Resource, type StatusRow } from "./resource.js";
 import { columnValue, insertShapeOf } from "./statement.js";
-import { unitManager } from "./unit-of-work.js";
+import type { CallValues, UnitOfWork } from "./unit-of-work.js";
 
 /** A new object with the jobs its first status needs. */
 interface NewObject<Row> {
@@ -238,12 +238,12 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
 }
 
 /**
- * Writes new objects that are created outside any transaction (payments, payouts). The ones that
+ * Writes the new objects that calls create (payments, payouts) as those calls' effects. The ones that
  * calls write at about the same time go to PostgreSQL together, one statement and one commit for
  * all: each statement costs the database a wake-up, an execution and a commit whatever its rows, so
  * under load sharing them is what keeps it from being the bottleneck. Each call still answers only
- * once its object has committed. Inside a unit of work (a call with an idempotency key) the object
- * is written in the unit's transaction instead, on its own.
+ * once its object has committed. A call whose effect must commit with its stored response (it
+ * carries an idempotency key) writes its object alone, in its own commit.
  */
 export class NewObjectWriter {
   private readonly queues = new Map<object, Queue<StatusRow, DescMessage>>();
@@ -251,17 +251,39 @@ export class NewObjectWriter {
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
+    private readonly units: UnitOfWork,
   ) {}
 
-  /** Writes `row` with its first event and `jobs`; false when the resource's guard stopped it, HE_01 when its id is taken. */
-  async write<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row, jobs: readonly NewJob[]): Promise<boolean> {
-    const unit = unitManager();
-    if (unit !== undefined) return writeNewObject(unit, this.clock, resource, row, jobs);
+  /**
+   * Writes `row` with its first event and `jobs` as the effect of the call `ctx`, and answers its
+   * view: the resource's refusal when its guard stopped it, HE_01 when its id is taken.
+   */
+  async create<Row extends StatusRow, Desc extends DescMessage>(
+    ctx: CallValues,
+    resource: Resource<Row, Desc>,
+    row: Row,
+    jobs: readonly NewJob[],
+  ): Promise<MessageInitShape<Desc>> {
+    if (this.units.recordsResponse(ctx)) {
+      return this.units.commit(ctx, async (em) => {
+        if (!(await writeNewObject(em, this.clock, resource, row, jobs))) throw await refusalOf(em, resource, row);
+        return resource.view(row);
+      });
+    }
     let queue = this.queues.get(resource);
     if (queue === undefined) {
       queue = new Queue(this.dataSource, this.clock, resource as unknown as Resource<StatusRow, DescMessage>);
       this.queues.set(resource, queue);
     }
-    return answerOf(this.dataSource.manager, resource, row, await queue.add({ row, jobs }));
+    if (!answerOf(this.dataSource.manager, resource, row, await queue.add({ row, jobs }))) {
+      throw await refusalOf(this.dataSource.manager, resource, row);
+    }
+    return resource.view(row);
   }
+}
+
+/** The error answering a new object its resource's guard stopped. */
+async function refusalOf<Row extends StatusRow, Desc extends DescMessage>(em: EntityManager, resource: Resource<Row, Desc>, row: Row): Promise<ApiError> {
+  if (resource.refusal === undefined) throw new Error(`${resource.name}: its guard stopped a new object, and it has no refusal to answer with`);
+  return resource.refusal(em, row);
 }

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { DataSource } from "typeorm";
-import { unitManager } from "./unit-of-work.js";
 
 const names = new Map<string, string>();
 
@@ -28,18 +27,15 @@ function nameOf(text: string): string {
 }
 
 /**
- * Runs one statement outside a transaction as a named prepared statement (inside a unit of work, as
- * part of its transaction). For the per-request hot
- * path (key lookup, payment insert), where re-parsing and re-planning every time costs PostgreSQL
- * more CPU than executing.
+ * Runs one statement outside any transaction as a named prepared statement. For the per-request hot
+ * path (key lookup, payment insert, claims), where re-parsing and re-planning every time costs
+ * PostgreSQL more CPU than executing.
  */
 export async function preparedQuery<Row extends pg.QueryResultRow>(
   dataSource: DataSource,
   text: string,
   values: unknown[],
 ): Promise<Row[]> {
-  const unit = unitManager();
-  if (unit !== undefined) return (await unit.query(text, values)) as Row[];
   const pool = (dataSource.driver as unknown as { master: pg.Pool }).master;
   const name = sessionPerConnection.has(dataSource) ? nameOf(text) : undefined;
   const result = await pool.query<Row>({ name, text, values });

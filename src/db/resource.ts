@@ -1,7 +1,7 @@
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import type { EntityManager, EntityTarget } from "typeorm";
 import type { Clock } from "../clock.js";
-import { notFound } from "../errors.js";
+import { notFound, type ApiError } from "../errors.js";
 import type { EventRow } from "../events/event.entity.js";
 import { newEvent } from "../events/record.js";
 import type { NewJob } from "../jobs/runner.js";
@@ -44,6 +44,8 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
    * that the profile it names belongs to its merchant.
    */
   guard?(alias: string): string;
+  /** The error answering a new object the guard stopped, naming the field (looked up in `em`). */
+  refusal?(em: EntityManager, row: Row): Promise<ApiError>;
 }
 
 /** The object's own id, e.g. its payment_id. */
@@ -109,8 +111,44 @@ export async function writeObjectChange<Row extends StatusRow, Desc extends Desc
   previousStatus: Row["status"],
   jobs: readonly NewJob[] = [],
 ): Promise<void> {
-  const statement = new Statement().update("object", em.connection.getMetadata(resource.entity), row);
+  await runChange(em, clock, resource, row, previousStatus, jobs, new Statement().update("object", em.connection.getMetadata(resource.entity), row));
+}
+
+/**
+ * Writes the outcome of an operation that claimed the object (src/db/claims.ts) as writeObjectChange
+ * does, releasing the claim in the same statement. Nothing is written when the claim is no longer
+ * this operation's: its lease ran out mid-call and another operation took the object, so this
+ * outcome must not overwrite what that one did.
+ */
+export async function writeClaimedChange<Row extends StatusRow & { claimToken: string | null; claimedUntil: Date | null }, Desc extends DescMessage>(
+  em: EntityManager,
+  clock: Clock,
+  resource: Resource<Row, Desc>,
+  claimed: { readonly row: Row; readonly token: string },
+  previousStatus: Row["status"],
+  jobs: readonly NewJob[] = [],
+): Promise<void> {
+  const { row, token } = claimed;
+  row.claimToken = null;
+  row.claimedUntil = null;
+  const statement = new Statement().update("object", em.connection.getMetadata(resource.entity), row, token);
+  if ((await runChange(em, clock, resource, row, previousStatus, jobs, statement)) === 0) {
+    throw new Error(`${resource.name} ${idOf(resource, row)}: the claim ran out before the processor's answer was written`);
+  }
+}
+
+/** Adds the follow-ups to a change's statement and runs it; how many object rows it wrote. */
+async function runChange<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  clock: Clock,
+  resource: Resource<Row, Desc>,
+  row: Row,
+  previousStatus: Row["status"],
+  jobs: readonly NewJob[],
+  statement: Statement,
+): Promise<number> {
   if (row.status !== previousStatus) addFollowUps(statement, em, clock, { event: eventOf(resource, row, clock), jobs }, "object");
   if (resource.states.isFinal(row.status)) addEndOfJobs(statement, { ...row, objectId: idOf(resource, row) }, `${resource.name}.`);
-  await em.query(statement.sql("object"), statement.params);
+  const [result] = (await em.query(statement.sql("object"), statement.params)) as [{ n: number }];
+  return result.n;
 }

@@ -67,15 +67,19 @@ export class Statement {
     return this;
   }
 
-  /** Adds `name AS (UPDATE … SET every non-key column WHERE key columns RETURNING 1)`. */
-  update(name: string, metadata: EntityMetadata, entity: object): this {
+  /**
+   * Adds `name AS (UPDATE … SET every non-key column WHERE key columns RETURNING 1)`; with `claimToken`,
+   * only while that claim still holds the row (src/db/claims.ts).
+   */
+  update(name: string, metadata: EntityMetadata, entity: object, claimToken?: string): this {
     const set = metadata.columns
       .filter((c) => !c.isPrimary)
       .map((c) => `"${c.databaseName}" = ${this.param(columnValue(c, entity), sqlType(c))}`);
-    const key = metadata.primaryColumns.map(
+    const where = metadata.primaryColumns.map(
       (c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true), sqlType(c))}`,
     );
-    this.parts.push(`${name} AS (UPDATE "${metadata.tableName}" SET ${set.join(", ")} WHERE ${key.join(" AND ")} RETURNING 1)`);
+    if (claimToken !== undefined) where.push(`claim_token = ${this.param(claimToken, "varchar")}`);
+    this.parts.push(`${name} AS (UPDATE "${metadata.tableName}" SET ${set.join(", ")} WHERE ${where.join(" AND ")} RETURNING 1)`);
     return this;
   }
 

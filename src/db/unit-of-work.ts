@@ -1,93 +1,42 @@
-import { AsyncLocalStorage } from "node:async_hooks";
-import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from "typeorm";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { DataSource, EntityManager } from "typeorm";
 
-/** One transaction that every database access of a call joins, and what to do once it commits. */
-interface UnitOfWork {
-  readonly manager: EntityManager;
-  active: boolean;
-  readonly afterCommit: (() => void | Promise<void>)[];
-}
+/** The part of a handler's context that says how the call commits (tests of the writers give just this). */
+export type CallValues = Pick<HandlerContext, "values">;
 
-const current = new AsyncLocalStorage<UnitOfWork>();
-
-function activeUnit(): UnitOfWork | undefined {
-  const unit = current.getStore();
-  return unit?.active === true ? unit : undefined;
+/** Stores a call's response in the transaction that commits the call's effect. */
+export interface ResponseRecorder {
+  record(em: EntityManager, response: unknown): Promise<void>;
 }
 
 /**
- * Runs `work` in one transaction that every database access made through a `joiningUnitOfWork`
- * data source joins, whatever function makes it: what the handler writes and what the caller
- * writes after it (a stored idempotent response) commit together or not at all.
+ * The recorder of a call that carries an idempotency key, set by the idempotency interceptor
+ * (src/idempotency/interceptor.ts) for the handler's `UnitOfWork.commit`.
  */
-export async function withUnitOfWork<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
-  const afterCommit: (() => void | Promise<void>)[] = [];
-  const result = await dataSource.transaction(async (manager) => {
-    const unit: UnitOfWork = { manager, active: true, afterCommit };
-    try {
-      return await current.run(unit, () => work(manager));
-    } finally {
-      unit.active = false;
-    }
-  });
-  for (const hook of afterCommit) await hook();
-  return result;
-}
+export const responseRecorderKey = createContextKey<ResponseRecorder | undefined>(undefined, { description: "idempotent response recorder" });
 
 /**
- * Runs `hook` once the active unit of work has committed (never if it rolls back), or now when there
- * is none; the call answers only after the hook has finished.
+ * How an API call's effect reaches the database: a handler commits it once, with `commit`, in one
+ * transaction whose work returns the call's response. When the call carries an idempotency key the
+ * same transaction stores that response, so a retry finds the effect and its response, or neither.
+ * What runs before (validation, a claim, the processor call) runs outside it: a transaction is never
+ * held open across a call to a processor.
  */
-export async function afterCommit(hook: () => void | Promise<void>): Promise<void> {
-  const unit = activeUnit();
-  if (unit === undefined) await hook();
-  else unit.afterCommit.push(hook);
-}
+export class UnitOfWork {
+  constructor(private readonly dataSource: DataSource) {}
 
-/** The manager of the active unit of work, if any: for code that reaches the driver directly. */
-export function unitManager(): EntityManager | undefined {
-  return activeUnit()?.manager;
-}
+  /** Whether the call's effect must commit with its stored response: it cannot share a statement with other calls' writes. */
+  recordsResponse(ctx: CallValues): boolean {
+    return ctx.values.get(responseRecorderKey) !== undefined;
+  }
 
-/**
- * The data source the service uses everywhere: outside a unit of work it is the data source itself;
- * inside one, `manager`, `transaction`, `createQueryBuilder` and `query` run on the unit's
- * transaction (a nested `transaction` joins it rather than opening its own). A repository from
- * `getRepository` picks the unit at each call, so one taken once (when a service is built) joins
- * the unit of whichever call uses it. On the embedded database, whose connections share one
- * session, this is also what keeps a call from waiting on its own open transaction.
- */
-export function joiningUnitOfWork(dataSource: DataSource): DataSource {
-  return new Proxy(dataSource, {
-    get(target, property, receiver) {
-      if (property === "getRepository") return (entity: EntityTarget<ObjectLiteral>) => joiningRepository(target, entity);
-      const unit = activeUnit();
-      if (unit !== undefined) {
-        const { manager } = unit;
-        switch (property) {
-          case "manager":
-            return manager;
-          case "transaction":
-            return (...args: unknown[]) => (args.at(-1) as (em: EntityManager) => Promise<unknown>)(manager);
-          case "createQueryBuilder":
-            return manager.createQueryBuilder.bind(manager);
-          case "query":
-            return manager.query.bind(manager);
-        }
-      }
-      return Reflect.get(target, property, receiver) as unknown;
-    },
-  });
-}
-
-/** A repository whose every member is taken, at the time of use, from the active unit's manager if there is one. */
-function joiningRepository(dataSource: DataSource, entity: EntityTarget<ObjectLiteral>): Repository<ObjectLiteral> {
-  const own = dataSource.getRepository(entity);
-  return new Proxy(own, {
-    get(_, property) {
-      const repository = activeUnit()?.manager.getRepository(entity) ?? own;
-      const value = Reflect.get(repository, property, repository) as unknown;
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(repository) : value;
-    },
-  });
+  /** Runs `work` in one transaction that, for a call with an idempotency key, also stores the response `work` returns. */
+  commit<T>(ctx: CallValues, work: (em: EntityManager) => Promise<T>): Promise<T> {
+    const recorder = ctx.values.get(responseRecorderKey);
+    return this.dataSource.transaction(async (em) => {
+      const response = await work(em);
+      await recorder?.record(em, response);
+      return response;
+    });
+  }
 }

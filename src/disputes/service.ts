@@ -3,6 +3,7 @@ import type { DataSource } from "typeorm";
 import { DisputeStatusSchema, type DisputeEvidence, type DisputeService } from "../../gen/paymentservice/v1/dispute_pb.js";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
 import { missingField, preconditionFailed } from "../errors.js";
@@ -39,11 +40,12 @@ function evidenceToStore(evidence: DisputeEvidence | undefined): StoredEvidence 
 export interface DisputeDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
+  readonly units: UnitOfWork;
 }
 
 /** Disputes (interface §4 accept, decisions §9): retrieve, list, accept, submit evidence. */
 export function disputeService(deps: DisputeDependencies): ServiceImpl<typeof DisputeService> {
-  const { dataSource, clock } = deps;
+  const { dataSource, clock, units } = deps;
 
   return {
     async retrieveDispute(req, ctx) {
@@ -64,7 +66,7 @@ export function disputeService(deps: DisputeDependencies): ServiceImpl<typeof Di
 
     async acceptDispute(req, ctx) {
       const caller = merchantOf(ctx);
-      return dataSource.transaction(async (em) => {
+      return units.commit(ctx, async (em) => {
         const row = await lockDisputeWithPayment(em, caller, req.disputeId);
         disputeStates.guard("accept", row.status);
         const previous = row.status;
@@ -79,7 +81,7 @@ export function disputeService(deps: DisputeDependencies): ServiceImpl<typeof Di
     async submitDisputeEvidence(req, ctx) {
       const caller = merchantOf(ctx);
       const evidence = evidenceToStore(req.evidence);
-      return dataSource.transaction(async (em) => {
+      return units.commit(ctx, async (em) => {
         const row = await lockDispute(em, caller, req.disputeId);
         disputeStates.guard("submitEvidence", row.status);
         // Evidence counts only if it arrives by evidence_due_by; the expiry job may not have run yet.

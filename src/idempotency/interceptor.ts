@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
-import { clearField, clone, fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { clearField, clone, create, fromBinary, toBinary, type DescMessage, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { DataSource } from "typeorm";
 import type { ApiKeyHasher } from "../auth/api-key-secret.js";
 import { callerKey } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
-import { withUnitOfWork } from "../db/unit-of-work.js";
+import { responseRecorderKey } from "../db/unit-of-work.js";
 import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
 import { claimKey, completeKey, releaseKey, type KeyRef } from "./store.js";
 
@@ -40,10 +40,10 @@ export interface IdempotencyDependencies {
 
 /**
  * Idempotency keys (decisions §6, docs/idempotency.md) for every call that can change something,
- * on every protocol. The first request with a key claims it; its effect and its response are written
- * in one transaction (a unit of work every database access of the handler joins), so a crash can
- * never leave an effect without the response that a retry would replay. A failed request frees the
- * key. Reads (methods marked NO_SIDE_EFFECTS) ignore keys.
+ * on every protocol. The first request with a key claims it; the handler commits its effect through
+ * `UnitOfWork.commit`, whose transaction also stores the response (the recorder set here), so a crash
+ * can never leave an effect without the response that a retry would replay. A failed request frees
+ * the key. Reads (methods marked NO_SIDE_EFFECTS) ignore keys.
  */
 export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Interceptor {
   return (next) => async (req) => {
@@ -75,13 +75,21 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
         return res;
       }
     }
+    const responseOf = (response: unknown) => toBinary(req.method.output, storable(req.method.output, create(req.method.output, response as MessageInitShape<DescMessage>)));
+    let recorded = false;
+    req.contextValues.set(responseRecorderKey, {
+      async record(em, response) {
+        if (recorded) throw new Error(`${req.method.name}: a call commits its effect once`);
+        recorded = true;
+        await completeKey(em, ref, claim.token, responseOf(response));
+      },
+    });
     try {
-      return await withUnitOfWork(deps.dataSource, async (manager) => {
-        const res = await next(req);
-        if (res.stream) throw new Error(`${req.method.name}: idempotency keys apply to unary calls only`);
-        await completeKey(manager, ref, claim.token, toBinary(req.method.output, storable(req.method.output, res.message)));
-        return res;
-      });
+      const res = await next(req);
+      if (res.stream) throw new Error(`${req.method.name}: idempotency keys apply to unary calls only`);
+      // A call with no effect in the database (moving the sandbox clock) stores its response alone.
+      if (!recorded) await completeKey(deps.dataSource.manager, ref, claim.token, responseOf(res.message));
+      return res;
     } catch (error) {
       await releaseKey(deps.dataSource, ref, claim.token);
       throw error;

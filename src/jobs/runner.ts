@@ -1,6 +1,5 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
-import { afterCommit } from "../db/unit-of-work.js";
 import { log } from "../log.js";
 import { JobRow } from "./job.entity.js";
 import type { JobKind } from "./kinds.js";
@@ -80,15 +79,10 @@ export class JobRunner implements JobWaker {
   }
 
   /**
-   * Runs due jobs now rather than at the next poll: called after a write that created a job due at
-   * once (an instant refund), so it runs within milliseconds on this instance. Inside a unit of work
-   * it waits for the commit, before which the job is not there to be found.
+   * Runs due jobs now rather than at the next poll: called once a write that created a job due at
+   * once (an instant refund) has committed, so it runs within milliseconds on this instance.
    */
   wake(): void {
-    void afterCommit(() => this.wakeNow());
-  }
-
-  private wakeNow(): void {
     if (!this.started) return;
     if (this.running !== undefined) this.wokenDuringTick = true;
     else this.schedule(0);

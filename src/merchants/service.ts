@@ -4,6 +4,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { DataSource, EntityManager } from "typeorm";
 import type { MerchantSchema, MerchantService, ProfileSchema } from "../../gen/paymentservice/v1/merchant_pb.js";
 import type { Clock } from "../clock.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { notFound } from "../errors.js";
 import { newId, randomBase62 } from "../ids.js";
 import { change, text, url } from "../validation/fields.js";
@@ -74,10 +75,11 @@ export function toProfile(row: ProfileRow): MessageInitShape<typeof ProfileSchem
 export interface MerchantDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
+  readonly units: UnitOfWork;
 }
 
 export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof MerchantService> {
-  const { dataSource, clock } = deps;
+  const { dataSource, clock, units } = deps;
 
   async function loadMerchant(merchantId: string): Promise<MerchantRow> {
     const row = await dataSource.getRepository(MerchantRow).findOneBy({ merchantId });
@@ -92,17 +94,16 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
   }
 
   return {
-    async createMerchant(req) {
+    async createMerchant(req, ctx) {
       const name = text("merchant_name", req.merchantName, 200);
-      const { merchant } = await dataSource.transaction((em) => createMerchant(em, clock, name));
-      return toMerchant(merchant);
+      return units.commit(ctx, async (em) => toMerchant((await createMerchant(em, clock, name)).merchant));
     },
 
     async retrieveMerchant(req) {
       return toMerchant(await loadMerchant(req.merchantId));
     },
 
-    async createProfile(req) {
+    async createProfile(req, ctx) {
       const fields = {
         profileName: text("profile_name", req.profileName, 200),
         returnUrl: url("return_url", req.returnUrl),
@@ -110,21 +111,23 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
       };
       await loadMerchant(req.merchantId);
       const profile = newProfile(req.merchantId, newId("pro"), clock.now(), fields);
-      await dataSource.getRepository(ProfileRow).insert(profile);
-      return toProfile(profile);
+      return units.commit(ctx, async (em) => {
+        await em.insert(ProfileRow, profile);
+        return toProfile(profile);
+      });
     },
 
     async retrieveProfile(req) {
       return toProfile(await loadProfile(req.merchantId, req.profileId));
     },
 
-    async updateProfile(req) {
+    async updateProfile(req, ctx) {
       const changes = {
         profileName: change(req.profileName, (v) => text("profile_name", v, 200)),
         returnUrl: change(req.returnUrl, (v) => url("return_url", v)),
         webhookUrl: change(req.webhookUrl, (v) => url("webhook_url", v)),
       };
-      return dataSource.transaction(async (em) => {
+      return units.commit(ctx, async (em) => {
         const profile = await em.findOne(ProfileRow, {
           where: { merchantId: req.merchantId, profileId: req.profileId },
           lock: { mode: "pessimistic_write" },

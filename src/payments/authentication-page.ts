@@ -5,7 +5,9 @@ import { log } from "../log.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { PaymentRow } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
-import { lockPayment, writePaymentChange } from "./store.js";
+import { claimObject, finishClaimed } from "../db/claims.js";
+import { writeClaimedChange } from "../db/resource.js";
+import { paymentResource } from "./store.js";
 import { authenticate, authenticationPath, type PaymentMoveDependencies } from "./transitions.js";
 
 /** What the 3DS pages need: the database besides what the moves need. */
@@ -118,14 +120,17 @@ async function finishAuthentication(
   token: string,
   authenticated: boolean,
 ): Promise<{ paymentId: string; status: string; returnUrl: string | null } | undefined> {
-  return deps.dataSource.transaction(async (em) => {
-    const found = await em.findOneBy(PaymentRow, { authenticationToken: token });
-    if (found === null) return undefined;
-    const row = await lockPayment(em, found, found.paymentId);
-    if (!paymentStates.allows("authenticate", row.status) || row.authenticationToken !== token) return undefined;
+  const { dataSource, clock } = deps;
+  const found = await dataSource.manager.findOneBy(PaymentRow, { authenticationToken: token });
+  if (found === null) return undefined;
+  const awaitsThisToken = (row: PaymentRow) => paymentStates.allows("authenticate", row.status) && row.authenticationToken === token;
+  const claim = await claimObject(dataSource, clock, paymentResource, found, found.paymentId, awaitsThisToken);
+  if (claim === undefined) return undefined;
+  const row = claim.row;
+  return finishClaimed(dataSource, paymentResource, claim, async () => {
     const jobs = await authenticate(deps, row, authenticated);
-    await writePaymentChange(em, deps.clock, row, "requires_action", jobs);
-    const profile = await em.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });
+    await writeClaimedChange(dataSource.manager, clock, paymentResource, claim, "requires_action", jobs);
+    const profile = await dataSource.manager.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });
     return { paymentId: row.paymentId, status: row.status, returnUrl: row.returnUrl ?? profile?.returnUrl ?? null };
   });
 }

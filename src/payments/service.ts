@@ -1,5 +1,5 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import {
   CaptureMethod,
@@ -16,7 +16,10 @@ import { CustomerRow } from "../customers/customer.entity.js";
 import { sentWord } from "../enum-words.js";
 import { forbidden, invalidField, missingField, notFound } from "../errors.js";
 import type { Clock } from "../clock.js";
+import { claimObject, finishClaimed, lockUnclaimed, waitingForClaims } from "../db/claims.js";
 import type { NewObjectWriter } from "../db/new-objects.js";
+import { writeClaimedChange } from "../db/resource.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { callerIdProblem, newId, randomBase62 } from "../ids.js";
 import { readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
@@ -29,7 +32,7 @@ import type { JobWaker, NewJob } from "../jobs/runner.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
 import { findObject } from "../db/resource.js";
-import { lockPayment, paymentResource, writeNewPayment, writePaymentChange } from "./store.js";
+import { paymentResource, writePaymentChange } from "./store.js";
 import { cancel, capture, confirm, releaseFunds, type PaymentMoveDependencies } from "./transitions.js";
 import { toPayment } from "./view.js";
 
@@ -37,6 +40,7 @@ import { toPayment } from "./view.js";
 export interface PaymentDependencies extends PaymentMoveDependencies {
   readonly dataSource: DataSource;
   readonly newObjects: NewObjectWriter;
+  readonly units: UnitOfWork;
   readonly jobs: JobWaker;
 }
 
@@ -92,12 +96,43 @@ async function assertCustomer(em: EntityManager, caller: MerchantCaller, custome
 }
 
 /**
- * Payments (interface §4, decisions §4). Each operation is one pipeline: validate the request, lock
- * and load the payment, check the state machine, call the processor, then write the result, its event
- * and its jobs in the same transaction.
+ * Payments (interface §4, decisions §4). Each operation is one pipeline: validate the request; claim
+ * the payment (one statement) and check the state machine; call the processor with no transaction
+ * open; then commit the outcome, its event, its jobs and the end of the claim as the call's effect.
+ * An update, which calls no processor, locks the payment in the transaction that commits it.
  */
 export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof PaymentService> {
-  const { dataSource, clock } = deps;
+  const { dataSource, clock, units } = deps;
+
+  /**
+   * Claims the payment for a move that calls the processor (`check` guards it first), makes the move,
+   * and commits its outcome as the call's effect; the claim ends with the commit, or at once if the
+   * move or the commit fails.
+   */
+  async function moveClaimed(
+    ctx: HandlerContext,
+    paymentId: string,
+    check: (row: PaymentRow) => void,
+    move: (row: PaymentRow) => Promise<NewJob[]>,
+  ) {
+    const caller = merchantOf(ctx);
+    const proceeds = (row: PaymentRow) => {
+      check(row);
+      return true;
+    };
+    const claim = (await claimObject(dataSource, clock, paymentResource, caller, paymentId, proceeds, ctx.signal))!;
+    const previous = claim.row.status;
+    const { payment, jobs } = await finishClaimed(dataSource, paymentResource, claim, async () => {
+      const jobs = await move(claim.row);
+      const payment = await units.commit(ctx, async (em) => {
+        await writeClaimedChange(em, clock, paymentResource, claim, previous, jobs);
+        return toPayment(claim.row);
+      });
+      return { payment, jobs };
+    });
+    wakeForDueJobs(deps, jobs);
+    return payment;
+  }
 
   return {
     async createPayment(req, ctx) {
@@ -150,18 +185,21 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         authenticationToken: null,
         created: now,
         modifiedAt: now,
+        claimToken: null,
+        claimedUntil: null,
       };
       const row = Object.assign(new PaymentRow(), fields);
       const jobs = card === undefined ? [] : await confirm(deps, row, processor, card);
+      let payment;
       try {
-        await writeNewPayment(deps, row, jobs);
+        payment = await deps.newObjects.create(ctx, paymentResource, row, jobs);
       } catch (error) {
         // Nothing was written: release what the processor may already hold for this payment.
         if (row.processorReference !== null) await releaseFunds(processor, row);
         throw error;
       }
       wakeForDueJobs(deps, jobs);
-      return toPayment(row);
+      return payment;
     },
 
     async updatePayment(req, ctx) {
@@ -175,8 +213,9 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       if (req.statementDescriptor !== undefined) {
         changes.statementDescriptor = text("statement_descriptor", req.statementDescriptor, 22) || null;
       }
-      return dataSource.transaction(async (em) => {
-        const row = await lockPayment(em, caller, req.paymentId);
+      const update = () =>
+        units.commit(ctx, async (em) => {
+        const row = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId);
         paymentStates.guard("update", row.status);
         const previous = row.status;
         if (req.customerId !== undefined) {
@@ -199,6 +238,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         await writePaymentChange(em, clock, row, previous);
         return toPayment(row);
       });
+      return waitingForClaims(update, ctx.signal);
     },
 
     async retrievePayment(req, ctx) {
@@ -216,51 +256,44 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       paymentMethodWord(req.paymentMethod, card);
       const paymentMethodType = text("payment_method_type", req.paymentMethodType, 32);
       const returnUrl = url("return_url", req.returnUrl);
-      return dataSource.transaction(async (em) => {
-        const row = await lockPayment(em, caller, req.paymentId);
-        assertClientSecret(caller, row, req.clientSecret);
-        paymentStates.guard("confirm", row.status);
-        const previous = row.status;
-        if (paymentMethodType !== undefined) row.paymentMethodType = paymentMethodType;
-        if (returnUrl !== undefined) row.returnUrl = returnUrl;
-        const jobs = await confirm(deps, row, processor, card);
-        await writePaymentChange(em, clock, row, previous, jobs);
-        return { payment: toPayment(row), jobs };
-      }).then(({ payment, jobs }) => {
-        wakeForDueJobs(deps, jobs);
-        return payment;
-      });
+      return moveClaimed(
+        ctx,
+        req.paymentId,
+        (row) => {
+          assertClientSecret(caller, row, req.clientSecret);
+          paymentStates.guard("confirm", row.status);
+        },
+        (row) => {
+          if (paymentMethodType !== undefined) row.paymentMethodType = paymentMethodType;
+          if (returnUrl !== undefined) row.returnUrl = returnUrl;
+          return confirm(deps, row, processor, card);
+        },
+      );
     },
 
     async capturePayment(req, ctx) {
-      const caller = merchantOf(ctx);
       const requested = req.amountToCapture === undefined ? undefined : positiveAmount("amount_to_capture", req.amountToCapture);
-      return dataSource.transaction(async (em) => {
-        const row = await lockPayment(em, caller, req.paymentId);
-        paymentStates.guard("capture", row.status);
-        const toCapture = requested ?? row.amountCapturable;
-        if (toCapture > row.amountCapturable) {
-          throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
-        }
-        const jobs = await capture(deps, row, toCapture);
-        await writePaymentChange(em, clock, row, "requires_capture", jobs);
-        return { payment: toPayment(row), jobs };
-      }).then(({ payment, jobs }) => {
-        wakeForDueJobs(deps, jobs);
-        return payment;
-      });
+      return moveClaimed(
+        ctx,
+        req.paymentId,
+        (row) => {
+          paymentStates.guard("capture", row.status);
+          if (requested !== undefined && requested > row.amountCapturable) {
+            throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
+          }
+        },
+        (row) => capture(deps, row, requested ?? row.amountCapturable),
+      );
     },
 
     async cancelPayment(req, ctx) {
-      const caller = merchantOf(ctx);
       const reason = text("cancellation_reason", req.cancellationReason, 255);
-      return dataSource.transaction(async (em) => {
-        const row = await lockPayment(em, caller, req.paymentId);
-        const previous = row.status;
-        await cancel(deps, row, "cancel", reason ?? "requested_by_customer");
-        await writePaymentChange(em, clock, row, previous);
-        return toPayment(row);
-      });
+      return moveClaimed(
+        ctx,
+        req.paymentId,
+        (row) => paymentStates.guard("cancel", row.status),
+        (row) => cancel(deps, row, "cancel", reason ?? "requested_by_customer"),
+      );
     },
 
     async listPayments(req, ctx) {

@@ -1,7 +1,6 @@
-import type { DataSource, EntityManager } from "typeorm";
+import type { EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { Clock } from "../clock.js";
-import type { NewObjectWriter } from "../db/new-objects.js";
 import { lockObject, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
@@ -18,24 +17,13 @@ export const paymentResource: Resource<PaymentRow, typeof PaymentSchema> = {
   schema: PaymentSchema,
   view: toPayment,
   guard: ownershipGuard,
+  refusal: ownershipError,
   states: paymentStates,
 };
 
 /** Loads a payment and locks its row for the transaction (confirm vs cancel, two captures, …). */
 export function lockPayment(em: EntityManager, scope: Scope, paymentId: string): Promise<PaymentRow> {
   return lockObject(em, paymentResource, scope, paymentId);
-}
-
-/**
- * Writes a new payment with its first event and its jobs, guarded by the profile and customer checks;
- * when one fails nothing is written and the error names the field.
- */
-export async function writeNewPayment(
-  database: { readonly dataSource: DataSource; readonly newObjects: NewObjectWriter },
-  row: PaymentRow,
-  jobs: NewJob[],
-): Promise<void> {
-  if (!(await database.newObjects.write(paymentResource, row, jobs))) throw await ownershipError(database.dataSource.manager, row);
 }
 
 /** Writes a change to a locked payment with its event, its jobs and, once final, the end of its jobs. */

@@ -11,7 +11,8 @@ import { authorizationValidityMs, paymentStates } from "./states.js";
 /*
  * The moves of a payment that involve its processor, shared by the API, the job runner and the 3DS
  * page: each guards the payment's status, asks the processor, and applies the answer to the row
- * (which the caller has locked and then writes). Each returns the jobs its new status needs.
+ * (which the caller has claimed, src/db/claims.ts, and then writes). Each returns the jobs its new
+ * status needs.
  */
 
 /** What the moves need: time, the processors, and the base of the URLs handed to browsers. */
@@ -71,9 +72,9 @@ export async function capture(deps: PaymentMoveDependencies, row: PaymentRow, am
 
 /**
  * Cancels a payment (`cancel`, at the merchant's request) or ends an authorization nobody captured
- * (`expire`), releasing what the processor holds.
+ * (`expire`), releasing what the processor holds. A cancelled payment needs no jobs.
  */
-export async function cancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): Promise<void> {
+export async function cancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): Promise<NewJob[]> {
   paymentStates.guard(operation, row.status);
   if (row.status === "requires_capture" && row.processorReference !== null) {
     await deps.processors.ofPayment(row).void({ reference: row.processorReference });
@@ -84,6 +85,7 @@ export async function cancel(deps: PaymentMoveDependencies, row: PaymentRow, ope
   row.nextAction = null;
   row.authenticationToken = null;
   row.modifiedAt = deps.clock.now();
+  return [];
 }
 
 /** Gives back what the processor holds or took for a payment that could not be recorded. */

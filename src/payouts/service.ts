@@ -10,6 +10,7 @@ import {
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import type { NewObjectWriter } from "../db/new-objects.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { findObject } from "../db/resource.js";
 import { sentWord } from "../enum-words.js";
@@ -27,7 +28,7 @@ import { maskDestination, readDestination, sealDestination } from "./destination
 import { PayoutRow, type StoredBilling } from "./payout.entity.js";
 import { route } from "./routing.js";
 import { payoutStates } from "./states.js";
-import { lockPayout, payoutResource, sendJobOf, writeNewPayout, writePayoutChange } from "./store.js";
+import { lockPayout, payoutResource, sendJobOf, writePayoutChange } from "./store.js";
 import { toPayout } from "./view.js";
 
 /** Payout types a destination can be given for: no wallet destination fields are defined (interface §2). */
@@ -74,6 +75,7 @@ export interface PayoutDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly newObjects: NewObjectWriter;
+  readonly units: UnitOfWork;
   readonly processors: ProcessorRegistry;
   readonly dataCipher: DataCipher;
   readonly jobs: JobWaker;
@@ -128,9 +130,9 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
         created: now,
         updated: now,
       } satisfies PayoutRow);
-      await writeNewPayout(deps, row, confirm ? [sendJobOf(row, now)] : []);
+      const payout = await deps.newObjects.create(ctx, payoutResource, row, confirm ? [sendJobOf(row, now)] : []);
       if (confirm) deps.jobs.wake();
-      return toPayout(row);
+      return payout;
     },
 
     async updatePayout(req, ctx) {
@@ -140,7 +142,7 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
           throw invalidRequest(`The field ${field} of a payout cannot be updated; only metadata can, create a new payout instead`);
         }
       }
-      return dataSource.transaction(async (em) => {
+      return deps.units.commit(ctx, async (em) => {
         const row = await lockPayout(em, caller, req.payoutId);
         row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
         row.updated = clock.now();
@@ -156,22 +158,22 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
 
     async fulfillPayout(req, ctx) {
       const caller = merchantOf(ctx);
-      const row = await dataSource.transaction(async (em) => {
-        const payout = await lockPayout(em, caller, req.payoutId);
-        payoutStates.guard("fulfill", payout.status);
+      const payout = await deps.units.commit(ctx, async (em) => {
+        const row = await lockPayout(em, caller, req.payoutId);
+        payoutStates.guard("fulfill", row.status);
         const now = clock.now();
-        payoutStates.move(payout, "fulfill", "pending");
-        payout.updated = now;
-        await writePayoutChange(em, clock, payout, "requires_fulfillment", [sendJobOf(payout, now)]);
-        return payout;
+        payoutStates.move(row, "fulfill", "pending");
+        row.updated = now;
+        await writePayoutChange(em, clock, row, "requires_fulfillment", [sendJobOf(row, now)]);
+        return toPayout(row);
       });
       deps.jobs.wake();
-      return toPayout(row);
+      return payout;
     },
 
     async cancelPayout(req, ctx) {
       const caller = merchantOf(ctx);
-      return dataSource.transaction(async (em) => {
+      return deps.units.commit(ctx, async (em) => {
         const row = await lockPayout(em, caller, req.payoutId);
         payoutStates.guard("cancel", row.status);
         payoutStates.move(row, "cancel", "cancelled");

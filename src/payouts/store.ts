@@ -1,7 +1,6 @@
-import type { DataSource, EntityManager } from "typeorm";
+import type { EntityManager } from "typeorm";
 import { PayoutSchema } from "../../gen/paymentservice/v1/payout_pb.js";
 import type { Clock } from "../clock.js";
-import type { NewObjectWriter } from "../db/new-objects.js";
 import { jobKinds } from "../jobs/kinds.js";
 import { lockObject, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
@@ -19,6 +18,7 @@ export const payoutResource: Resource<PayoutRow, typeof PayoutSchema> = {
   schema: PayoutSchema,
   view: toPayout,
   guard: ownershipGuard,
+  refusal: ownershipError,
   states: payoutStates,
 };
 
@@ -30,18 +30,6 @@ export function sendJobOf(row: PayoutRow, now: Date): NewJob {
 /** Loads a payout and locks its row for the transaction (fulfill vs cancel, sending vs cancel, …). */
 export function lockPayout(em: EntityManager, scope: Scope, payoutId: string): Promise<PayoutRow> {
   return lockObject(em, payoutResource, scope, payoutId);
-}
-
-/**
- * Writes a new payout with its first event and its jobs, guarded by the profile and customer checks;
- * when one fails nothing is written and the error names the field.
- */
-export async function writeNewPayout(
-  database: { readonly dataSource: DataSource; readonly newObjects: NewObjectWriter },
-  row: PayoutRow,
-  jobs: NewJob[],
-): Promise<void> {
-  if (!(await database.newObjects.write(payoutResource, row, jobs))) throw await ownershipError(database.dataSource.manager, row);
 }
 
 /**

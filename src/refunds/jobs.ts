@@ -1,43 +1,58 @@
+import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
+import { claimObject, finishClaimed } from "../db/claims.js";
+import { writeClaimedChange } from "../db/resource.js";
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
-import type { JobHandler } from "../jobs/runner.js";
+import type { LeasedJobHandler } from "../jobs/runner.js";
 import { PaymentRow } from "../payments/payment.entity.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
 import { refundStates } from "./states.js";
-import { lockRefund, writeRefundChange } from "./store.js";
+import { refundResource } from "./store.js";
 
-/** What refund processing needs: time, and the processors (a refund goes to its payment's). */
+/** What refund processing needs: the database, time, and the processors (a refund goes to its payment's). */
 export interface RefundJobDependencies {
+  readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly processors: ProcessorRegistry;
 }
 
+/** How long a refund job is leased: as long as the claim it takes on the refund. */
+const leaseMs = 60_000;
+
 /**
  * Sends a pending refund to the processor of its payment and records the outcome: succeeded, failed
- * (with the processor's error) or manual_review. A refund cancelled meanwhile is left alone.
+ * (with the processor's error) or manual_review. The refund is claimed while the processor answers,
+ * with no transaction open; one cancelled meanwhile is left alone.
  */
-export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, JobHandler> {
-  return new Map<JobKind, JobHandler>([
+export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, LeasedJobHandler> {
+  const { dataSource, clock } = deps;
+  return new Map<JobKind, LeasedJobHandler>([
     [
       jobKinds.processRefund,
-      async (em, job) => {
-        const row = await lockRefund(em, job, job.objectId);
-        if (!refundStates.allows("process", row.status)) return;
-        const payment = await em.findOneByOrFail(PaymentRow, { merchantId: row.merchantId, livemode: row.livemode, paymentId: row.paymentId });
-        const result = await deps.processors.ofPayment(payment).refund({
-          idempotencyKey: `${row.merchantId}:${row.refundId}:refund`,
-          reference: payment.processorReference!,
-          amount: row.amount,
-          currency: row.currency,
-        });
-        row.processorReference = result.reference;
-        refundStates.move(row, "process", result.status === "declined" ? "failed" : result.status);
-        if (result.status === "declined") {
-          row.errorCode = result.errorCode;
-          row.errorMessage = result.errorMessage;
-        }
-        row.updated = deps.clock.now();
-        await writeRefundChange(em, deps.clock, row, "pending");
+      {
+        leaseMs,
+        async run(job) {
+          const claim = await claimObject(dataSource, clock, refundResource, job, job.objectId, (row) => refundStates.allows("process", row.status));
+          if (claim === undefined) return;
+          const row = claim.row;
+          await finishClaimed(dataSource, refundResource, claim, async () => {
+            const payment = await dataSource.manager.findOneByOrFail(PaymentRow, { merchantId: row.merchantId, livemode: row.livemode, paymentId: row.paymentId });
+            const result = await deps.processors.ofPayment(payment).refund({
+              idempotencyKey: `${row.merchantId}:${row.refundId}:refund`,
+              reference: payment.processorReference!,
+              amount: row.amount,
+              currency: row.currency,
+            });
+            row.processorReference = result.reference;
+            refundStates.move(row, "process", result.status === "declined" ? "failed" : result.status);
+            if (result.status === "declined") {
+              row.errorCode = result.errorCode;
+              row.errorMessage = result.errorMessage;
+            }
+            row.updated = clock.now();
+            await writeClaimedChange(dataSource.manager, clock, refundResource, claim, "pending");
+          });
+        },
       },
     ],
   ]);

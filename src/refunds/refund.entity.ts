@@ -52,4 +52,11 @@ export class RefundRow {
 
   @Column({ name: "updated", type: "timestamptz" })
   updated!: Date;
+
+  /** The operation holding this object while it waits for a processor (src/db/claims.ts), and until when. */
+  @Column({ name: "claim_token", type: "varchar", length: 32, nullable: true })
+  claimToken!: string | null;
+
+  @Column({ name: "claimed_until", type: "timestamptz", nullable: true })
+  claimedUntil!: Date | null;
 }

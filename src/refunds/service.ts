@@ -15,23 +15,26 @@ import { sentWord } from "../enum-words.js";
 import { invalidRequest, missingField, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import { newId } from "../ids.js";
 import { lostStatuses, openStatuses } from "../disputes/states.js";
+import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
 import { findObject, type Scope } from "../db/resource.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { jobKinds } from "../jobs/kinds.js";
 import type { JobWaker } from "../jobs/runner.js";
 import { paymentStates } from "../payments/states.js";
-import { lockPayment } from "../payments/store.js";
+import { paymentResource } from "../payments/store.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { positiveAmount } from "../validation/money.js";
 import { RefundRow } from "./refund.entity.js";
 import { countedStatuses, refundStates } from "./states.js";
-import { lockRefund, refundResource, writeNewRefund, writeRefundChange } from "./store.js";
+import { refundResource, writeNewRefund, writeRefundChange } from "./store.js";
 import { toRefund } from "./view.js";
 
 /** What the refunds API needs: the database, time, the job runner to wake, and how long scheduled refunds wait. */
 export interface RefundDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
+  readonly units: UnitOfWork;
   readonly jobs: JobWaker;
   readonly scheduledRefundDelayMs: number;
 }
@@ -65,11 +68,12 @@ function reasonWord(reason: RefundReason | undefined): string | null {
 
 /**
  * Refunds (interface §4, decisions §9). Create locks the payment, checks the refundable amount and
- * writes the refund with its event and its processing job in one transaction; the job runner sends it
- * to the processor right after the commit (instant) or at the settlement run (scheduled).
+ * commits the refund with its event and its processing job as the call's effect; the job runner
+ * sends it to the processor right after the commit (instant) or at the settlement run (scheduled).
+ * A payment or refund that an operation holds while it calls the processor is waited for.
  */
 export function refundService(deps: RefundDependencies): ServiceImpl<typeof RefundService> {
-  const { dataSource, clock } = deps;
+  const { dataSource, clock, units } = deps;
 
   return {
     async createRefund(req, ctx) {
@@ -78,8 +82,9 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
       const requested = req.amount === undefined ? undefined : positiveAmount("amount", req.amount);
       sentWord(RefundTypeSchema, req.refundType);
       const scheduled = req.refundType === RefundType.SCHEDULED;
-      const row = await dataSource.transaction(async (em) => {
-        const payment = await lockPayment(em, caller, req.paymentId!);
+      const create = () =>
+        units.commit(ctx, async (em) => {
+        const payment = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId!);
         paymentStates.guard("refund", payment.status);
         const left = await refundable(em, caller, payment.paymentId, payment.amountReceived ?? 0n);
         const amount = requested ?? left;
@@ -101,29 +106,34 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
           processorReference: null,
           created: now,
           updated: now,
+          claimToken: null,
+          claimedUntil: null,
         } satisfies RefundRow);
         const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
         await writeNewRefund(em, clock, refund, [
           { kind: jobKinds.processRefund, merchantId: refund.merchantId, livemode: refund.livemode, objectId: refund.refundId, runAt: new Date(now.getTime() + delayMs) },
         ]);
-        return refund;
+        return toRefund(refund);
       });
+      const refund = await waitingForClaims(create, ctx.signal);
       if (!scheduled) deps.jobs.wake();
-      return toRefund(row);
+      return refund;
     },
 
     async updateRefund(req, ctx) {
       const caller = merchantOf(ctx);
       if (req.amount !== undefined) throw invalidRequest("The field amount of a refund cannot be updated; create another refund");
       if (req.paymentId !== undefined) throw invalidRequest("The field payment_id of a refund cannot be updated");
-      return dataSource.transaction(async (em) => {
-        const row = await lockRefund(em, caller, req.refundId);
+      const update = () =>
+        units.commit(ctx, async (em) => {
+        const row = await lockUnclaimed(em, clock, refundResource, caller, req.refundId);
         if (req.reason !== undefined) row.reason = reasonWord(req.reason);
         row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
         row.updated = clock.now();
         await writeRefundChange(em, clock, row, row.status);
         return toRefund(row);
       });
+      return waitingForClaims(update, ctx.signal);
     },
 
     async retrieveRefund(req, ctx) {
@@ -133,8 +143,9 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
 
     async cancelRefund(req, ctx) {
       const caller = merchantOf(ctx);
-      return dataSource.transaction(async (em) => {
-        const row = await lockRefund(em, caller, req.refundId);
+      const cancel = () =>
+        units.commit(ctx, async (em) => {
+        const row = await lockUnclaimed(em, clock, refundResource, caller, req.refundId);
         if (row.refundType !== "scheduled") {
           throw preconditionFailed(`This refund cannot be cancelled: it is instant (${row.status}); only a pending scheduled refund can`);
         }
@@ -144,6 +155,7 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
         await writeRefundChange(em, clock, row, "pending");
         return toRefund(row);
       });
+      return waitingForClaims(cancel, ctx.signal);
     },
 
     async listRefunds(req, ctx) {

@@ -2,7 +2,7 @@ import type { EntityManager } from "typeorm";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { Clock } from "../clock.js";
 import { writeNewObject } from "../db/new-objects.js";
-import { lockObject, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
+import { writeObjectChange, type Resource } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
 import { RefundRow, type RefundStatusWord } from "./refund.entity.js";
 import { refundStates } from "./states.js";
@@ -18,11 +18,6 @@ export const refundResource: Resource<RefundRow, typeof RefundSchema> = {
   view: toRefund,
   states: refundStates,
 };
-
-/** Loads a refund and locks its row for the transaction (cancel vs processing, two cancels, …). */
-export function lockRefund(em: EntityManager, scope: Scope, refundId: string): Promise<RefundRow> {
-  return lockObject(em, refundResource, scope, refundId);
-}
 
 /** Writes a new refund, its refund.pending event and its processing job in one statement. */
 export async function writeNewRefund(em: EntityManager, clock: Clock, row: RefundRow, jobs: NewJob[]): Promise<void> {

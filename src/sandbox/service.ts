@@ -1,24 +1,25 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { DisputeOutcome, type SandboxService } from "../../gen/paymentservice/v1/sandbox_pb.js";
-import type { DataSource } from "typeorm";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
+import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { openDispute } from "../disputes/open.js";
 import { disputeStates } from "../disputes/states.js";
 import { lockDisputeWithPayment, writeDisputeChange } from "../disputes/store.js";
 import { toDispute } from "../disputes/view.js";
 import { invalidField, missingField, preconditionFailed } from "../errors.js";
 import type { JobWaker } from "../jobs/runner.js";
-import { lockPayment } from "../payments/store.js";
+import { paymentResource } from "../payments/store.js";
 import type { SandboxTestClock } from "./test-clock.js";
 
-/** What the sandbox controls need: the database, time, the shared test clock when it is on, the job runner to wake. */
+/** What the sandbox controls need: time, the shared test clock when it is on, the job runner to wake, and how effects commit. */
 export interface SandboxDependencies {
-  readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly testClock: SandboxTestClock | undefined;
   readonly jobs: JobWaker;
+  readonly units: UnitOfWork;
 }
 
 /** Longest single step of the test clock: ten years. */
@@ -30,7 +31,7 @@ const maxAdvanceSeconds = 10 * 365 * 86_400;
  * stand in for the card network, so their access rule admits sandbox secret keys only.
  */
 export function sandboxService(deps: SandboxDependencies): ServiceImpl<typeof SandboxService> {
-  const { dataSource, clock } = deps;
+  const { clock, units } = deps;
 
   return {
     async advanceClock(req) {
@@ -48,17 +49,19 @@ export function sandboxService(deps: SandboxDependencies): ServiceImpl<typeof Sa
 
     async openDispute(req, ctx) {
       const caller = merchantOf(ctx);
-      return dataSource.transaction(async (em) => {
-        const payment = await lockPayment(em, caller, req.paymentId);
-        return toDispute(await openDispute(em, clock, payment, "general"));
-      });
+      const open = () =>
+        units.commit(ctx, async (em) => {
+          const payment = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId);
+          return toDispute(await openDispute(em, clock, payment, "general"));
+        });
+      return waitingForClaims(open, ctx.signal);
     },
 
     async resolveDispute(req, ctx) {
       const caller = merchantOf(ctx);
       // UNSPECIFIED (0) is what an RPC client sends when it sets the field without choosing: no outcome.
       if (req.outcome === undefined || req.outcome === DisputeOutcome.UNSPECIFIED) throw missingField("outcome");
-      return dataSource.transaction(async (em) => {
+      return units.commit(ctx, async (em) => {
         const row = await lockDisputeWithPayment(em, caller, req.disputeId);
         disputeStates.guard("resolve", row.status);
         disputeStates.move(row, "resolve", req.outcome === DisputeOutcome.WON ? "won" : "lost");

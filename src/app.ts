@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import type { DescFile } from "@bufbuild/protobuf";
+import type { ConnectRouterOptions, Interceptor } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
 import { KeyCache } from "./api-keys/key-cache.js";
@@ -16,17 +17,17 @@ import { UnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/transitions.js";
-import { paymentJobHandlers } from "./payments/jobs.js";
-import { refundJobHandlers } from "./refunds/jobs.js";
+import { paymentJobHandlers, type PaymentJobDependencies } from "./payments/jobs.js";
+import { refundJobHandlers, type RefundJobDependencies } from "./refunds/jobs.js";
 import { disputeJobHandlers } from "./disputes/jobs.js";
-import { payoutJobHandlers } from "./payouts/jobs.js";
+import { payoutJobHandlers, type PayoutJobDependencies } from "./payouts/jobs.js";
 import { ProcessorRegistry } from "./processors/registry.js";
 import { SandboxProcessor } from "./processors/sandbox.js";
 import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
 import { MemoryCounter } from "./rate-limits/counter.js";
-import { createIdempotencyInterceptor } from "./idempotency/interceptor.js";
+import { createIdempotencyInterceptor, type IdempotencyDependencies } from "./idempotency/interceptor.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
@@ -145,6 +146,34 @@ export async function closeApp(app: App): Promise<void> {
   await app.embedded?.close();
 }
 
+/** How the router reads calls: compression, the largest message, the longest deadline, strict JSON. */
+export const routerOptions: Omit<ConnectRouterOptions, "interceptors"> = {
+  acceptCompression: [compressionGzip],
+  readMaxBytes,
+  maxTimeoutMs,
+  jsonOptions: rpcJsonOptions,
+};
+
+/**
+ * The interceptors every call goes through, outermost first: documented errors and the request's
+ * record, the client's deadline, the request rules, idempotency keys. Shared with in-process tests.
+ */
+export function apiInterceptors(deps: IdempotencyDependencies): Interceptor[] {
+  return [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor(), createIdempotencyInterceptor(deps)];
+}
+
+/** Registers every resource's job handlers and the upkeep with a job runner. Shared with in-process tests. */
+export function registerJobs(
+  runner: JobRunner,
+  deps: PaymentJobDependencies & RefundJobDependencies & PayoutJobDependencies & { readonly clock: Clock },
+): void {
+  runner.register(paymentJobHandlers(deps));
+  runner.register(refundJobHandlers(deps));
+  runner.register(disputeJobHandlers(deps));
+  runner.register(payoutJobHandlers(deps));
+  runner.every(60_000, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
+}
+
 /**
  * Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web, reflection and
  * the 3DS pages; and runs due jobs in the background.
@@ -163,13 +192,7 @@ export async function serve(opened: App): Promise<RunningService> {
   const { port } = listener.server.address() as AddressInfo;
   const app: App = opened.config.publicBaseUrl === undefined ? { ...opened, publicBaseUrl: `http://localhost:${port}` } : opened;
 
-  const router = new ApiRouter({
-    interceptors: [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor(), createIdempotencyInterceptor(app)],
-    acceptCompression: [compressionGzip],
-    readMaxBytes,
-    maxTimeoutMs,
-    jsonOptions: rpcJsonOptions,
-  });
+  const router = new ApiRouter({ ...routerOptions, interceptors: apiInterceptors(app) });
   routes(router, app);
   registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file))]);
   const admit = createAdmission({
@@ -184,11 +207,7 @@ export async function serve(opened: App): Promise<RunningService> {
   });
   handle = createNodeHandler({ router, pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }], admit });
 
-  app.jobs.register(paymentJobHandlers(app));
-  app.jobs.register(refundJobHandlers(app));
-  app.jobs.register(disputeJobHandlers(app));
-  app.jobs.register(payoutJobHandlers(app));
-  app.jobs.every(60_000, () => reapExpiredKeys(app.dataSource, app.clock.now()));
+  registerJobs(app.jobs, app);
   app.jobs.start();
   return {
     app,

@@ -14,7 +14,7 @@ import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { secretsEqual } from "../auth/api-key-secret.js";
 import { CustomerRow } from "../customers/customer.entity.js";
 import { sentWord } from "../enum-words.js";
-import { forbidden, invalidField, missingField, notFound } from "../errors.js";
+import { alreadyExists, ApiError, forbidden, invalidField, missingField, notFound } from "../errors.js";
 import type { Clock } from "../clock.js";
 import { claimObject, finishClaimed, lockUnclaimed, waitingForClaims } from "../db/claims.js";
 import type { NewObjectWriter } from "../db/new-objects.js";
@@ -189,13 +189,20 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         claimedUntil: null,
       };
       const row = Object.assign(new PaymentRow(), fields);
+      // The processor's idempotency key is made of the payment_id: with a taken one, it would answer
+      // with the other payment's authorization, which must then not be released.
+      if (card !== undefined && req.paymentId !== undefined && (await dataSource.manager.existsBy(PaymentRow, { merchantId: caller.merchantId, livemode: caller.livemode, paymentId }))) {
+        throw alreadyExists("payment", "payment_id", paymentId);
+      }
       const jobs = card === undefined ? [] : await confirm(deps, row, processor, card);
       let payment;
       try {
         payment = await deps.newObjects.create(ctx, paymentResource, row, jobs);
       } catch (error) {
-        // Nothing was written: release what the processor may already hold for this payment.
-        if (row.processorReference !== null) await releaseFunds(processor, row);
+        // Nothing was written: release what the processor holds for this payment, unless the id was
+        // taken meanwhile by a concurrent create, whose authorization the processor answered with.
+        const taken = error instanceof ApiError && error.code === "HE_01";
+        if (row.processorReference !== null && !taken) await releaseFunds(processor, row);
         throw error;
       }
       wakeForDueJobs(deps, jobs);

@@ -1,9 +1,10 @@
 import { Code, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { CaptureMethod, NextActionType, PaymentService, PaymentStatus } from "../../gen/paymentservice/v1/payment_pb.js";
 import { expectRpcError } from "../support/errors.js";
 import { startInProcess, type InProcessMerchant, type InProcessServices } from "../support/in-process.js";
 import { ScriptedProcessor } from "../support/scripted-processor.js";
+import type { AuthorizeResult } from "../../src/processors/processor.js";
 
 /*
  * Payments through the router transport and the app's interceptors, on a real (embedded or
@@ -101,17 +102,14 @@ describe("create and confirm", () => {
     expect(payment.nextAction?.redirectToUrl).toMatch(/^https:\/\/pay\.example\.test\/3ds\/[0-9A-Za-z]{40}$/);
   });
 
-  it("gives back what the processor took when the payment_id is taken (HE_01), leaving the first payment alone", async () => {
+  it("refuses a taken payment_id (HE_01) before asking the processor, whose key for it is the first payment's", async () => {
     processor.script("authorize", { status: "captured", reference: "auth_first" });
-    processor.script("authorize", { status: "captured", reference: "auth_second" });
     const first = await confirmedPayment({ paymentId: "pay_inproc_twice" });
 
     const message = await expectRpcError(confirmedPayment({ paymentId: "pay_inproc_twice" }), Code.AlreadyExists, "HE_01");
 
     expect(message).toBe("A payment with payment_id pay_inproc_twice already exists");
-    expect(processor.callsTo("refund")).toEqual([
-      { idempotencyKey: `${merchant.merchantId}:pay_inproc_twice:release`, reference: "auth_second", amount: 1250n, currency: "EUR" },
-    ]);
+    expect(processor.calls.map((call) => call.method)).toEqual(["authorize"]);
     expect(await payments.retrievePayment({ paymentId: "pay_inproc_twice" })).toEqual(first);
   });
 });
@@ -256,5 +254,33 @@ describe("what the processor is never asked", () => {
       "This payment cannot be confirmed because its status is succeeded; expected requires_payment_method or requires_confirmation",
     );
     expect(processor.calls.map((call) => call.method)).toEqual(["authorize"]);
+  });
+});
+
+describe("while the processor answers", () => {
+  it("no transaction is open: other calls go on, and a change to the same payment waits for the claim, then sees the outcome", async () => {
+    const created = await payments.createPayment({ amount: 500n, currency: "USD", profileId: merchant.profileId });
+    let answer!: (result: AuthorizeResult) => void;
+    processor.script("authorize", new Promise<AuthorizeResult>((resolve) => (answer = resolve)));
+    const confirming = payments.confirmPayment(
+      { paymentId: created.paymentId, paymentMethodData: { card } },
+      { headers: { "x-idempotency-key": `held-${created.paymentId}` } },
+    );
+    await vi.waitFor(() => expect(processor.callsTo("authorize")).toHaveLength(1));
+
+    // On the embedded database every connection shares one session, so a transaction held across
+    // the call would make these wait for the processor; on PostgreSQL it would show in pg_stat_activity.
+    const other = await services.newMerchant();
+    expect((await services.client(PaymentService, other.caller).listPayments({})).totalCount).toBe(0n);
+    expect((await payments.retrievePayment({ paymentId: created.paymentId })).status).toBe(PaymentStatus.REQUIRES_PAYMENT_METHOD);
+    const [open] = (await services.deps.dataSource.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+    )) as [{ n: number }];
+    expect(open.n).toBe(0);
+    const updating = payments.updatePayment({ paymentId: created.paymentId, description: "sent while the processor answers" });
+
+    answer({ status: "captured", reference: "ref_held" });
+    expect((await confirming).status).toBe(PaymentStatus.SUCCEEDED);
+    expect(await expectRpcError(updating, Code.FailedPrecondition, "IR_16")).toContain("because its status is succeeded");
   });
 });

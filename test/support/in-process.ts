@@ -1,23 +1,14 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { MerchantService } from "../../gen/paymentservice/v1/merchant_pb.js";
-import { closeApp, openApp, type App } from "../../src/app.js";
+import { apiInterceptors, closeApp, openApp, registerJobs, routerOptions, type App } from "../../src/app.js";
 import { callerKey, type Caller, type MerchantCaller } from "../../src/auth/caller.js";
-import { disputeJobHandlers } from "../../src/disputes/jobs.js";
-import { createIdempotencyInterceptor } from "../../src/idempotency/interceptor.js";
-import { reapExpiredKeys } from "../../src/idempotency/store.js";
 import { newId } from "../../src/ids.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
-import { paymentJobHandlers } from "../../src/payments/jobs.js";
-import { payoutJobHandlers } from "../../src/payouts/jobs.js";
 import type { Processor } from "../../src/processors/processor.js";
 import { ProcessorRegistry } from "../../src/processors/registry.js";
 import { sandboxPayoutRails } from "../../src/processors/sandbox-payouts.js";
-import { refundJobHandlers } from "../../src/refunds/jobs.js";
 import routes, { type ServiceDependencies } from "../../src/routes.js";
-import { deadlineInterceptor } from "../../src/transport/deadline-interceptor.js";
-import { outcomeInterceptor } from "../../src/transport/outcome-interceptor.js";
-import { createRequestRulesInterceptor } from "../../src/transport/request-rules.js";
 import { TestClock } from "./clock.js";
 import { fileDatabaseUrl } from "./database.js";
 import { testConfig } from "./service.js";
@@ -91,18 +82,10 @@ export async function startInProcess(processor: Processor, clock = new TestClock
     clock,
   );
   const deps: InProcessDependencies = { ...app, processors: new ProcessorRegistry(processor, sandboxPayoutRails(app.dataSource)) };
-  deps.jobs.register(paymentJobHandlers(deps));
-  deps.jobs.register(refundJobHandlers(deps));
-  deps.jobs.register(disputeJobHandlers(deps));
-  deps.jobs.register(payoutJobHandlers(deps));
-  deps.jobs.every(60_000, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
-
-  const requestRules = createRequestRulesInterceptor();
-  const idempotency = createIdempotencyInterceptor(deps);
+  registerJobs(deps.jobs, deps);
+  const interceptors = apiInterceptors(deps);
   const transport = (caller: Caller): Transport =>
-    createRouterTransport((router) => routes(router, deps), {
-      router: { interceptors: [asCaller(caller), outcomeInterceptor, deadlineInterceptor, requestRules, idempotency] },
-    });
+    createRouterTransport((router) => routes(router, deps), { router: { ...routerOptions, interceptors: [asCaller(caller), ...interceptors] } });
   const client = <S extends DescService>(service: S, caller: Caller): Client<S> => createClient(service, transport(caller));
 
   return {

@@ -185,6 +185,17 @@ export function idempotencyConflict(message: string): ApiError {
   return new ApiError("IK_01", message);
 }
 
+/**
+ * IK_01: the request outlived its claim on an object (src/db/claims.ts) and another request took the
+ * object over, as a retry takes over an idempotency key whose lease ran out: its outcome was not kept.
+ */
+export function claimLost(object: string, id: string): ApiError {
+  return new ApiError(
+    "IK_01",
+    `This request ran longer than its claim on ${object} ${id}, and another request took the ${object} over; its outcome was not kept. Retry to learn the ${object}'s state.`,
+  );
+}
+
 /** IK_02: the key was used for another request. */
 export function idempotencyKeyReused(): ApiError {
   return new ApiError("IK_02", "This idempotency key was already used for a different request (another operation, path or body)");

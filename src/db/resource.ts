@@ -1,7 +1,7 @@
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import type { EntityManager, EntityTarget } from "typeorm";
 import type { Clock } from "../clock.js";
-import { notFound, type ApiError } from "../errors.js";
+import { claimLost, notFound, type ApiError } from "../errors.js";
 import type { EventRow } from "../events/event.entity.js";
 import { newEvent } from "../events/record.js";
 import type { NewJob } from "../jobs/runner.js";
@@ -118,7 +118,7 @@ export async function writeObjectChange<Row extends StatusRow, Desc extends Desc
  * Writes the outcome of an operation that claimed the object (src/db/claims.ts) as writeObjectChange
  * does, releasing the claim in the same statement. Nothing is written when the claim is no longer
  * this operation's: its lease ran out mid-call and another operation took the object, so this
- * outcome must not overwrite what that one did.
+ * outcome must not overwrite what that one did: the request is answered IK_01.
  */
 export async function writeClaimedChange<Row extends StatusRow & { claimToken: string | null; claimedUntil: Date | null }, Desc extends DescMessage>(
   em: EntityManager,
@@ -133,7 +133,7 @@ export async function writeClaimedChange<Row extends StatusRow & { claimToken: s
   row.claimedUntil = null;
   const statement = new Statement().update("object", em.connection.getMetadata(resource.entity), row, token);
   if ((await runChange(em, clock, resource, row, previousStatus, jobs, statement)) === 0) {
-    throw new Error(`${resource.name} ${idOf(resource, row)}: the claim ran out before the processor's answer was written`);
+    throw claimLost(resource.name, idOf(resource, row));
   }
 }
 

@@ -46,6 +46,7 @@ export async function authenticate(deps: PaymentMoveDependencies, row: PaymentRo
   paymentStates.guard("authenticate", row.status);
   const processor = deps.processors.ofPayment(row);
   const result = await processor.completeAuthentication({
+    idempotencyKey: `${row.merchantId}:${row.paymentId}:authenticate`,
     reference: row.processorReference!,
     authenticated,
     capture: capturesOnAuthorization(row, deps.clock.now()),
@@ -56,7 +57,12 @@ export async function authenticate(deps: PaymentMoveDependencies, row: PaymentRo
 /** Captures `amount` of an authorized payment: succeeded with amount_received, or failed if the processor refuses. */
 export async function capture(deps: PaymentMoveDependencies, row: PaymentRow, amount: bigint): Promise<NewJob[]> {
   paymentStates.guard("capture", row.status);
-  const result = await deps.processors.ofPayment(row).capture({ reference: row.processorReference!, amount, currency: row.currency });
+  const result = await deps.processors.ofPayment(row).capture({
+    idempotencyKey: `${row.merchantId}:${row.paymentId}:capture`,
+    reference: row.processorReference!,
+    amount,
+    currency: row.currency,
+  });
   row.modifiedAt = deps.clock.now();
   row.amountCapturable = 0n;
   if (result.status === "declined") {
@@ -77,7 +83,7 @@ export async function capture(deps: PaymentMoveDependencies, row: PaymentRow, am
 export async function cancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): Promise<NewJob[]> {
   paymentStates.guard(operation, row.status);
   if (row.status === "requires_capture" && row.processorReference !== null) {
-    await deps.processors.ofPayment(row).void({ reference: row.processorReference });
+    await deps.processors.ofPayment(row).void({ idempotencyKey: `${row.merchantId}:${row.paymentId}:void`, reference: row.processorReference });
   }
   paymentStates.move(row, operation, "cancelled");
   row.cancellationReason = reason;
@@ -91,7 +97,7 @@ export async function cancel(deps: PaymentMoveDependencies, row: PaymentRow, ope
 /** Gives back what the processor holds or took for a payment that could not be recorded. */
 export async function releaseFunds(processor: Processor, row: PaymentRow): Promise<void> {
   const reference = row.processorReference!;
-  if (row.status === "requires_capture") await processor.void({ reference });
+  if (row.status === "requires_capture") await processor.void({ idempotencyKey: `${row.merchantId}:${row.paymentId}:release`, reference });
   if (row.status === "succeeded") {
     await processor.refund({ idempotencyKey: `${row.merchantId}:${row.paymentId}:release`, reference, amount: row.amount, currency: row.currency });
   }

@@ -71,16 +71,17 @@ export interface Processor {
 
   /** Finishes an authorization that required authentication, with the cardholder's outcome. */
   completeAuthentication(request: {
+    readonly idempotencyKey: string;
     readonly reference: string;
     readonly authenticated: boolean;
     readonly capture: boolean;
   }): Promise<AuthorizeResult>;
 
   /** Captures (part of) an authorization. */
-  capture(request: { readonly reference: string; readonly amount: bigint; readonly currency: string }): Promise<StepResult>;
+  capture(request: { readonly idempotencyKey: string; readonly reference: string; readonly amount: bigint; readonly currency: string }): Promise<StepResult>;
 
   /** Releases an authorization without capturing it. */
-  void(request: { readonly reference: string }): Promise<StepResult>;
+  void(request: { readonly idempotencyKey: string; readonly reference: string }): Promise<StepResult>;
 
   /** Returns captured money to the card. */
   refund(request: {

@@ -123,7 +123,9 @@ describe("steps after the authorization go to the processor the payment recorded
 
     const captured = await payments.capturePayment({ paymentId: authorized.paymentId, amountToCapture: 700n });
 
-    expect(processor.callsTo("capture")).toEqual([{ reference: "auth_capture_me", amount: 700n, currency: "EUR" }]);
+    expect(processor.callsTo("capture")).toEqual([
+      { idempotencyKey: `${merchant.merchantId}:${authorized.paymentId}:capture`, reference: "auth_capture_me", amount: 700n, currency: "EUR" },
+    ]);
     expect(captured).toMatchObject({ status: PaymentStatus.SUCCEEDED, amountReceived: 700n, amountCapturable: 0n });
   });
 
@@ -148,7 +150,7 @@ describe("steps after the authorization go to the processor the payment recorded
 
     const cancelled = await payments.cancelPayment({ paymentId: authorized.paymentId, cancellationReason: "duplicate" });
 
-    expect(processor.callsTo("void")).toEqual([{ reference: "auth_void_me" }]);
+    expect(processor.callsTo("void")).toEqual([{ idempotencyKey: `${merchant.merchantId}:${authorized.paymentId}:void`, reference: "auth_void_me" }]);
     expect(cancelled).toMatchObject({ status: PaymentStatus.CANCELLED, cancellationReason: "duplicate", amountCapturable: 0n });
   });
 

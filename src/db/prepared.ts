@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { DataSource } from "typeorm";
+import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 
 const names = new Map<string, string>();
 
@@ -36,7 +37,7 @@ export async function preparedQuery<Row extends pg.QueryResultRow>(
   text: string,
   values: unknown[],
 ): Promise<Row[]> {
-  const pool = (dataSource.driver as unknown as { master: pg.Pool }).master;
+  const pool = (dataSource.driver as PostgresDriver).master as pg.Pool;
   const name = sessionPerConnection.has(dataSource) ? nameOf(text) : undefined;
   const result = await pool.query<Row>({ name, text, values });
   return result.rows;

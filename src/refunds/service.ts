@@ -1,5 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { DataSource, EntityManager } from "typeorm";
+import type { DataSource } from "typeorm";
 import {
   RefundReasonSchema,
   RefundStatusSchema,
@@ -14,9 +14,8 @@ import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
 import { invalidRequest, missingField, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import { newId } from "../ids.js";
-import { lostStatuses, openStatuses } from "../disputes/states.js";
 import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
-import { findObject, type Scope } from "../db/resource.js";
+import { findObject } from "../db/resource.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { jobKinds } from "../jobs/kinds.js";
 import type { JobWaker } from "../jobs/runner.js";
@@ -26,8 +25,8 @@ import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { positiveAmount } from "../validation/money.js";
 import { RefundRow } from "./refund.entity.js";
-import { countedStatuses, refundStates } from "./states.js";
-import { refundResource, writeNewRefund, writeRefundChange } from "./store.js";
+import { refundStates } from "./states.js";
+import { refundable, refundResource, writeNewRefund, writeRefundChange } from "./store.js";
 import { toRefund } from "./view.js";
 
 /** What the refunds API needs: the database, time, the job runner to wake, and how long scheduled refunds wait. */
@@ -37,29 +36,6 @@ export interface RefundDependencies {
   readonly units: UnitOfWork;
   readonly jobs: JobWaker;
   readonly scheduledRefundDelayMs: number;
-}
-
-/**
- * What is still refundable on a payment whose row the caller has locked: what was captured minus the
- * refunds that are pending, succeeded or in manual review, minus disputes the merchant lost or
- * accepted (decisions §4). An undecided dispute blocks refunds: its money may still go to the
- * cardholder. The payment lock is what makes concurrent refunds and dispute decisions see each other.
- */
-async function refundable(em: EntityManager, scope: Scope, paymentId: string, received: bigint): Promise<bigint> {
-  const [row] = (await em.query(
-    `SELECT (SELECT coalesce(sum(amount), 0) FROM refunds
-              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($4))::text AS refunded,
-            (SELECT coalesce(sum(amount), 0) FROM disputes
-              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($5))::text AS lost,
-            EXISTS (SELECT 1 FROM disputes
-              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($6)) AS disputed`,
-    [scope.merchantId, scope.livemode, paymentId, countedStatuses, lostStatuses, openStatuses],
-  )) as [{ refunded: string; lost: string; disputed: boolean }];
-  if (row.disputed) {
-    throw preconditionFailed("This payment has an open dispute; it can be refunded once the dispute is decided");
-  }
-  const left = received - BigInt(row.refunded) - BigInt(row.lost);
-  return left > 0n ? left : 0n;
 }
 
 function reasonWord(reason: RefundReason | undefined): string | null {

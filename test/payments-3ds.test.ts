@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { chromiumInstallTimeoutMs, launchChromium } from "./support/browser.js";
+import { launchChromium } from "./support/browser.js";
 import { rest } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { startService, type TestService } from "./support/service.js";
@@ -69,7 +69,7 @@ beforeAll(async () => {
   service = await startService({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
   site = await startMerchantSite();
   browser = await launchChromium();
-}, chromiumInstallTimeoutMs);
+});
 
 afterAll(async () => {
   await browser?.close();

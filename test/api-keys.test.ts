@@ -11,8 +11,9 @@ import { serve } from "../src/app.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
+import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { fileDatabaseUrl } from "./support/database.js";
+import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { startService, type TestService } from "./support/service.js";
 
 let clock: TestClock;
@@ -65,7 +66,7 @@ describe("issuing keys", () => {
       kind,
       prefix: issued.api_key.slice(0, 12),
       api_key: expect.stringMatching(keyFormats[`${environment} ${kind}`]),
-      created: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/),
+      created: expect.stringMatching(isoUtc),
       expires_at: null,
     });
     expect(issued.prefix).toHaveLength(12);
@@ -327,7 +328,7 @@ describe("revocation", () => {
   it("applies on another instance on the very next request", async () => {
     // Real PostgreSQL: a second, independent service on the same database. Embedded: each service
     // has its own database, so a second listener on the same app shows no per-listener state.
-    const second = process.env.DATABASE_URL !== undefined ? await startService() : await serve(service.app);
+    const second = onPostgres ? await startService() : await serve(service.app);
     try {
       expect(second.url).not.toBe(service.url);
       const merchant = await newMerchant(service.url);
@@ -464,7 +465,7 @@ describe("keys that do not authenticate", () => {
  * tests above prove the API path). These prove the two ways a stale copy could otherwise survive:
  * a change made outside the API, and an instance that stops hearing about changes.
  */
-describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several instances (PostgreSQL only: the embedded database serves one instance and caches nothing)", () => {
+describe.skipIf(!onPostgres)("keys cached by several instances (PostgreSQL only: the embedded database serves one instance and caches nothing)", () => {
   const waitOutTrust = () => new Promise((resolve) => setTimeout(resolve, 1_200));
 
   async function onDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {

@@ -8,6 +8,7 @@ import {
   type Customer,
 } from "../gen/paymentservice/v1/customer_pb.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
+import { isoUtc } from "./support/formats.js";
 import { newMerchant } from "./support/merchant.js";
 import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
@@ -114,7 +115,6 @@ async function createInOrder(api: CustomerApi, bodies: Json[]): Promise<Json[]> 
 }
 
 const ids = (list: Json) => (list.data as Json[]).map((c) => c.customer_id);
-const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 const fullBody: Json = {
   email: "jane@example.com",

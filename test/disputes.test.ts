@@ -11,10 +11,11 @@ import {
 import { DisputeOutcome, ResolveDisputeRequestSchema, SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -35,7 +36,7 @@ let service: TestService;
 
 beforeAll(async () => {
   clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
+  service = await startService(noPolling, clock);
 });
 afterAll(() => service.close());
 
@@ -144,12 +145,6 @@ async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
 }
 
-/** Moves the service's clock forward so the next change is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
-}
-
 /** Card fields for a payment request: a future expiry and a 3-digit CVC. */
 function card(number: string): Json {
   return { card: { card_number: number, card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3), card_cvc: "123" } };
@@ -188,7 +183,7 @@ async function succeededPayment(merchant: TestMerchant, amount = 5000): Promise<
 async function openedDispute(protocol: Protocol): Promise<{ merchant: TestMerchant; api: DisputeApi; paymentId: string; dispute: Json }> {
   const { merchant, api } = await merchantApi(protocol);
   const paymentId = await succeededPayment(merchant);
-  tick();
+  clock.tick();
   const dispute = await api.open(paymentId);
   expect(dispute.status).toBe("opened");
   return { merchant, api, paymentId, dispute };
@@ -291,7 +286,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("sandbox open on a succeeded 4242 payment: opened for amount_received, evidence due in 7 days", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await succeededPayment(merchant, 2500);
-      const now = tick();
+      const now = clock.tick();
       const dispute = await api.open(paymentId);
       expect(dispute).toEqual({
         dispute_id: expect.stringMatching(/^dis_[0-9A-Za-z]+$/),
@@ -330,7 +325,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       await expectError(api.open(paymentId), "IR_16", paymentId);
 
       // Also on a payment whose dispute the network reported (a second later, so it lists first).
-      tick();
+      clock.tick();
       const reported = await createPayment(merchant, disputeCard);
       const first = await reportedDispute(api, reported.payment_id as string);
       await expectError(api.open(reported.payment_id as string), "IR_16");
@@ -388,12 +383,12 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("opened → accepted with evidence null; accepting again is 400 IR_16 naming the statuses", async () => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      const now = tick();
+      const now = clock.tick();
       const accepted = await api.accept(disputeId);
       expect(accepted).toEqual({ ...dispute, status: "accepted", evidence: null, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(accepted);
 
-      tick();
+      clock.tick();
       await expectError(api.accept(disputeId), "IR_16", "accepted", "opened", "challenged");
       await expectError(api.evidence(disputeId, { evidence: { receipt: "late" } }), "IR_16", "accepted");
       await expectError(api.resolve(disputeId, { outcome: "won" }), "IR_16", "accepted", "challenged");
@@ -403,9 +398,9 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("challenged → accepted: the evidence is dropped", async () => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      tick();
+      clock.tick();
       expect((await api.evidence(disputeId, { evidence: fullEvidence })).status).toBe("challenged");
-      const now = tick();
+      const now = clock.tick();
       const accepted = await api.accept(disputeId);
       expect(accepted).toEqual({ ...dispute, status: "accepted", evidence: null, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(accepted);
@@ -416,7 +411,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("opened → challenged with all six fields stored and returned", async () => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      const now = tick();
+      const now = clock.tick();
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
       expect(challenged).toEqual({ ...dispute, status: "challenged", evidence: fullEvidence, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(challenged);
@@ -426,7 +421,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
       await api.evidence(disputeId, { evidence: fullEvidence });
-      const now = tick();
+      const now = clock.tick();
       const replaced = await api.evidence(disputeId, { evidence: { receipt: "Receipt #2002" } });
       expect(replaced).toEqual({
         ...dispute,
@@ -471,7 +466,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
-      const now = tick();
+      const now = clock.tick();
       const resolved = await api.resolve(disputeId, { outcome });
       expect(resolved).toEqual({ ...challenged, status: outcome, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(resolved);
@@ -542,10 +537,10 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("each status writes dispute.<status> whose data.object is what retrieve returned then", async () => {
       const { merchant, api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      tick();
+      clock.tick();
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
       expect(await api.retrieve(disputeId)).toEqual(challenged);
-      tick();
+      clock.tick();
       const accepted = await api.accept(disputeId);
       expect(await api.retrieve(disputeId)).toEqual(accepted);
       expect(await eventsOf(merchant.merchantId, disputeId)).toEqual([
@@ -557,9 +552,9 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       for (const outcome of ["won", "lost"]) {
         const scene = await openedDispute(protocol);
         const id = scene.dispute.dispute_id as string;
-        tick();
+        clock.tick();
         const evidenced = await scene.api.evidence(id, { evidence: { uncategorized_text: "see attached" } });
-        tick();
+        clock.tick();
         const resolved = await scene.api.resolve(id, { outcome });
         expect(await scene.api.retrieve(id)).toEqual(resolved);
         expect(await eventsOf(scene.merchant.merchantId, id)).toEqual([
@@ -589,7 +584,7 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
     const disputes: Json[] = [];
     for (let i = 0; i < 3; i++) {
       const paymentId = await succeededPayment(merchant, 1000 + i);
-      tick();
+      clock.tick();
       disputes.push(await writer.open(paymentId));
     }
     return { api, merchant, disputes };
@@ -610,9 +605,9 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
     const { api, merchant, disputes } = await threeDisputes();
     const writer = apiFor("rest", merchant.apiKey);
     const [d1, d2, d3] = disputes;
-    tick();
+    clock.tick();
     const challenged = await writer.evidence(d1!.dispute_id as string, { evidence: fullEvidence });
-    tick();
+    clock.tick();
     const accepted = await writer.accept(d2!.dispute_id as string);
 
     expect(await api.list({ status: "opened" })).toEqual({ data: [d3], total_count: 1, has_more: false });
@@ -720,7 +715,7 @@ describe("disputes over RPC only", () => {
  * Races between two instances sharing one PostgreSQL database. The embedded database serializes every
  * statement, so these only exist on real PostgreSQL: skipped without DATABASE_URL.
  */
-describe.skipIf(process.env.DATABASE_URL === undefined)(
+describe.skipIf(!onPostgres)(
   "dispute races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)",
   () => {
     let a: TestService;
@@ -728,7 +723,7 @@ describe.skipIf(process.env.DATABASE_URL === undefined)(
     const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
 
     beforeAll(async () => {
-      [a, b] = await Promise.all([startService({ JOB_POLL_MS: "3600000" }, clock), startService({ JOB_POLL_MS: "3600000" }, clock)]);
+      [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
     });
     afterAll(async () => {
       await Promise.all([a?.close(), b?.close()]);

@@ -6,11 +6,11 @@ import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { CreatePaymentRequestSchema, PaymentSchema, PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { fileDatabaseUrl } from "./support/database.js";
+import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey, type Json, uniqueId } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -26,11 +26,6 @@ import { waitUntil } from "./support/wait.js";
  * instances need real PostgreSQL (the embedded database serializes every statement) and are skipped
  * without DATABASE_URL.
  */
-
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-/** Background polling stays out of the way: tests run due jobs (and the key reaper) with runDue(). */
-const noPolling = { JOB_POLL_MS: "3600000" };
 
 const visa = "4242424242424242";
 const declined = "4000000000000002";

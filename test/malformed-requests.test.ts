@@ -15,7 +15,7 @@ import {
 } from "../gen/paymentservice/v1/payment_pb.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { documentedErrorType, expectRestError, expectRpcError } from "./support/errors.js";
-import { fileDatabaseUrl } from "./support/database.js";
+import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
@@ -587,7 +587,7 @@ describe("6. order and precision of refusals", () => {
   });
 });
 
-describe.skipIf(process.env.DATABASE_URL === undefined)("a deadline that passes while the call runs (PostgreSQL: needs a second session)", () => {
+describe.skipIf(!onPostgres)("a deadline that passes while the call runs (PostgreSQL: needs a second session)", () => {
   /** Sends a capture with a 300 ms deadline as a client would, but without the client's own timer, so the server's answer is what arrives. */
   const captureWithDeadline: Record<"connect" | "grpc", (paymentId: string) => Promise<{ code: number | undefined; detail: string | undefined }>> = {
     async connect(paymentId) {

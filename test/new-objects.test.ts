@@ -4,7 +4,7 @@ import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts } from "./support/payout-destinations.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 import { PaymentRow } from "../src/payments/payment.entity.js";
 import { paymentResource } from "../src/payments/store.js";
 
@@ -24,7 +24,7 @@ let service: TestService;
 const clock = new TestClock();
 
 beforeAll(async () => {
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
+  service = await startService(noPolling, clock);
 });
 afterAll(async () => {
   await service?.close();

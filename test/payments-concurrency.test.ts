@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rest, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
  * Concurrent operations on the same payments, sent at once to two service instances sharing one
@@ -11,11 +12,6 @@ import { startService, type TestService } from "./support/service.js";
  * embedded database serializes every statement, so these races only exist on real PostgreSQL: the
  * blocks are skipped without DATABASE_URL (CI runs the suite on PostgreSQL too).
  */
-
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-/** Background polling stays out of the way: the tests run due jobs themselves with runDue(). */
-const noPolling = { JOB_POLL_MS: "3600000" };
 
 const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 

@@ -20,7 +20,7 @@ import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, RestFailure, restPage, uniqueId, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
  * Payments (interface §2–§4, decisions §2–§5, §7, §8), the same scenarios over every protocol.
@@ -37,7 +37,7 @@ let service: TestService;
 
 beforeAll(async () => {
   clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
+  service = await startService(noPolling, clock);
 });
 afterAll(() => service.close());
 
@@ -174,12 +174,6 @@ const visa = "4242424242424242";
 const insufficientFunds = "4000000000009995";
 const declined = "4000000000000002";
 
-/** Moves the service's clock forward so the next object is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
-}
-
 const ids = (list: Json) => (list.data as Json[]).map((p) => p.payment_id);
 
 /** The events of one payment, oldest first, read from the events table (there is no events API yet). */
@@ -202,7 +196,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
   describe("create", () => {
     it("without confirm: requires_payment_method with a client_secret, the full object with unset fields null", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const now = tick();
+      const now = clock.tick();
       const payment = await api.create({
         amount: 1099,
         currency: "USD",
@@ -531,7 +525,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       });
       const id = created.payment_id as string;
 
-      const updatedAt = tick();
+      const updatedAt = clock.tick();
       const updated = await api.update(id, { amount: 1500, description: "second", metadata: { change: "new", drop: "", added: "2" } });
       expect(updated).toEqual({
         ...created,
@@ -547,7 +541,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const again = await api.update(id, { currency: "eur" });
       expect(again).toMatchObject({ status: "requires_confirmation", amount: 1500, currency: "EUR", description: "second" });
 
-      const confirmedAt = tick();
+      const confirmedAt = clock.tick();
       const confirmed = await api.confirm(id, { payment_method_data: card(visa) });
       expect(confirmed).toMatchObject({
         status: "succeeded",
@@ -719,7 +713,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const status = payment.status as string;
       expect(["succeeded", "failed", "cancelled"]).toContain(status);
       const eventsBefore = await eventsOf(merchant.merchantId, id);
-      tick();
+      clock.tick();
 
       await expectError(api.update(id, { amount: 5, description: "changed", metadata: { k: "v" } }), "IR_16", status);
       await expectError(api.update(id, { description: "changed" }), "IR_16", status);
@@ -803,7 +797,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const seen: Json[] = [];
       const step = async (action: Promise<Json>): Promise<Json> => {
-        tick();
+        clock.tick();
         const answer = await action;
         const retrieved = await api.retrieve(answer.payment_id as string);
         expect(retrieved).toEqual(answer);
@@ -815,7 +809,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const id = created.payment_id as string;
       await step(api.update(id, { amount: 1200 }));
       // An update that keeps the status is not a status change: no event.
-      tick();
+      clock.tick();
       await api.update(id, { description: "no new status" });
       seen.push(await api.retrieve(id));
       await step(api.confirm(id, { payment_method_data: card(visa) }));
@@ -845,7 +839,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
     it("cancel writes payment.cancelled with the object as retrieved", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const created = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId });
-      tick();
+      clock.tick();
       const cancelled = await api.cancel(created.payment_id as string, { cancellation_reason: "fraudulent" });
       const events = await eventsOf(merchant.merchantId, created.payment_id as string);
       expect(events).toEqual([
@@ -979,7 +973,7 @@ describe.each([...protocols, "rest-get"] as const)("listing payments over %s", (
   async function createInOrder(api: PaymentApi, bodies: Json[]): Promise<Json[]> {
     const created: Json[] = [];
     for (const body of bodies) {
-      tick();
+      clock.tick();
       created.push(await api.create(body));
     }
     return created;
@@ -1128,7 +1122,7 @@ describe("payments over REST only", () => {
     const api = apiFor("rest", merchant.apiKey);
     const created: Json[] = [];
     for (const currency of ["USD", "EUR", "USD"]) {
-      tick();
+      clock.tick();
       created.push(await api.create({ amount: 100, currency, profile_id: merchant.profileId }));
     }
     const query = `limit=1&offset=1&currency=usd&status=requires_payment_method&created_lte=${encodeURIComponent(created[2]!.created as string)}`;

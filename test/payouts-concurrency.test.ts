@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PayoutProcessor } from "../src/processors/processor.js";
 import { rest, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { fileDatabaseUrl } from "./support/database.js";
+import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { adminApiKey, startService, testDataEncryptionKey, type TestService } from "./support/service.js";
+import { adminApiKey, noPolling, startService, testDataEncryptionKey, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -30,8 +30,6 @@ import { waitUntil } from "./support/wait.js";
  * waits for the bank. The embedded database serializes every statement, so these races only exist
  * on real PostgreSQL: everything here is skipped without DATABASE_URL.
  */
-
-const onPostgres = process.env.DATABASE_URL !== undefined;
 
 const repoRoot = path.resolve(import.meta.dirname, "..");
 
@@ -382,7 +380,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
 
     beforeAll(async () => {
       // Polling off: a create or fulfill still wakes its instance's runner, and the tests run due jobs on both.
-      [a, b] = await Promise.all([startService({ JOB_POLL_MS: "3600000" }, clock), startService({ JOB_POLL_MS: "3600000" }, clock)]);
+      [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
       watchRails(a.app.sandboxPayoutRails, "a");
       watchRails(b.app.sandboxPayoutRails, "b");
     });

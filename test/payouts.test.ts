@@ -14,10 +14,11 @@ import {
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
+import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
 import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -39,7 +40,7 @@ let service: TestService;
 
 beforeAll(async () => {
   clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
+  service = await startService(noPolling, clock);
 });
 afterAll(() => service.close());
 
@@ -148,12 +149,6 @@ function apiFor(protocol: Protocol, apiKey: string): PayoutApi {
 async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: PayoutApi }> {
   const merchant = await newMerchant(service.url);
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
-
-/** Moves the service's clock forward so the next change is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
 }
 
 /** An expiry year `years` from the service's clock (negative: already past). */
@@ -267,7 +262,7 @@ function attempt(processor: string, status: string, error: { code: string } | nu
     processor,
     error_code: error === null ? null : error.code,
     error_message: error === null ? null : expect.stringMatching(/\S/),
-    created: created ?? expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/),
+    created: created ?? expect.stringMatching(isoUtc),
   } as unknown as Json;
 }
 
@@ -278,7 +273,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
     it("answers pending with the full payout (masked card, billing, recipient, customer); the card 4242… is then sent: success, one attempt", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const customerId = await newCustomer(merchant.apiKey);
-      const now = tick();
+      const now = clock.tick();
       const created = await api.create(
         cardPayout(merchant, cards.succeeds, {
           amount: 2500,
@@ -463,7 +458,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
   describe("fulfill and cancel", () => {
     it("confirm false → requires_fulfillment, never sent until fulfilled; fulfill → pending, then success", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const heldAt = tick();
+      const heldAt = clock.tick();
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false }));
       expect(held).toMatchObject({ status: "requires_fulfillment", confirm: false, attempts: [], created: heldAt, updated: heldAt });
       const id = held.payout_id as string;
@@ -471,7 +466,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(held);
 
-      const fulfilledAt = tick();
+      const fulfilledAt = clock.tick();
       const fulfilled = await api.fulfill(id);
       expect(fulfilled).toEqual({ ...held, status: "pending", updated: fulfilledAt });
       const done = await settled(api, id);
@@ -482,7 +477,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(cardPayout(merchant, cards.succeeds, { confirm: false }));
       const id = held.payout_id as string;
-      const cancelledAt = tick();
+      const cancelledAt = clock.tick();
       const cancelled = await api.cancel(id);
       expect(cancelled).toEqual({ ...held, status: "cancelled", updated: cancelledAt });
 
@@ -524,7 +519,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const created = await api.create(body(merchant));
       const done = await settled(api, created.payout_id as string);
       expect(done.status).toBe(status);
-      tick();
+      clock.tick();
       await expectError(api.fulfill(created.payout_id as string), "IR_16", status);
       await expectError(api.cancel(created.payout_id as string), "IR_16", status);
       await service.jobs.runDue();
@@ -541,7 +536,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const eventsBefore = await eventsOf(merchant.merchantId, id);
       expect(eventsBefore.map((e) => e.type)).toEqual(["payout.pending", "payout.success"]);
 
-      const updatedAt = tick();
+      const updatedAt = clock.tick();
       const updated = await api.update(id, { metadata: { change: "new", drop: "", added: "2" } });
       expect(updated).toEqual({ ...done, metadata: { keep: "1", change: "new", added: "2" }, updated: updatedAt });
       expect(await api.retrieve(id)).toEqual(updated);
@@ -562,7 +557,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false, metadata: { k: "v" } }));
       const id = held.payout_id as string;
-      tick();
+      clock.tick();
       await expectError(api.update(id, { ...change, metadata: { k: "changed" } }), "IR_06", field);
       expect(await api.retrieve(id)).toEqual(held);
     });
@@ -653,7 +648,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false }));
       const id = held.payout_id as string;
       expect(await eventsOf(merchant.merchantId, id)).toEqual([{ type: "payout.requires_fulfillment", object: held }]);
-      tick();
+      clock.tick();
       const fulfilled = await api.fulfill(id);
       const done = await settled(api, id);
       expect(await eventsOf(merchant.merchantId, id)).toEqual([
@@ -667,7 +662,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(cardPayout(merchant, cards.succeeds, { confirm: false }));
       const id = held.payout_id as string;
-      tick();
+      clock.tick();
       const cancelled = await api.cancel(id);
       await expectError(api.cancel(id), "IR_16");
       await expectError(api.fulfill(id), "IR_16");
@@ -684,7 +679,7 @@ describe.each([...protocols, "rest-get"] as const)("listing payouts over %s", (p
     const { merchant, api } = await merchantApi(protocol);
     const created: Json[] = [];
     for (const amount of [100, 200, 300]) {
-      tick();
+      clock.tick();
       created.push(await api.create(cardPayout(merchant, cards.succeeds, { amount, confirm: false })));
     }
     const [p1, p2, p3] = created;
@@ -700,17 +695,17 @@ describe.each([...protocols, "rest-get"] as const)("listing payouts over %s", (p
     const { merchant, api } = await merchantApi(protocol);
     const customerId = await newCustomer(merchant.apiKey);
 
-    tick();
+    clock.tick();
     const sent = await api.create(cardPayout(merchant, cards.succeeds, { customer_id: customerId }));
     await settled(api, sent.payout_id as string);
-    tick();
+    clock.tick();
     const held = await api.create(bankPayout(merchant, accounts.succeeds, { currency: "EUR", confirm: false }));
-    tick();
+    clock.tick();
     const failed = await api.create(bankPayout(merchant, accounts.closed, { customer_id: customerId }));
     await settled(api, failed.payout_id as string);
-    tick();
+    clock.tick();
     const cancelled = await api.create(cardPayout(merchant, cards.succeeds, { currency: "GBP", confirm: false }));
-    tick();
+    clock.tick();
     await api.cancel(cancelled.payout_id as string);
 
     // Everything as it is now, newest first.
@@ -1026,7 +1021,7 @@ describe("payouts over REST only", () => {
     const api = apiFor("rest", merchant.apiKey);
     const created: Json[] = [];
     for (const currency of ["USD", "EUR", "USD", "USD"]) {
-      tick();
+      clock.tick();
       created.push(await api.create(bankPayout(merchant, accounts.succeeds, { currency, confirm: false })));
     }
     const params = { limit: 1, offset: 1, status: "requires_fulfillment", payout_type: "bank", currency: "usd" };

@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey, uniqueId } from "./support/parity.js";
 import { testRedisUrl } from "./support/redis.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
  * Rate limits (decisions §6, interface §8, docs/rate-limits.md): RATE_LIMIT_PER_MINUTE calls per API
@@ -23,11 +24,6 @@ import { startService, type TestService } from "./support/service.js";
  * fresh key) when their responses report more than one window. One service runs on a TestClock to
  * cross a window's end on purpose.
  */
-
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-/** Background polling stays out of the way. */
-const noPolling = { JOB_POLL_MS: "3600000" };
 
 const windowMs = 60_000;
 

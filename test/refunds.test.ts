@@ -15,7 +15,7 @@ import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -35,7 +35,7 @@ let service: TestService;
 
 beforeAll(async () => {
   clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
+  service = await startService(noPolling, clock);
 });
 afterAll(() => service.close());
 
@@ -123,12 +123,6 @@ function card(number: string): Json {
   return { card: { card_number: number, card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3), card_cvc: "123" } };
 }
 
-/** Moves the service's clock forward so the next object is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
-}
-
 /** Creates a payment over REST (the refund API is what is under test) and returns it. */
 async function createPayment(merchant: TestMerchant, body: Json): Promise<Json> {
   const res = await rest(service.url, "POST", "/payments", {
@@ -206,7 +200,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
     it("on a succeeded payment answers pending with the full refund object; an instant refund then succeeds", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await paidPayment(merchant, 5000);
-      const now = tick();
+      const now = clock.tick();
       const created = await api.create({
         payment_id: paymentId,
         amount: 1200,
@@ -344,7 +338,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
     it("a scheduled refund stays pending until SCHEDULED_REFUND_DELAY_SECONDS (60) have passed, then succeeds", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await paidPayment(merchant, 1000);
-      tick();
+      clock.tick();
       const created = await api.create({ payment_id: paymentId, amount: 700, refund_type: "scheduled" });
       expect(created).toMatchObject({ status: "pending", refund_type: "scheduled", amount: 700 });
       const id = created.refund_id as string;
@@ -355,7 +349,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(created);
 
-      const dueAt = tick(2000);
+      const dueAt = clock.tick(2000);
       await service.jobs.runDue();
       const done = await api.retrieve(id);
       expect(done).toEqual({ ...created, status: "succeeded", updated: dueAt });
@@ -370,7 +364,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       const id = created.refund_id as string;
       await expectError(api.create({ payment_id: paymentId }), "IR_13");
 
-      const cancelledAt = tick();
+      const cancelledAt = clock.tick();
       const cancelled = await api.cancel(id);
       expect(cancelled).toEqual({ ...created, status: "cancelled", updated: cancelledAt });
       expect(await api.retrieve(id)).toEqual(cancelled);
@@ -428,7 +422,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       const id = created.refund_id as string;
       const done = await settled(api, id);
 
-      const updatedAt = tick();
+      const updatedAt = clock.tick();
       const updated = await api.update(id, { reason: "fraudulent", metadata: { change: "new", drop: "", added: "2" } });
       expect(updated).toEqual({
         ...done,
@@ -451,7 +445,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       const created = await api.create({ payment_id: paymentId, amount: 300, reason: "duplicate", metadata: { k: "v" } });
       const id = created.refund_id as string;
       const done = await settled(api, id);
-      tick();
+      clock.tick();
 
       await expectError(api.update(id, { amount: 100, reason: "fraudulent", metadata: { k: "changed" } }), "IR_06", "amount");
       await expectError(api.update(id, { payment_id: otherPayment, metadata: { k: "changed" } }), "IR_06", "payment_id");
@@ -520,7 +514,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
     ])("refund.pending on create, then refund.%s, each with the object as retrieve returned it then", async (status, amount) => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await paidPayment(merchant, 10_000);
-      tick();
+      clock.tick();
       const created = await api.create({ payment_id: paymentId, amount, metadata: { order: "7" } });
       const done = await settled(api, created.refund_id as string);
       expect(done.status).toBe(status);
@@ -564,7 +558,7 @@ describe.each([...protocols, "rest-get"] as const)("listing refunds over %s", (p
     const paymentId = await paidPayment(merchant, 1000);
     const created: Json[] = [];
     for (const amount of [10, 20, 30]) {
-      tick();
+      clock.tick();
       created.push(await api.create({ payment_id: paymentId, amount, refund_type: "scheduled" }));
     }
     const [r1, r2, r3] = created;
@@ -593,20 +587,20 @@ describe.each([...protocols, "rest-get"] as const)("listing refunds over %s", (p
     const p1 = await paidPayment(merchant, 20_000);
     const p2 = await paidPayment(merchant, 20_000);
 
-    tick();
+    clock.tick();
     const succeeded = await api.create({ payment_id: p1, amount: 100 });
     await settled(api, succeeded.refund_id as string);
-    tick();
+    clock.tick();
     const failed = await api.create({ payment_id: p1, amount: 9995 });
     await settled(api, failed.refund_id as string);
-    tick();
+    clock.tick();
     const review = await api.create({ payment_id: p2, amount: 9996 });
     await settled(api, review.refund_id as string);
-    tick();
+    clock.tick();
     const cancelled = await api.create({ payment_id: p2, amount: 200, refund_type: "scheduled" });
-    tick();
+    clock.tick();
     await api.cancel(cancelled.refund_id as string);
-    tick();
+    clock.tick();
     const pending = await api.create({ payment_id: p1, amount: 300, refund_type: "scheduled" });
 
     // Everything as it is now, newest first.
@@ -699,7 +693,7 @@ describe("refunds over REST only", () => {
     const paymentId = await paidPayment(merchant, 1000);
     const created: Json[] = [];
     for (const amount of [10, 20, 30]) {
-      tick();
+      clock.tick();
       created.push(await api.create({ payment_id: paymentId, amount, refund_type: "scheduled" }));
     }
     const lte = created[2]!.created as string;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
 import { rest, type RestResponse } from "./support/clients.js";
 import { documentedErrorType, expectRestError, type DocumentedCode } from "./support/errors.js";
+import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { startService, type TestService } from "./support/service.js";
 
@@ -65,8 +66,6 @@ async function connectJson(procedure: string, body: unknown, apiKey: string): Pr
   });
   return { status: res.status, body: await res.json() };
 }
-
-const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 describe("REST→RPC: routing", () => {
   it.each([

@@ -3,9 +3,10 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { rest, rpcClient } from "./support/clients.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -42,8 +43,8 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
 
   beforeAll(async () => {
     // Polling off: the tests run due jobs themselves, so nothing happens behind their back.
-    first = await startService({ SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "3600000" });
-    second = process.env.DATABASE_URL === undefined ? first : await startService({ SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "3600000" });
+    first = await startService({ ...noPolling, SANDBOX_TEST_CLOCK: "true" });
+    second = onPostgres ? await startService({ ...noPolling, SANDBOX_TEST_CLOCK: "true" }) : first;
   });
   afterAll(async () => {
     if (second !== first) await second?.close();
@@ -68,7 +69,7 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
     expect(expired).toEqual({ status: "cancelled", cancellation_reason: "expired" });
   });
 
-  it.skipIf(process.env.DATABASE_URL === undefined)(
+  it.skipIf(!onPostgres)(
     "moves every instance on the database (PostgreSQL only: two instances)",
     async () => {
       const merchant = await newMerchant(first.url);

@@ -28,6 +28,12 @@ function clonePrefix(url: string): string {
   return `${new URL(url).pathname.slice(1)}_f_`;
 }
 
+/**
+ * Whether the tests run on real PostgreSQL: races between instances exist only there, as the embedded
+ * database serializes every statement and belongs to one instance.
+ */
+export const onPostgres = process.env.DATABASE_URL !== undefined;
+
 let fileDatabase: Promise<string> | undefined;
 
 /** This test file's own database (created on first use), or undefined on the embedded database. */

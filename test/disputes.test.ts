@@ -15,6 +15,7 @@ import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
+import { servicePair } from "./support/races.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -31,11 +32,11 @@ import { waitUntil } from "./support/wait.js";
  * because the runner is woken; expiry happens only when a test advances the clock and calls runDue().
  */
 
-let clock: TestClock;
+// Created with the file rather than in beforeAll: the two-instance races below start on it too.
+const clock = new TestClock();
 let service: TestService;
 
 beforeAll(async () => {
-  clock = new TestClock();
   service = await startService(noPolling, clock);
 });
 afterAll(() => service.close());
@@ -718,16 +719,7 @@ describe("disputes over RPC only", () => {
 describe.skipIf(!onPostgres)(
   "dispute races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)",
   () => {
-    let a: TestService;
-    let b: TestService;
-    const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-    beforeAll(async () => {
-      [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-    });
+    const { a, b, instance } = servicePair(noPolling, clock);
 
     const trials = 12;
 

@@ -10,6 +10,7 @@ import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey, type Json, uniqueId } from "./support/parity.js";
+import { servicePair } from "./support/races.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -751,17 +752,7 @@ function expectOneEffect(responses: RawResponse[]): RawResponse {
 }
 
 describe.skipIf(!onPostgres)("idempotency races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
-  let a: TestService;
-  let b: TestService;
-  /** Instance i % 2, so racing calls land on both instances. */
-  const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startService(noPolling), startService(noPolling)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
+  const { a, b, instance } = servicePair(noPolling);
 
   it("16 concurrent creates (confirm, card 4242) with one key over both instances: exactly one payment, the others byte-identical replays or IK_01", async () => {
     const merchant = await newMerchant(a.url);

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rest, type RestResponse } from "./support/clients.js";
+import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts } from "./support/payout-destinations.js";
+import { summary } from "./support/races.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { PaymentRow } from "../src/payments/payment.entity.js";
 import { paymentResource } from "../src/payments/store.js";
@@ -42,10 +43,6 @@ async function eventTypes(merchant: TestMerchant, objectId: string): Promise<str
     [merchant.merchantId, objectId],
   );
   return rows.map((row) => row.type);
-}
-
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
 }
 
 describe("payments created in one burst", () => {

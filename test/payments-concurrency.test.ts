@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { rest, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { servicePair, summary } from "./support/races.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
@@ -57,11 +58,6 @@ async function jobCount(instance: Instance, merchant: TestMerchant, paymentId: s
   return rows[0]!.n;
 }
 
-/** A one-line account of racing responses for failure messages: HTTP status and payment status or error code. */
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
-}
-
 /** Splits the responses of racing calls into the successes and the failures. */
 function outcomes(responses: RestResponse[]): { won: RestResponse[]; lost: RestResponse[] } {
   return { won: responses.filter((r) => r.status === 200), lost: responses.filter((r) => r.status !== 200) };
@@ -69,17 +65,8 @@ function outcomes(responses: RestResponse[]): { won: RestResponse[]; lost: RestR
 
 describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
   const clock = new TestClock();
-  let a: TestService;
-  let b: TestService;
-  /** Instance i % 2, so the racing calls of one payment land on different instances. */
-  const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
+  // instance(i) and instance(i + 1) differ, so the racing calls of one payment land on different instances.
+  const { a, b, instance } = servicePair(noPolling, clock);
 
   it("confirm vs cancel on requires_payment_method: exactly one wins, the loser gets IR_16, one terminal event", async () => {
     const merchant = await newMerchant(a.url);

@@ -4,13 +4,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PayoutProcessor } from "../src/processors/processor.js";
-import { rest, type RestResponse } from "./support/clients.js";
+import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { adminApiKey, noPolling, startService, testDataEncryptionKey, type TestService } from "./support/service.js";
+import { servicePair, summary } from "./support/races.js";
+import { adminApiKey, noPolling, testDataEncryptionKey } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -77,11 +78,6 @@ async function payoutsOf(url: string, merchant: TestMerchant): Promise<any[]> {
 }
 
 const isFinal = (status: string) => status === "success" || status === "failed" || status === "cancelled";
-
-/** A one-line account of racing responses for failure messages: HTTP status and payout status or error code. */
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
-}
 
 /** Something that runs SQL on the test file's database: a pg client or an instance's data source. */
 interface Sql {
@@ -332,10 +328,8 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
 
   describe("two instances on one database", () => {
     const clock = new TestClock();
-    let a: TestService;
-    let b: TestService;
-    /** Instance i % 2, so racing calls land on both instances. */
-    const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
+    // Polling off: a create or fulfill still wakes its instance's runner, and the tests run due jobs on both.
+    const { a, b, instance } = servicePair(noPolling, clock);
     /** Every processor call either instance made, and whether it has answered. */
     const calls: { instance: "a" | "b"; rail: string; key: string; answered: boolean }[] = [];
 
@@ -378,14 +372,9 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       return row!.n;
     }
 
-    beforeAll(async () => {
-      // Polling off: a create or fulfill still wakes its instance's runner, and the tests run due jobs on both.
-      [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
+    beforeAll(() => {
       watchRails(a.app.sandboxPayoutRails, "a");
       watchRails(b.app.sandboxPayoutRails, "b");
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
     });
 
     it("30 payouts sent by both runners at once, with failovers and declines: each ends final once, paid at most once", async () => {

@@ -8,6 +8,7 @@ import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey, uniqueId } from "./support/parity.js";
+import { servicePair } from "./support/races.js";
 import { testRedisUrl } from "./support/redis.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 
@@ -365,16 +366,7 @@ describe("with REDIS_URL unreachable (redis://127.0.0.1:1)", () => {
 
 describe.skipIf(!onPostgres)("two instances on one database (PostgreSQL only: embedded databases are one per instance)", () => {
   describe("sharing REDIS_URL", () => {
-    let a: TestService;
-    let b: TestService;
-
-    beforeAll(async () => {
-      const shared = { ...noPolling, RATE_LIMIT_PER_MINUTE: "6", REDIS_URL: testRedisUrl };
-      [a, b] = await Promise.all([startService(shared), startService(shared)]);
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-    });
+    const { a, b } = servicePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "6", REDIS_URL: testRedisUrl });
 
     it("enforce one limit: calls alternating between the instances, exactly 6 of 12 succeed, remaining counting down across both", async () => {
       const { responses } = await inOneWindow(async () => {
@@ -402,16 +394,7 @@ describe.skipIf(!onPostgres)("two instances on one database (PostgreSQL only: em
   });
 
   describe("without REDIS_URL", () => {
-    let a: TestService;
-    let b: TestService;
-
-    beforeAll(async () => {
-      const local = { ...noPolling, RATE_LIMIT_PER_MINUTE: "3" };
-      [a, b] = await Promise.all([startService(local), startService(local)]);
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-    });
+    const { a, b } = servicePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3" });
 
     it("each instance counts alone (documented: right for one instance only): two instances with a limit of 3 serve 6 calls of one key a minute", async () => {
       const { onA, onB } = await inOneWindow(async () => {

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rest, type RestResponse } from "./support/clients.js";
+import { describe, expect, it } from "vitest";
+import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { servicePair, summary } from "./support/races.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -19,24 +20,9 @@ const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_y
 /** Scheduled refunds wait this long by default (SCHEDULED_REFUND_DELAY_SECONDS). */
 const scheduledDelayMs = 60_000;
 
-/** A one-line account of racing responses for failure messages: HTTP status and refund status or error code. */
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
-}
-
 describe.skipIf(!onPostgres)("refund races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
   const clock = new TestClock();
-  let a: TestService;
-  let b: TestService;
-  /** Instance i % 2, so racing calls land on both instances. */
-  const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
+  const { a, b, instance } = servicePair(noPolling, clock);
 
   async function paidPayment(merchant: TestMerchant, amount: number): Promise<string> {
     const res = await rest(a.url, "POST", "/payments", {

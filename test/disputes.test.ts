@@ -9,12 +9,14 @@ import {
   type Dispute,
 } from "../gen/paymentservice/v1/dispute_pb.js";
 import { DisputeOutcome, ResolveDisputeRequestSchema, SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
+import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
+import { createPayment, retrievePayment } from "./support/payments.js";
 import { servicePair } from "./support/races.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
@@ -146,36 +148,18 @@ async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
 }
 
-/** Card fields for a payment request: a future expiry and a 3-digit CVC. */
-function card(number: string): Json {
-  return { card: { card_number: number, card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3), card_cvc: "123" } };
-}
+/** Card fields for a payment request, expiring after the service's clock. */
+const card = (number: string): Json => cardData(number, clock.now());
 
 /** Creates a payment over REST (scene setting), confirmed with `cardNumber` unless it is undefined. */
-async function createPayment(merchant: TestMerchant, cardNumber: string | undefined, body: Json = {}): Promise<Json> {
-  const res = await rest(service.url, "POST", "/payments", {
-    apiKey: merchant.apiKey,
-    body: {
-      amount: 5000,
-      currency: "USD",
-      profile_id: merchant.profileId,
-      ...(cardNumber === undefined ? {} : { confirm: true, payment_method_data: card(cardNumber) }),
-      ...body,
-    },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
-
-async function retrievePayment(merchant: TestMerchant, paymentId: string): Promise<Json> {
-  const res = await rest(service.url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
+function paymentWith(merchant: TestMerchant, cardNumber: string | undefined, body: Json = {}): Promise<Json> {
+  const confirmed = cardNumber === undefined ? {} : { confirm: true, payment_method_data: card(cardNumber) };
+  return createPayment(service.url, merchant, { ...confirmed, ...body });
 }
 
 /** A succeeded 4242 payment of `amount` USD. */
 async function succeededPayment(merchant: TestMerchant, amount = 5000): Promise<string> {
-  const payment = await createPayment(merchant, visa, { amount });
+  const payment = await paymentWith(merchant, visa, { amount });
   expect(payment).toMatchObject({ status: "succeeded", amount_received: amount });
   return payment.payment_id as string;
 }
@@ -229,7 +213,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
   describe("where disputes come from", () => {
     it("card 4000000000000259 with automatic capture: the payment succeeds, then a dispute opens by itself", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const payment = await createPayment(merchant, disputeCard, { amount: 4321, currency: "EUR" });
+      const payment = await paymentWith(merchant, disputeCard, { amount: 4321, currency: "EUR" });
       expect(payment).toMatchObject({ status: "succeeded", amount_received: 4321, currency: "EUR" });
 
       // No runDue here: the runner woken after the payment's commit opens the dispute.
@@ -252,7 +236,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       expect(Date.parse(dispute.evidence_due_by as string) - Date.parse(dispute.created as string)).toBe(evidenceWindowMs);
       expect(await api.retrieve(dispute.dispute_id as string)).toEqual(dispute);
       // The payment itself stays succeeded.
-      expect(await retrievePayment(merchant, payment.payment_id as string)).toMatchObject({ status: "succeeded", amount_received: 4321 });
+      expect(await retrievePayment(service.url, merchant, payment.payment_id as string)).toMatchObject({ status: "succeeded", amount_received: 4321 });
 
       // The job ran once: running due jobs again opens no second dispute.
       await service.jobs.runDue();
@@ -262,7 +246,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
     it("card 4000000000000259 with manual capture: no dispute until the capture, then one for the captured amount", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const payment = await createPayment(merchant, disputeCard, { capture_method: "manual" });
+      const payment = await paymentWith(merchant, disputeCard, { capture_method: "manual" });
       const paymentId = payment.payment_id as string;
       expect(payment.status).toBe("requires_capture");
       await service.jobs.runDue();
@@ -277,7 +261,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       expect(dispute).toMatchObject({ payment_id: paymentId, status: "opened", amount: 3000, currency: "USD", evidence: null });
 
       // An authorization cancelled before capture never gets a dispute.
-      const cancelledPayment = await createPayment(merchant, disputeCard, { capture_method: "manual" });
+      const cancelledPayment = await paymentWith(merchant, disputeCard, { capture_method: "manual" });
       const cancelled = await rest(service.url, "POST", `/payments/${cancelledPayment.payment_id}/cancel`, { apiKey: merchant.apiKey, body: {} });
       expect(cancelled.body.status).toBe("cancelled");
       await service.jobs.runDue();
@@ -304,14 +288,14 @@ describe.each(protocols)("disputes over %s", (protocol) => {
         updated: now,
       });
       expect(await api.retrieve(dispute.dispute_id as string)).toEqual(dispute);
-      expect(await retrievePayment(merchant, paymentId)).toMatchObject({ status: "succeeded", amount_received: 2500 });
+      expect(await retrievePayment(service.url, merchant, paymentId)).toMatchObject({ status: "succeeded", amount_received: 2500 });
     });
 
     it("sandbox open on a payment that has not succeeded is 400 IR_14 naming its status, and opens nothing", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const unconfirmed = await createPayment(merchant, undefined);
-      const failed = await createPayment(merchant, declined);
-      const authorized = await createPayment(merchant, visa, { capture_method: "manual" });
+      const unconfirmed = await paymentWith(merchant, undefined);
+      const failed = await paymentWith(merchant, declined);
+      const authorized = await paymentWith(merchant, visa, { capture_method: "manual" });
       expect([unconfirmed.status, failed.status, authorized.status]).toEqual(["requires_payment_method", "failed", "requires_capture"]);
 
       await expectError(api.open(unconfirmed.payment_id as string), "IR_14", "requires_payment_method");
@@ -327,7 +311,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
       // Also on a payment whose dispute the network reported (a second later, so it lists first).
       clock.tick();
-      const reported = await createPayment(merchant, disputeCard);
+      const reported = await paymentWith(merchant, disputeCard);
       const first = await reportedDispute(api, reported.payment_id as string);
       await expectError(api.open(reported.payment_id as string), "IR_16");
 

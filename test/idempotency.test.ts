@@ -4,6 +4,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { CreatePaymentRequestSchema, PaymentSchema, PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
+import { visaCard } from "./support/cards.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { fileDatabaseUrl, onPostgres } from "./support/database.js";
@@ -36,8 +37,9 @@ const amexCvc = "7391";
 
 const day = 24 * 60 * 60 * 1000;
 
+/** Card fields of the 4242 card, or of `number` with `cvc`. */
 function card(number = visa, cvc = "123"): Json {
-  return { card_number: number, card_exp_month: "12", card_exp_year: "2035", card_cvc: cvc };
+  return { ...visaCard, card_number: number, card_cvc: cvc };
 }
 
 /** A confirmed card payment body (card 4242 unless told): the request retried in most tests. */

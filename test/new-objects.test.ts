@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { visaCard as card } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
@@ -18,8 +19,6 @@ import { paymentResource } from "../src/payments/store.js";
 
 /** Text that an array literal must escape: quotes, braces, commas, backslashes, the word NULL. */
 const awkward = 'a "quoted", {braced} \\ back\\slash NULL é 💳';
-
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 
 let service: TestService;
 const clock = new TestClock();

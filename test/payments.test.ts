@@ -15,6 +15,7 @@ import {
   UpdatePaymentRequestSchema,
   type Payment,
 } from "../gen/paymentservice/v1/payment_pb.js";
+import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
@@ -157,18 +158,8 @@ async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant
   return { merchant, api: apiFor(protocol, merchant.apiKey) };
 }
 
-/** Card fields for a payment request: a future expiry and a CVC of the right length. */
-function card(number: string, overrides: Record<string, string | undefined> = {}): Json {
-  const fields: Record<string, string | undefined> = {
-    card_number: number,
-    card_exp_month: "12",
-    card_exp_year: String(clock.now().getUTCFullYear() + 3),
-    card_cvc: number.startsWith("34") || number.startsWith("37") ? "1234" : "123",
-    ...overrides,
-  };
-  // A field overridden with undefined is left out, as a caller who forgot it would.
-  return { card: Object.fromEntries(Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined)) };
-}
+/** Card fields for a payment request, expiring after the service's clock. */
+const card = (number: string, overrides: Record<string, string | undefined> = {}): Json => cardData(number, clock.now(), overrides);
 
 const visa = "4242424242424242";
 const insufficientFunds = "4000000000009995";

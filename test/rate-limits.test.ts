@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
+import { visaCard as card } from "./support/cards.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
@@ -27,8 +28,6 @@ import { noPolling, startService, type TestService } from "./support/service.js"
  */
 
 const windowMs = 60_000;
-
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 
 /** What a response's rate-limit headers say (NaN where a header is missing). */
 interface Window {

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { visaCard as card } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { createPayment } from "./support/payments.js";
 import { servicePair, summary } from "./support/races.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
@@ -15,8 +17,6 @@ import { waitUntil } from "./support/wait.js";
  * skipped without DATABASE_URL.
  */
 
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
-
 /** Scheduled refunds wait this long by default (SCHEDULED_REFUND_DELAY_SECONDS). */
 const scheduledDelayMs = 60_000;
 
@@ -25,13 +25,9 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
   const { a, b, instance } = servicePair(noPolling, clock);
 
   async function paidPayment(merchant: TestMerchant, amount: number): Promise<string> {
-    const res = await rest(a.url, "POST", "/payments", {
-      apiKey: merchant.apiKey,
-      body: { amount, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: { card } },
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.status).toBe("succeeded");
-    return res.body.payment_id;
+    const payment = await createPayment(a.url, merchant, { amount, confirm: true, payment_method_data: { card } });
+    expect(payment.status).toBe("succeeded");
+    return payment.payment_id;
   }
 
   /** Every refund of a payment, through the list API (one page of up to 100). */

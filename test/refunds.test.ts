@@ -10,11 +10,13 @@ import {
   UpdateRefundRequestSchema,
   type Refund,
 } from "../gen/paymentservice/v1/refund_pb.js";
+import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
+import { createPayment } from "./support/payments.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -119,34 +121,23 @@ async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant
 const visa = "4242424242424242";
 const declined = "4000000000000002";
 
-function card(number: string): Json {
-  return { card: { card_number: number, card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3), card_cvc: "123" } };
-}
-
-/** Creates a payment over REST (the refund API is what is under test) and returns it. */
-async function createPayment(merchant: TestMerchant, body: Json): Promise<Json> {
-  const res = await rest(service.url, "POST", "/payments", {
-    apiKey: merchant.apiKey,
-    body: { currency: "USD", profile_id: merchant.profileId, ...body },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
+/** Card fields for a payment request, expiring after the service's clock. */
+const card = (number: string): Json => cardData(number, clock.now());
 
 /** A succeeded payment of `amount` (at least 10000 lets the sandbox's scripted refund amounts fit). */
 async function paidPayment(merchant: TestMerchant, amount = 10_000): Promise<string> {
-  const payment = await createPayment(merchant, { amount, confirm: true, payment_method_data: card(visa) });
+  const payment = await createPayment(service.url, merchant, { amount, confirm: true, payment_method_data: card(visa) });
   expect(payment.status).toBe("succeeded");
   return payment.payment_id as string;
 }
 
 /** Payments of the merchant in each status a refund refuses. */
 const unrefundable: Record<string, (merchant: TestMerchant) => Promise<Json>> = {
-  requires_payment_method: (m) => createPayment(m, { amount: 1000 }),
-  requires_capture: (m) => createPayment(m, { amount: 1000, capture_method: "manual", confirm: true, payment_method_data: card(visa) }),
-  failed: (m) => createPayment(m, { amount: 1000, confirm: true, payment_method_data: card(declined) }),
+  requires_payment_method: (m) => createPayment(service.url, m, { amount: 1000 }),
+  requires_capture: (m) => createPayment(service.url, m, { amount: 1000, capture_method: "manual", confirm: true, payment_method_data: card(visa) }),
+  failed: (m) => createPayment(service.url, m, { amount: 1000, confirm: true, payment_method_data: card(declined) }),
   cancelled: async (m) => {
-    const created = await createPayment(m, { amount: 1000 });
+    const created = await createPayment(service.url, m, { amount: 1000 });
     const res = await rest(service.url, "POST", `/payments/${created.payment_id}/cancel`, { apiKey: m.apiKey, body: {} });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
@@ -255,7 +246,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
 
     it("refunds at most what was captured: a partial capture of 600 of 1000 leaves 600", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const authorized = await createPayment(merchant, {
+      const authorized = await createPayment(service.url, merchant, {
         amount: 1000,
         capture_method: "manual",
         confirm: true,

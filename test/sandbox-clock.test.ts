@@ -2,6 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
+import { visaCard as card } from "./support/cards.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
@@ -15,7 +16,6 @@ import { waitUntil } from "./support/wait.js";
  * The clock's offset lives in the database, so every instance on it moves together.
  */
 
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 const day = 86_400;
 
 /** A manual-capture payment authorized now, waiting in requires_capture. */

@@ -14,6 +14,7 @@ import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
+import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
@@ -184,15 +185,6 @@ async function reportedDispute(api: DisputeApi, paymentId: string): Promise<Json
   return (page.data as Json[])[0]!;
 }
 
-/** The events of one dispute, oldest first, read from the events table. */
-async function eventsOf(merchantId: string, disputeId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json } }> = await service.app.dataSource.query(
-    "SELECT type, data FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, event_id",
-    [merchantId, disputeId],
-  );
-  return rows.map((r) => ({ type: r.type, object: r.data.object }));
-}
-
 /** Creates a refund over REST; the raw response, as refusals are under test too. */
 function createRefund(merchant: TestMerchant, paymentId: string, amount?: number): Promise<RestResponse> {
   return rest(service.url, "POST", "/refunds", {
@@ -241,7 +233,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       // The job ran once: running due jobs again opens no second dispute.
       await service.jobs.runDue();
       expect(await api.list({ payment_id: payment.payment_id as string })).toEqual({ data: [dispute], total_count: 1, has_more: false });
-      expect(await eventsOf(merchant.merchantId, dispute.dispute_id as string)).toEqual([{ type: "dispute.opened", object: dispute }]);
+      expect(await eventsOf(service, merchant.merchantId, dispute.dispute_id as string)).toEqual([{ type: "dispute.opened", object: dispute }]);
     });
 
     it("card 4000000000000259 with manual capture: no dispute until the capture, then one for the captured amount", async () => {
@@ -432,7 +424,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       await expectError(api.evidence(disputeId, { evidence: { receipt: "" } }), "IR_04", "evidence");
       await expectError(api.evidence(disputeId, { evidence: { receipt: "x".repeat(20_001) } }), "IR_05", "evidence.receipt");
       expect(await api.retrieve(disputeId)).toEqual(dispute);
-      expect((await eventsOf(dispute.merchant_id as string, disputeId)).map((e) => e.type)).toEqual(["dispute.opened"]);
+      expect((await eventsOf(service, dispute.merchant_id as string, disputeId)).map((e) => e.type)).toEqual(["dispute.opened"]);
     });
 
     it("evidence on a decided dispute is 400 IR_16 naming its status", async () => {
@@ -504,7 +496,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       // Expired is final.
       await expectError(api.accept(disputeId), "IR_16", "expired");
       await expectError(api.evidence(disputeId, { evidence: fullEvidence }), "IR_16", "expired");
-      expect((await eventsOf(dispute.merchant_id as string, disputeId)).at(-1)).toEqual({ type: "dispute.expired", object: expired });
+      expect((await eventsOf(service, dispute.merchant_id as string, disputeId)).at(-1)).toEqual({ type: "dispute.expired", object: expired });
     });
 
     it("evidence sent after evidence_due_by is refused with 400 IR_16, even before the expiry has run", async () => {
@@ -528,7 +520,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       clock.tick();
       const accepted = await api.accept(disputeId);
       expect(await api.retrieve(disputeId)).toEqual(accepted);
-      expect(await eventsOf(merchant.merchantId, disputeId)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, disputeId)).toEqual([
         { type: "dispute.opened", object: dispute },
         { type: "dispute.challenged", object: challenged },
         { type: "dispute.accepted", object: accepted },
@@ -542,7 +534,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
         clock.tick();
         const resolved = await scene.api.resolve(id, { outcome });
         expect(await scene.api.retrieve(id)).toEqual(resolved);
-        expect(await eventsOf(scene.merchant.merchantId, id)).toEqual([
+        expect(await eventsOf(service, scene.merchant.merchantId, id)).toEqual([
           { type: "dispute.opened", object: scene.dispute },
           { type: "dispute.challenged", object: evidenced },
           { type: `dispute.${outcome}`, object: resolved },
@@ -556,7 +548,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       await expectError(api.resolve(disputeId, { outcome: "won" }), "IR_16");
       await expectError(api.evidence(disputeId, { evidence: {} }), "IR_04");
       await expectError(api.open(paymentId), "IR_16");
-      expect(await eventsOf(merchant.merchantId, disputeId)).toEqual([{ type: "dispute.opened", object: dispute }]);
+      expect(await eventsOf(service, merchant.merchantId, disputeId)).toEqual([{ type: "dispute.opened", object: dispute }]);
     });
   });
 });
@@ -713,7 +705,7 @@ describe.skipIf(!onPostgres)(
 
     /** The types of a dispute's events, sorted: racing changes share one clock reading, so their order is not stored. */
     async function eventTypes(merchant: TestMerchant, disputeId: string): Promise<string[]> {
-      return (await eventsOf(merchant.merchantId, disputeId)).map((e) => e.type).sort();
+      return (await eventsOf(service, merchant.merchantId, disputeId)).map((e) => e.type).sort();
     }
 
     function summary(responses: RestResponse[]): string {

@@ -4,6 +4,7 @@ import { rest, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
+import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
 import { servicePair, summary } from "./support/races.js";
@@ -23,15 +24,6 @@ async function authorizedPayment(url: string, merchant: TestMerchant): Promise<a
   const payment = await createPayment(url, merchant, { capture_method: "manual", confirm: true, payment_method_data: { card } });
   expect(payment.status).toBe("requires_capture");
   return payment;
-}
-
-/** The types of the events stored for a payment, sorted. */
-async function eventTypes(instance: Instance, merchant: TestMerchant, paymentId: string): Promise<string[]> {
-  const rows: { type: string }[] = await instance.app.dataSource.query(
-    "SELECT type FROM events WHERE merchant_id = $1 AND object_id = $2",
-    [merchant.merchantId, paymentId],
-  );
-  return rows.map((row) => row.type).sort();
 }
 
 /** How many jobs are still stored for a payment. */
@@ -90,7 +82,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
         expect(stored.cancellation_reason).toBe("race");
         expect(stored.amount_received ?? null).toBeNull();
       }
-      expect(await eventTypes(a, merchant, payment.payment_id)).toEqual(
+      expect(await eventTypes(a.app.dataSource, merchant, payment.payment_id)).toEqual(
         ["payment.requires_payment_method", `payment.${expected}`].sort(),
       );
     }
@@ -123,7 +115,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
       expect(stored).toMatchObject({ status: captured ? "succeeded" : "cancelled", amount_capturable: 0 });
       expect(stored.amount_received ?? null).toBe(captured ? 5000 : null);
       expect(won[0]!.body).toMatchObject({ status: stored.status, amount_capturable: 0 });
-      expect(await eventTypes(b, merchant, payment.payment_id)).toEqual(
+      expect(await eventTypes(b.app.dataSource, merchant, payment.payment_id)).toEqual(
         ["payment.requires_capture", captured ? "payment.succeeded" : "payment.cancelled"].sort(),
       );
       expect(await jobCount(a, merchant, payment.payment_id)).toBe(0);
@@ -153,7 +145,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
 
       const stored = await retrievePayment(b.url, merchant, payment.payment_id);
       expect(stored).toMatchObject({ status: "succeeded", amount_received: winnerAmount, amount_capturable: 0 });
-      expect(await eventTypes(a, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect(await eventTypes(a.app.dataSource, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
     }
   });
 
@@ -206,7 +198,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
       for (const res of answers.filter((r) => r.status !== 200)) expect(expectRestError(res, 409, "HE_01")).toContain(id);
       const stored = await retrievePayment(b.url, merchant, id);
       expect(stored).toMatchObject({ status: "succeeded", amount: winners[0]!.body.amount });
-      expect(await eventTypes(a, merchant, id)).toEqual(["payment.succeeded"]);
+      expect(await eventTypes(a.app.dataSource, merchant, id)).toEqual(["payment.succeeded"]);
     }
   });
 
@@ -236,7 +228,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
     for (const [i, payment] of payments.entries()) {
       const stored = await retrievePayment(instance(i + 1).url, merchant, payment.payment_id);
       expect(stored).toMatchObject({ status: "succeeded", amount_received: 2000 + i, amount_capturable: 0 });
-      expect(await eventTypes(a, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect(await eventTypes(a.app.dataSource, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
       expect(await jobCount(b, merchant, payment.payment_id)).toBe(0);
     }
   });
@@ -271,7 +263,7 @@ describe.skipIf(!onPostgres)("durable jobs across a restart (PostgreSQL only: th
         amount_received: 5000,
         amount_capturable: 0,
       });
-      expect(await eventTypes(after, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect(await eventTypes(after.app.dataSource, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
       expect(await jobCount(after, merchant, payment.payment_id)).toBe(0);
     } finally {
       await after.close();

@@ -19,6 +19,7 @@ import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
+import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, RestFailure, restPage, uniqueId, word } from "./support/parity.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
@@ -166,15 +167,6 @@ const insufficientFunds = "4000000000009995";
 const declined = "4000000000000002";
 
 const ids = (list: Json) => (list.data as Json[]).map((p) => p.payment_id);
-
-/** The events of one payment, oldest first, read from the events table (there is no events API yet). */
-async function eventsOf(merchantId: string, paymentId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json } }> = await service.app.dataSource.query(
-    "SELECT type, data FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, event_id",
-    [merchantId, paymentId],
-  );
-  return rows.map((r) => ({ type: r.type, object: r.data.object }));
-}
 
 /** Every event and payment row of a merchant, to show that a refused request left nothing behind. */
 async function rowsOfMerchant(merchantId: string): Promise<{ events: number; payments: number }> {
@@ -703,7 +695,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const id = payment.payment_id as string;
       const status = payment.status as string;
       expect(["succeeded", "failed", "cancelled"]).toContain(status);
-      const eventsBefore = await eventsOf(merchant.merchantId, id);
+      const eventsBefore = await eventsOf(service, merchant.merchantId, id);
       clock.tick();
 
       await expectError(api.update(id, { amount: 5, description: "changed", metadata: { k: "v" } }), "IR_16", status);
@@ -713,7 +705,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await expectError(api.cancel(id), "IR_16", status);
 
       expect(await api.retrieve(id)).toEqual(payment);
-      expect(await eventsOf(merchant.merchantId, id)).toEqual(eventsBefore);
+      expect(await eventsOf(service, merchant.merchantId, id)).toEqual(eventsBefore);
     });
   });
 
@@ -806,7 +798,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await step(api.confirm(id, { payment_method_data: card(visa) }));
       await step(api.capture(id, { amount_to_capture: 1000 }));
 
-      const events = await eventsOf(merchant.merchantId, id);
+      const events = await eventsOf(service, merchant.merchantId, id);
       expect(events.map((e) => e.type)).toEqual([
         "payment.requires_payment_method",
         "payment.requires_confirmation",
@@ -824,7 +816,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const payment = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(number) });
       expect(payment.status).toBe(status);
       const retrieved = await api.retrieve(payment.payment_id as string);
-      expect(await eventsOf(merchant.merchantId, payment.payment_id as string)).toEqual([{ type: `payment.${status}`, object: retrieved }]);
+      expect(await eventsOf(service, merchant.merchantId, payment.payment_id as string)).toEqual([{ type: `payment.${status}`, object: retrieved }]);
     });
 
     it("cancel writes payment.cancelled with the object as retrieved", async () => {
@@ -832,7 +824,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const created = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId });
       clock.tick();
       const cancelled = await api.cancel(created.payment_id as string, { cancellation_reason: "fraudulent" });
-      const events = await eventsOf(merchant.merchantId, created.payment_id as string);
+      const events = await eventsOf(service, merchant.merchantId, created.payment_id as string);
       expect(events).toEqual([
         { type: "payment.requires_payment_method", object: created },
         { type: "payment.cancelled", object: cancelled },
@@ -879,7 +871,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await service.jobs.runDue();
       const captured = await api.retrieve(id);
       expect(captured).toMatchObject({ status: "succeeded", amount_received: 4200, amount_capturable: 0 });
-      expect((await eventsOf(merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.succeeded", object: captured });
+      expect((await eventsOf(service, merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.succeeded", object: captured });
     });
 
     it("scheduled capture needs a capture_on in the future; capture_on belongs to scheduled capture only", async () => {
@@ -914,7 +906,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await service.jobs.runDue();
       const expired = await api.retrieve(id);
       expect(expired).toMatchObject({ status: "cancelled", cancellation_reason: "expired", amount_capturable: 0, amount_received: null });
-      expect((await eventsOf(merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.cancelled", object: expired });
+      expect((await eventsOf(service, merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.cancelled", object: expired });
       await expectError(api.capture(id), "IR_14", "cancelled");
     });
 
@@ -936,7 +928,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       clock.advance(5 * day);
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(captured);
-      expect((await eventsOf(merchant.merchantId, id)).map((e) => e.type)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id)).map((e) => e.type)).toEqual(["payment.requires_capture", "payment.succeeded"]);
     });
 
     it("a payment cancelled before capture_on is not captured when the time comes", async () => {

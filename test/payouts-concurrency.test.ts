@@ -6,11 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PayoutProcessor } from "../src/processors/processor.js";
 import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { fileDatabaseUrl, onPostgres } from "./support/database.js";
+import { fileDatabaseUrl, onPostgres, rows, type Sql } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
+import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { servicePair, summary } from "./support/races.js";
+import { deadlocks, servicePair, summary } from "./support/races.js";
 import { adminApiKey, noPolling, testDataEncryptionKey } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -79,16 +80,6 @@ async function payoutsOf(url: string, merchant: TestMerchant): Promise<any[]> {
 
 const isFinal = (status: string) => status === "success" || status === "failed" || status === "cancelled";
 
-/** Something that runs SQL on the test file's database: a pg client or an instance's data source. */
-interface Sql {
-  query(text: string, params?: unknown[]): Promise<any>;
-}
-
-async function rows<T>(db: Sql, text: string, params: unknown[] = []): Promise<T[]> {
-  const result = await db.query(text, params);
-  return (Array.isArray(result) ? result : result.rows) as T[];
-}
-
 /** One row of the sandbox rails' books. */
 interface Transfer {
   rail: string;
@@ -116,15 +107,6 @@ interface StoredPayout {
 
 function storedPayouts(db: Sql, merchant: TestMerchant): Promise<StoredPayout[]> {
   return rows<StoredPayout>(db, "SELECT payout_id, status, attempts FROM payouts WHERE merchant_id = $1 ORDER BY payout_id", [merchant.merchantId]);
-}
-
-/** The types of the events of one payout, sorted. */
-async function eventTypes(db: Sql, merchant: TestMerchant, payoutId: string): Promise<string[]> {
-  const found = await rows<{ type: string }>(db, "SELECT type FROM events WHERE merchant_id = $1 AND object_id = $2", [
-    merchant.merchantId,
-    payoutId,
-  ]);
-  return found.map((row) => row.type).sort();
 }
 
 /** payout.send jobs still stored for a merchant. */
@@ -361,12 +343,6 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       );
     }
 
-    /** Transactions PostgreSQL has aborted as deadlock victims in this file's database. */
-    async function deadlocks(): Promise<number> {
-      const [row] = await rows<{ n: number }>(a.app.dataSource, "SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()");
-      return row!.n;
-    }
-
     async function transferCount(): Promise<number> {
       const [row] = await rows<{ n: number }>(a.app.dataSource, "SELECT count(*)::int AS n FROM sandbox_payout_transfers");
       return row!.n;
@@ -379,7 +355,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
 
     it("30 payouts sent by both runners at once, with failovers and declines: each ends final once, paid at most once", async () => {
       const merchant = await newMerchant(a.url);
-      const deadlocksBefore = await deadlocks();
+      const deadlocksBefore = await deadlocks(a);
       const transfersBefore = await transferCount();
       const callsBefore = calls.length;
       /** Destination, final status and the rails of its attempts, in order. */
@@ -424,7 +400,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       expect(new Set(made.map((c) => c.key)).size).toBe(attempts);
       expect(new Set(made.map((c) => c.instance)), "both runners sent payouts").toEqual(new Set(["a", "b"]));
       expect(await sendJobs(a.app.dataSource, merchant)).toEqual([]);
-      expect(await deadlocks()).toBe(deadlocksBefore);
+      expect(await deadlocks(a)).toBe(deadlocksBefore);
     });
 
     it("failover to the next processor: two attempts with distinct ids, one transfer on each rail", async () => {

@@ -14,6 +14,7 @@ import {
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
+import { eventsOf } from "./support/events.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
@@ -222,17 +223,8 @@ function settled(api: PayoutApi, payoutId: string, tries = 300): Promise<Json> {
 /** The order a payout enters its statuses in; events at the same clock instant are sorted by it. */
 const statusRank: Record<string, number> = { requires_fulfillment: 0, pending: 1, success: 2, failed: 2, cancelled: 2 };
 
-/** The events of one payout, oldest first, read from the events table. */
-async function eventsOf(merchantId: string, payoutId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json }; created: Date }> = await service.app.dataSource.query(
-    "SELECT type, data, created FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, event_id",
-    [merchantId, payoutId],
-  );
-  const rank = (type: string) => statusRank[type.replace(/^payout\./, "")] ?? 99;
-  return rows
-    .sort((a, b) => new Date(a.created).getTime() - new Date(b.created).getTime() || rank(a.type) - rank(b.type))
-    .map((r) => ({ type: r.type, object: r.data.object }));
-}
+/** A payout event's place in that order. */
+const payoutOrder = (type: string) => statusRank[type.replace(/^payout\./, "")] ?? 99;
 
 /** Every payout and payout event of a merchant, to show that a refused request left nothing behind. */
 async function payoutRowsOf(merchantId: string): Promise<{ payouts: number; events: number }> {
@@ -533,7 +525,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const created = await api.create(cardPayout(merchant, cards.succeeds, { metadata: { keep: "1", change: "old", drop: "x" } }));
       const id = created.payout_id as string;
       const done = await settled(api, id);
-      const eventsBefore = await eventsOf(merchant.merchantId, id);
+      const eventsBefore = await eventsOf(service, merchant.merchantId, id, payoutOrder);
       expect(eventsBefore.map((e) => e.type)).toEqual(["payout.pending", "payout.success"]);
 
       const updatedAt = clock.tick();
@@ -543,7 +535,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
 
       const again = await api.update(id, { metadata: { more: "3" } });
       expect(again.metadata).toEqual({ keep: "1", change: "new", added: "2", more: "3" });
-      expect(await eventsOf(merchant.merchantId, id)).toEqual(eventsBefore);
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual(eventsBefore);
     });
 
     it.each([
@@ -637,7 +629,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const created = await api.create(body(merchant));
       const done = await settled(api, created.payout_id as string);
       expect(done.status).toBe(status);
-      expect(await eventsOf(merchant.merchantId, created.payout_id as string)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, created.payout_id as string, payoutOrder)).toEqual([
         { type: "payout.pending", object: created },
         { type: `payout.${status}`, object: done },
       ]);
@@ -647,11 +639,11 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false }));
       const id = held.payout_id as string;
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([{ type: "payout.requires_fulfillment", object: held }]);
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([{ type: "payout.requires_fulfillment", object: held }]);
       clock.tick();
       const fulfilled = await api.fulfill(id);
       const done = await settled(api, id);
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([
         { type: "payout.requires_fulfillment", object: held },
         { type: "payout.pending", object: fulfilled },
         { type: "payout.success", object: done },
@@ -666,7 +658,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const cancelled = await api.cancel(id);
       await expectError(api.cancel(id), "IR_16");
       await expectError(api.fulfill(id), "IR_16");
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([
         { type: "payout.requires_fulfillment", object: held },
         { type: "payout.cancelled", object: cancelled },
       ]);

@@ -4,9 +4,10 @@ import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
+import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
-import { servicePair, summary } from "./support/races.js";
+import { deadlocks, servicePair, summary } from "./support/races.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -43,23 +44,6 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
     const rows: { n: number }[] = await a.app.dataSource.query(
       "SELECT count(*)::int AS n FROM events WHERE merchant_id = $1 AND type = $2 AND data->'object'->>'payment_id' = $3",
       [merchant.merchantId, type, paymentId],
-    );
-    return rows[0]!.n;
-  }
-
-  /** The types of the events of one refund, sorted. */
-  async function eventTypes(merchant: TestMerchant, refundId: string): Promise<string[]> {
-    const rows: { type: string }[] = await b.app.dataSource.query(
-      "SELECT type FROM events WHERE merchant_id = $1 AND object_id = $2",
-      [merchant.merchantId, refundId],
-    );
-    return rows.map((row) => row.type).sort();
-  }
-
-  /** Transactions PostgreSQL has aborted as deadlock victims in this file's database. */
-  async function deadlocks(): Promise<number> {
-    const rows: { n: number }[] = await a.app.dataSource.query(
-      "SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()",
     );
     return rows[0]!.n;
   }
@@ -106,7 +90,7 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
 
   it("cancel vs processing of a due scheduled refund: exactly one outcome wins, with exactly one final event", async () => {
     const merchant = await newMerchant(a.url);
-    const deadlocksBefore = await deadlocks();
+    const deadlocksBefore = await deadlocks(a);
     for (let round = 0; round < 8; round++) {
       const refunds = await Promise.all(
         Array.from({ length: 10 }, async (_, i) => {
@@ -142,11 +126,11 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
           expectRestError(cancel, 400, "IR_16");
           expect(stored.body).toMatchObject({ refund_id: refund.refund_id, status: "succeeded" });
         }
-        expect(await eventTypes(merchant, refund.refund_id)).toEqual(["refund.pending", `refund.${stored.body.status}`].sort());
+        expect(await eventTypes(b.app.dataSource, merchant, refund.refund_id)).toEqual(["refund.pending", `refund.${stored.body.status}`].sort());
       }
     }
     // A deadlock aborts one side: a cancel answered 500 (seen above), or a runner's job silently put
     // off for a retry. Operators see either in PostgreSQL's log; neither may happen.
-    expect(await deadlocks()).toBe(deadlocksBefore);
+    expect(await deadlocks(a)).toBe(deadlocksBefore);
   });
 });

@@ -14,6 +14,7 @@ import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
+import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
 import { createPayment } from "./support/payments.js";
@@ -159,17 +160,11 @@ function settled(api: RefundApi, refundId: string): Promise<Json> {
 }
 
 /**
- * The events of one object, oldest first, read from the events table. An instant refund is processed
- * at the same clock instant it was created in, so its two events share `created`: refund.pending, the
- * one every refund starts with, goes first among equals.
+ * The order of a refund's events at one clock instant: an instant refund is processed at the instant
+ * it was created in, so its two events share `created`, and refund.pending, the one every refund
+ * starts with, goes first among equals.
  */
-async function eventsOf(merchantId: string, objectId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json } }> = await service.app.dataSource.query(
-    "SELECT type, data FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, type <> 'refund.pending', event_id",
-    [merchantId, objectId],
-  );
-  return rows.map((r) => ({ type: r.type, object: r.data.object }));
-}
+const pendingFirst = (type: string) => (type === "refund.pending" ? 0 : 1);
 
 /** Every refund and refund event of a merchant, to show that a refused request left nothing behind. */
 async function refundRowsOf(merchantId: string): Promise<{ refunds: number; events: number }> {
@@ -344,7 +339,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       await service.jobs.runDue();
       const done = await api.retrieve(id);
       expect(done).toEqual({ ...created, status: "succeeded", updated: dueAt });
-      expect((await eventsOf(merchant.merchantId, id)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
     });
 
     it("cancelling a pending scheduled refund → cancelled; it is never processed and its amount is refundable again", async () => {
@@ -364,7 +359,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(cancelled);
       await expectError(api.cancel(id), "IR_16", "cancelled");
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, id, pendingFirst)).toEqual([
         { type: "refund.pending", object: created },
         { type: "refund.cancelled", object: cancelled },
       ]);
@@ -393,7 +388,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
 
       expect(await api.retrieve(instant.refund_id as string)).toEqual(instantDone);
       expect(await api.retrieve(scheduled.refund_id as string)).toEqual(scheduledDone);
-      expect((await eventsOf(merchant.merchantId, scheduled.refund_id as string)).map((e) => e.type)).toEqual([
+      expect((await eventsOf(service, merchant.merchantId, scheduled.refund_id as string, pendingFirst)).map((e) => e.type)).toEqual([
         "refund.pending",
         "refund.succeeded",
       ]);
@@ -426,7 +421,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       // Fields not sent stay as they are.
       const again = await api.update(id, { metadata: { more: "3" } });
       expect(again).toMatchObject({ reason: "fraudulent", metadata: { keep: "1", change: "new", added: "2", more: "3" } });
-      expect((await eventsOf(merchant.merchantId, id)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
     });
 
     it("sending amount or payment_id is 400 IR_06 naming the field, and nothing changes", async () => {
@@ -509,7 +504,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       const created = await api.create({ payment_id: paymentId, amount, metadata: { order: "7" } });
       const done = await settled(api, created.refund_id as string);
       expect(done.status).toBe(status);
-      expect(await eventsOf(merchant.merchantId, created.refund_id as string)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, created.refund_id as string, pendingFirst)).toEqual([
         { type: "refund.pending", object: created },
         { type: `refund.${status}`, object: done },
       ]);
@@ -524,7 +519,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       clock.advance(scheduledDelayMs + 1000);
       await service.jobs.runDue();
       const after = await api.retrieve(created.refund_id as string);
-      expect(await eventsOf(merchant.merchantId, created.refund_id as string)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, created.refund_id as string, pendingFirst)).toEqual([
         { type: "refund.pending", object: before },
         { type: "refund.succeeded", object: after },
       ]);

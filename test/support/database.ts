@@ -57,6 +57,17 @@ export function fileDatabaseUrl(): Promise<string> | undefined {
   return fileDatabase;
 }
 
+/** Something that runs SQL on the test file's database: an instance's data source or a pg client. */
+export interface Sql {
+  query(text: string, params?: unknown[]): Promise<any>;
+}
+
+/** The rows of a query, whether a data source (an array) or a pg client (`{rows}`) ran it. */
+export async function rows<T>(db: Sql, text: string, params: unknown[] = []): Promise<T[]> {
+  const result = await db.query(text, params);
+  return (Array.isArray(result) ? result : result.rows) as T[];
+}
+
 /** Drops every per-file database cloned from the template at `url`. */
 export async function dropFileDatabases(url: string): Promise<void> {
   await onServer(url, async (client) => {

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll } from "vitest";
 import type { Clock } from "../../src/clock.js";
 import type { RestResponse } from "./clients.js";
+import { rows } from "./database.js";
 import { startService, type TestService } from "./service.js";
 
 /*
- * What the suites that race two instances on one PostgreSQL database share: the two instances, and
- * the one-line account of racing answers their failure messages print.
+ * What the suites that race two instances on one PostgreSQL database share: the two instances, the
+ * deadlock count they check, and the one-line account of racing answers their failure messages print.
  */
 
 /** Two instances of the service on the test file's database, as behind a load balancer. */
@@ -52,6 +53,12 @@ export function servicePair(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): S
   const a = startedLater(() => started?.[0]);
   const b = startedLater(() => started?.[1]);
   return { a, b, instance: (i) => (i % 2 === 0 ? a : b) };
+}
+
+/** Transactions PostgreSQL has aborted as deadlock victims in the file's database: racing calls must add none. */
+export async function deadlocks(service: Pick<TestService, "app">): Promise<number> {
+  const [row] = await rows<{ n: number }>(service.app.dataSource, "SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()");
+  return row!.n;
 }
 
 /** A one-line account of racing responses for failure messages: HTTP status, and the object's status or the error code. */

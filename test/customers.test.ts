@@ -10,7 +10,7 @@ import {
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant } from "./support/merchant.js";
-import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
+import { addressAsRest, expectError, iso, issueKey, type Json, parityApis, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
 import { startService, type TestService } from "./support/service.js";
 
 /*
@@ -86,17 +86,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): CustomerApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): CustomerApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its customer API over `protocol`. */
-async function merchantApi(protocol: Protocol) {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 /** Waits until the clock has moved past `timestamp`, so the next object is strictly newer. */
 async function pastMillisecond(timestamp: unknown): Promise<void> {

@@ -16,7 +16,7 @@ import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
+import { expectError, iso, issueKey, type Json, parityApis, type Protocol, protocols, protoJson, restCaller, restList, restPage, word } from "./support/parity.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
 import { servicePair } from "./support/races.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
@@ -78,7 +78,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): DisputeApi {
   const at = (id: string) => `/disputes/${encodeURIComponent(id)}`;
   return {
     retrieve: (id) => call("GET", at(id)),
-    list: (params) => (listWith === "POST" ? call("POST", "/disputes/list", params) : call("GET", `/disputes/list${query(params)}`)),
+    list: restList(call, listWith, "/disputes/list"),
     accept: (id) => call("POST", `${at(id)}/accept`),
     evidence: (id, body) => call("POST", `${at(id)}/evidence`, body),
     open: (paymentId) => call("POST", `/sandbox/payments/${encodeURIComponent(paymentId)}/dispute`),
@@ -137,17 +137,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): DisputeApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): DisputeApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its dispute API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: DisputeApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 /** Card fields for a payment request, expiring after the service's clock. */
 const card = (number: string): Json => cardData(number, clock.now());

@@ -21,7 +21,7 @@ import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, RestFailure, restPage, uniqueId, word } from "./support/parity.js";
+import { expectError, iso, issueKey, type Json, parityApis, protocols, protoJson, query, restCaller, RestFailure, restList, restPage, uniqueId, word } from "./support/parity.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
@@ -67,7 +67,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): PaymentApi {
     confirm: (id, body) => call("POST", `${at(id)}/confirm`, body),
     capture: (id, body = {}) => call("POST", `${at(id)}/capture`, body),
     cancel: (id, body = {}) => call("POST", `${at(id)}/cancel`, body),
-    list: (params) => (listWith === "POST" ? call("POST", "/payments/list", params) : call("GET", `/payments/list${query(params)}`)),
+    list: restList(call, listWith, "/payments/list"),
   };
 }
 
@@ -147,17 +147,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): PaymentApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): PaymentApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its payment API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: PaymentApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 /** Card fields for a payment request, expiring after the service's clock. */
 const card = (number: string, overrides: Record<string, string | undefined> = {}): Json => cardData(number, clock.now(), overrides);

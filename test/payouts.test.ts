@@ -18,7 +18,7 @@ import { eventsOf } from "./support/events.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
+import { addressAsRest, expectError, iso, issueKey, type Json, parityApis, protocols, protoJson, query, restCaller, restList, restPage, word } from "./support/parity.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -66,7 +66,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): PayoutApi {
     retrieve: (id) => call("GET", at(id)),
     fulfill: (id) => call("POST", `${at(id)}/fulfill`),
     cancel: (id) => call("POST", `${at(id)}/cancel`),
-    list: (params) => (listWith === "POST" ? call("POST", "/payouts/list", params) : call("GET", `/payouts/list${query(params)}`)),
+    list: restList(call, listWith, "/payouts/list"),
   };
 }
 
@@ -140,17 +140,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): PayoutApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): PayoutApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its payout API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: PayoutApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 /** An expiry year `years` from the service's clock (negative: already past). */
 function yearFromNow(years: number): string {

@@ -6,7 +6,7 @@ import { visaCard as card } from "./support/cards.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
-import { expectRestError, expectRpcError } from "./support/errors.js";
+import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey, uniqueId } from "./support/parity.js";
 import { servicePair } from "./support/races.js";
@@ -79,8 +79,7 @@ const health = (url: string, apiKey: string) => rest(url, "GET", "/health", { ap
 
 /** Asserts the documented 429: RL_01 body and nothing else, limit and remaining 0, Retry-After until the window ends. */
 function expectLimited(res: RestResponse, limit: number, at: { before: number; after: number }): void {
-  const message = expectRestError(res, 429, "RL_01");
-  expect(res.body).toEqual({ error: { type: "rate_limit_error", code: "RL_01", message } });
+  expectExactRestError(res, 429, "RL_01");
   const window = windowOf(res.headers);
   expect({ limit: window.limit, remaining: window.remaining }).toEqual({ limit, remaining: 0 });
   const retryAfter = Number(res.headers.get("retry-after"));

@@ -16,7 +16,7 @@ import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
+import { expectError, iso, type Json, parityApis, protocols, protoJson, restCaller, restList, restPage, word } from "./support/parity.js";
 import { createPayment } from "./support/payments.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
@@ -62,7 +62,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): RefundApi {
     update: (id, body) => call("POST", at(id), body),
     retrieve: (id) => call("GET", at(id)),
     cancel: (id) => call("POST", `${at(id)}/cancel`),
-    list: (params) => (listWith === "POST" ? call("POST", "/refunds/list", params) : call("GET", `/refunds/list${query(params)}`)),
+    list: restList(call, listWith, "/refunds/list"),
   };
 }
 
@@ -107,17 +107,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): RefundApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): RefundApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its refund API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: RefundApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 const visa = "4242424242424242";
 const declined = "4000000000000002";

@@ -2,7 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { existsSync, readFileSync } from "node:fs";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyKind, ApiKeyService } from "../gen/paymentservice/v1/api_key_pb.js";
 import { Environment } from "../gen/paymentservice/v1/common_pb.js";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
@@ -14,16 +14,11 @@ import { expectRestError, expectRpcError } from "./support/errors.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { fileDatabaseUrl, onPostgres } from "./support/database.js";
+import { runningService } from "./support/running.js";
 import { startService, type TestService } from "./support/service.js";
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService({}, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService({}, clock);
 
 const keyFormats = {
   "sandbox secret": /^snd_[0-9A-Za-z]{32,}$/,

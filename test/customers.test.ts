@@ -1,5 +1,5 @@
 import { fromJson } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CreateCustomerRequestSchema,
   CustomerService,
@@ -11,7 +11,7 @@ import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant } from "./support/merchant.js";
 import { addressAsRest, expectError, iso, issueKey, type Json, parityApis, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
 
 /*
  * Customers (interface §2 and §4, decisions §4, §5, §7), the same scenarios over every protocol.
@@ -20,12 +20,7 @@ import { startService, type TestService } from "./support/service.js";
  * REST field names, so every scenario asserts exactly the same values whatever the protocol.
  */
 
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = runningService();
 
 /** The customer operations, as seen by a caller; results use the REST field names. */
 interface CustomerApi {

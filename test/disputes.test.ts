@@ -1,6 +1,6 @@
 import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   DisputeService,
   DisputeStatusSchema,
@@ -18,8 +18,8 @@ import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, parityApis, type Protocol, protocols, protoJson, restCaller, restList, restPage, word } from "./support/parity.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
-import { servicePair } from "./support/races.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { runningService, servicePair } from "./support/running.js";
+import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -35,14 +35,8 @@ import { waitUntil } from "./support/wait.js";
  * because the runner is woken; expiry happens only when a test advances the clock and calls runDue().
  */
 
-// Created with the file rather than in beforeAll: the two-instance races below start on it too.
 const clock = new TestClock();
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService(noPolling, clock);
-});
-afterAll(() => service.close());
+const service = runningService(noPolling, clock);
 
 const day = 24 * 3_600_000;
 /** How long a merchant has to answer a dispute (docs/disputes.md). */

@@ -11,8 +11,8 @@ import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey, type Json, uniqueId } from "./support/parity.js";
-import { servicePair } from "./support/races.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { runningService, servicePair } from "./support/running.js";
+import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -130,14 +130,8 @@ function expectReplayOf(again: RawResponse, first: RawResponse): void {
 }
 
 describe("idempotency keys on one instance", () => {
-  let clock: TestClock;
-  let service: TestService;
-
-  beforeAll(async () => {
-    clock = new TestClock();
-    service = await startService(noPolling, clock);
-  });
-  afterAll(() => service?.close());
+  const clock = new TestClock();
+  const service = runningService(noPolling, clock);
 
   const post = (merchant: TestMerchant, path: string, body: unknown, key?: string, keyHeader?: string) =>
     raw(service.url, "POST", path, { apiKey: merchant.apiKey, body, key, keyHeader });

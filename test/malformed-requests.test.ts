@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
 import pg from "pg";
@@ -18,7 +18,8 @@ import { expectExactRestError, expectRestError, expectRpcError } from "./support
 import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
+import { startService } from "./support/service.js";
 import { frame, grpcRaw, grpcWebRaw, rawHttp1, type GrpcAnswer } from "./support/wire.js";
 
 /*
@@ -28,16 +29,14 @@ import { frame, grpcRaw, grpcWebRaw, rawHttp1, type GrpcAnswer } from "./support
  * test/fuzz/ looks for more; whatever it finds lands here as a plain test.
  */
 
-let service: TestService;
+const service = runningService();
 let merchant: TestMerchant;
 let publishableKey: string;
 
 beforeAll(async () => {
-  service = await startService();
   merchant = await newMerchant(service.url);
   publishableKey = await issueKey(service.url, merchant.merchantId, "sandbox", "publishable");
 });
-afterAll(() => service.close());
 
 const call = (method: string, path: string, options: { body?: unknown; rawBody?: string; apiKey?: string; admin?: boolean } = {}) =>
   rest(service.url, method, path, { apiKey: merchant.apiKey, ...options });

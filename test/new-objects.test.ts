@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { visaCard as card } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
@@ -6,7 +6,8 @@ import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts } from "./support/payout-destinations.js";
 import { summary } from "./support/races.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 import { PaymentRow } from "../src/payments/payment.entity.js";
 import { paymentResource } from "../src/payments/store.js";
 
@@ -20,15 +21,8 @@ import { paymentResource } from "../src/payments/store.js";
 /** Text that an array literal must escape: quotes, braces, commas, backslashes, the word NULL. */
 const awkward = 'a "quoted", {braced} \\ back\\slash NULL é 💳';
 
-let service: TestService;
 const clock = new TestClock();
-
-beforeAll(async () => {
-  service = await startService(noPolling, clock);
-});
-afterAll(async () => {
-  await service?.close();
-});
+const service = runningService(noPolling, clock);
 
 async function count(sql: string, params: unknown[]): Promise<number> {
   const [row] = await service.app.dataSource.query(sql, params);

@@ -7,7 +7,8 @@ import { expectRestError } from "./support/errors.js";
 import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
-import { servicePair, summary } from "./support/races.js";
+import { summary } from "./support/races.js";
+import { servicePair } from "./support/running.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*

@@ -1,6 +1,6 @@
 import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CancelPaymentRequestSchema,
   CapturePaymentRequestSchema,
@@ -22,7 +22,8 @@ import { expectRestError, expectRpcError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, issueKey, type Json, parityApis, protocols, protoJson, query, restCaller, RestFailure, restList, restPage, uniqueId, word } from "./support/parity.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 
 /*
  * Payments (interface §2–§4, decisions §2–§5, §7, §8), the same scenarios over every protocol.
@@ -34,14 +35,8 @@ import { noPolling, startService, type TestService } from "./support/service.js"
  * out of reach, and time-based moves happen only when a test advances the clock and calls runDue().
  */
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService(noPolling, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService(noPolling, clock);
 
 const hour = 3_600_000;
 const day = 24 * hour;

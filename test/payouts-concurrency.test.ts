@@ -11,7 +11,8 @@ import { expectRestError } from "./support/errors.js";
 import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { deadlocks, servicePair, summary } from "./support/races.js";
+import { deadlocks, summary } from "./support/races.js";
+import { servicePair } from "./support/running.js";
 import { adminApiKey, noPolling, testDataEncryptionKey } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { fromJson } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CreatePayoutRequestSchema,
   ListPayoutsRequestSchema,
@@ -19,7 +19,8 @@ import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
 import { addressAsRest, expectError, iso, issueKey, type Json, parityApis, protocols, protoJson, query, restCaller, restList, restPage, word } from "./support/parity.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -36,14 +37,8 @@ import { waitUntil } from "./support/wait.js";
  * and retrieve the payout until it reaches a final status.
  */
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService(noPolling, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService(noPolling, clock);
 
 const finalStatuses = new Set(["success", "failed", "cancelled"]);
 

@@ -9,8 +9,8 @@ import { onPostgres } from "./support/database.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { issueKey, uniqueId } from "./support/parity.js";
-import { servicePair } from "./support/races.js";
 import { testRedisUrl } from "./support/redis.js";
+import { runningService, servicePair } from "./support/running.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
@@ -92,12 +92,7 @@ function expectLimited(res: RestResponse, limit: number, at: { before: number; a
 }
 
 describe("one instance with RATE_LIMIT_PER_MINUTE=5", () => {
-  let service: TestService;
-
-  beforeAll(async () => {
-    service = await startService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "5" });
-  });
-  afterAll(() => service?.close());
+  const service = runningService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "5" });
 
   it("reports the window on every response to a merchant key, success or error: the limit, remaining counting down, reset at the end of the current minute", async () => {
     const { calls, headers } = await inOneWindow(async () => {
@@ -239,12 +234,7 @@ describe("the end of a window (RATE_LIMIT_PER_MINUTE=3 on a TestClock)", () => {
   // Ten seconds into a minute, so the window's end is exactly 50 s away.
   const minute = Math.floor(Date.now() / windowMs) * windowMs;
   const clock = new TestClock(new Date(minute + 10_000));
-  let service: TestService;
-
-  beforeAll(async () => {
-    service = await startService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3" }, clock);
-  });
-  afterAll(() => service?.close());
+  const service = runningService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3" }, clock);
 
   it("serves the key again once the window ends, with a fresh window; the refused calls never took their idempotency key", async () => {
     const merchant = await newMerchant(service.url);

@@ -7,7 +7,8 @@ import { expectRestError } from "./support/errors.js";
 import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
-import { deadlocks, servicePair, summary } from "./support/races.js";
+import { deadlocks, summary } from "./support/races.js";
+import { servicePair } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 

@@ -1,5 +1,5 @@
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CreateRefundRequestSchema,
   ListRefundsRequestSchema,
@@ -18,7 +18,8 @@ import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, type Json, parityApis, protocols, protoJson, restCaller, restList, restPage, word } from "./support/parity.js";
 import { createPayment } from "./support/payments.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -33,14 +34,8 @@ import { waitUntil } from "./support/wait.js";
  * advances the clock past SCHEDULED_REFUND_DELAY_SECONDS (default 60) and runs due jobs.
  */
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService(noPolling, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService(noPolling, clock);
 
 /** The documented default settlement delay of a scheduled refund. */
 const scheduledDelayMs = 60_000;

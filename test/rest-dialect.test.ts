@@ -1,13 +1,13 @@
 import { request as httpRequest } from "node:http";
 import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
 import { rest, type RestResponse } from "./support/clients.js";
 import { expectExactRestError, expectRestError } from "./support/errors.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
 
 /*
  * The REST dialect of the transcoder (decisions §1, §5, §7): how REST requests are routed and read
@@ -16,12 +16,7 @@ import { startService, type TestService } from "./support/service.js";
  * which names its suites by the direction of translation.
  */
 
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = runningService();
 
 /** A REST call with a fresh merchant's sandbox secret key. */
 async function withMerchant(): Promise<{ merchant: TestMerchant; call: (method: string, path: string, body?: unknown) => Promise<RestResponse> }> {

@@ -7,6 +7,7 @@ import { rest, rpcClient } from "./support/clients.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { runningService } from "./support/running.js";
 import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -110,11 +111,7 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
 });
 
 describe("without SANDBOX_TEST_CLOCK", () => {
-  let service: TestService;
-  beforeAll(async () => {
-    service = await startService();
-  });
-  afterAll(() => service?.close());
+  const service = runningService();
 
   it("refuses to move time with IR_16 on REST and gRPC", async () => {
     expect(expectRestError(await advance(service, 60), 400, "IR_16")).toContain("SANDBOX_TEST_CLOCK");

@@ -10,7 +10,7 @@ import { fileDatabaseUrl, onPostgres, rows, type Sql } from "./support/database.
 import { expectRestError } from "./support/errors.js";
 import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
+import { payoutAccounts as accounts, payoutBodies, payoutCards as cards } from "./support/payout-destinations.js";
 import { deadlocks, summary } from "./support/races.js";
 import { servicePair } from "./support/running.js";
 import { adminApiKey, noPolling, testDataEncryptionKey } from "./support/service.js";
@@ -39,31 +39,7 @@ const repoRoot = path.resolve(import.meta.dirname, "..");
 /** How long a sending job is leased (src/payouts/jobs.ts): a dead instance's job is due again after it. */
 const leaseSeconds = 60;
 
-const expYear = String(new Date().getUTCFullYear() + 3);
-
-function bankPayout(merchant: TestMerchant, account: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    amount: 1000,
-    currency: "USD",
-    profile_id: merchant.profileId,
-    payout_type: "bank",
-    payout_method_data: {
-      bank: { bank_name: "Sandbox Bank", bank_account_number: account, bank_routing_number: "110000000", bank_account_holder_name: "Ada Lovelace" },
-    },
-    ...extra,
-  };
-}
-
-function cardPayout(merchant: TestMerchant, number: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    amount: 1000,
-    currency: "USD",
-    profile_id: merchant.profileId,
-    payout_type: "card",
-    payout_method_data: { card: { card_number: number, card_exp_month: "12", card_exp_year: expYear, card_holder_name: "Ada Lovelace" } },
-    ...extra,
-  };
-}
+const { bankPayout, cardPayout } = payoutBodies(() => new Date());
 
 async function createPayout(url: string, merchant: TestMerchant, body: Record<string, unknown>): Promise<any> {
   const res = await rest(url, "POST", "/payouts/create", { apiKey: merchant.apiKey, body });

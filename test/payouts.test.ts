@@ -17,7 +17,7 @@ import { expectRestError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
+import { payoutAccounts as accounts, payoutBodies, payoutCards as cards } from "./support/payout-destinations.js";
 import { addressAsRest, expectError, iso, issueKey, type Json, parityApis, protocols, protoJson, query, restCaller, restList, restPage, word } from "./support/parity.js";
 import { runningService } from "./support/running.js";
 import { noPolling } from "./support/service.js";
@@ -142,33 +142,7 @@ function yearFromNow(years: number): string {
   return String(clock.now().getUTCFullYear() + years);
 }
 
-/** payout_method_data with a destination card: a future expiry, no CVC (money is sent, not taken). */
-function cardMethod(number: string, fields: Json = {}): Json {
-  return { card: { card_number: number, card_exp_month: "12", card_exp_year: yearFromNow(3), card_holder_name: "Ada Lovelace", ...fields } };
-}
-
-/** payout_method_data with a destination bank account. */
-function bankMethod(account: string, fields: Json = {}): Json {
-  return {
-    bank: {
-      bank_name: "Sandbox Bank",
-      bank_account_number: account,
-      bank_routing_number: "110000000",
-      bank_account_holder_name: "Ada Lovelace",
-      ...fields,
-    },
-  };
-}
-
-/** A create body for a card payout of 1000 USD (regular priority, confirmed by default). */
-function cardPayout(merchant: TestMerchant, number: string, extra: Json = {}): Json {
-  return { amount: 1000, currency: "USD", profile_id: merchant.profileId, payout_type: "card", payout_method_data: cardMethod(number), ...extra };
-}
-
-/** A create body for a bank payout of 1000 USD (regular priority, confirmed by default). */
-function bankPayout(merchant: TestMerchant, account: string, extra: Json = {}): Json {
-  return { amount: 1000, currency: "USD", profile_id: merchant.profileId, payout_type: "bank", payout_method_data: bankMethod(account), ...extra };
-}
+const { cardMethod, bankMethod, cardPayout, bankPayout } = payoutBodies(() => clock.now());
 
 /** A deep copy of `body` without the field at the dotted `path` (a required field left out). */
 function without(body: Json, path: string): Json {

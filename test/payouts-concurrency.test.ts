@@ -1,5 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +11,8 @@ import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutBodies, payoutCards as cards } from "./support/payout-destinations.js";
 import { deadlocks, summary } from "./support/races.js";
 import { servicePair } from "./support/running.js";
-import { adminApiKey, noPolling, testDataEncryptionKey } from "./support/service.js";
+import { spawnServer, type ServerProcess } from "./support/server-process.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -33,8 +32,6 @@ import { waitUntil } from "./support/wait.js";
  * waits for the bank. The embedded database serializes every statement, so these races only exist
  * on real PostgreSQL: everything here is skipped without DATABASE_URL.
  */
-
-const repoRoot = path.resolve(import.meta.dirname, "..");
 
 /** How long a sending job is leased (src/payouts/jobs.ts): a dead instance's job is due again after it. */
 const leaseSeconds = 60;
@@ -109,68 +106,14 @@ async function expectBooksMatch(db: Sql, payout: StoredPayout): Promise<Transfer
   return transfers;
 }
 
-/** A running `node --import tsx src/server.ts` (one process, so SIGKILL really kills the server). */
-interface ServerProcess {
-  readonly url: string;
-  output(): string;
-  kill(): Promise<void>;
-  stop(): Promise<void>;
-}
+/** The servers this file started, killed after its tests in case a failed test left one running. */
+const servers: ServerProcess[] = [];
 
-const children = new Set<ChildProcess>();
-
-async function spawnServer(databaseUrl: string): Promise<ServerProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.DATA_DIR;
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    cwd: repoRoot,
-    env: {
-      ...env,
-      DATABASE_URL: databaseUrl,
-      DATABASE_POOL_SIZE: "4",
-      API_KEY_HASH_SECRET: "test-hash-secret",
-      DATA_ENCRYPTION_KEY: testDataEncryptionKey,
-      ADMIN_API_KEY: adminApiKey,
-      SANDBOX_TEST_CLOCK: "true",
-      JOB_POLL_MS: "200",
-      PORT: "0",
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let output = "";
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  void exited.then(() => children.delete(child));
-  const url = await new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      for (const line of output.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        try {
-          const entry = JSON.parse(line) as { message?: string; url?: string };
-          if (entry.message === "listening" && entry.url !== undefined) resolve(entry.url);
-        } catch {
-          // A line still being written.
-        }
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code, signal) => reject(new Error(`the server exited (${code ?? signal}) before listening:\n${output}`)));
-  });
-  return {
-    url,
-    output: () => output,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-    },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      await exited;
-    },
-  };
+/** The real server on the file's database, with the sandbox test clock and a quick job poll. */
+async function startServer(databaseUrl: string): Promise<ServerProcess> {
+  const server = await spawnServer({ DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4", SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "200" });
+  servers.push(server);
+  return server;
 }
 
 describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
@@ -184,12 +127,12 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       await db.connect();
     });
     afterAll(async () => {
-      for (const child of children) child.kill("SIGKILL");
+      await Promise.all(servers.map((server) => server.kill()));
       await db?.end();
     });
 
     it("SIGKILL while the bank has the money but the answer is not recorded: after a restart every payout is success, none paid twice", async () => {
-      const first = await spawnServer(databaseUrl);
+      const first = await startServer(databaseUrl);
       const merchant = await newMerchant(first.url);
       const count = 8;
       const created = await Promise.all(Array.from({ length: count }, () => createPayout(first.url, merchant, bankPayout(merchant, accounts.slow))));
@@ -244,7 +187,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       }
 
       // A fresh server on the same database; the sandbox clock moves past the lease so the dead server's job is due.
-      const second = await spawnServer(databaseUrl);
+      const second = await startServer(databaseUrl);
       try {
         const moved = await rest(second.url, "POST", "/sandbox/clock/advance", { admin: true, body: { seconds: leaseSeconds + 1 } });
         expect(moved.status, JSON.stringify(moved.body)).toBe(200);

@@ -9,8 +9,8 @@ import {
 } from "../gen/paymentservice/v1/customer_pb.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { isoUtc } from "./support/formats.js";
-import { newMerchant } from "./support/merchant.js";
-import { addressAsRest, expectError, iso, issueKey, type Json, parityApis, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
+import { issueKey, newMerchant } from "./support/merchant.js";
+import { addressAsRest, expectError, iso, type Json, parityApis, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
 import { runningService } from "./support/running.js";
 
 /*

@@ -4,7 +4,6 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { beforeAll, describe, expect, it } from "vitest";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
-import pg from "pg";
 import {
   CaptureMethod,
   CapturePaymentRequestSchema,
@@ -15,9 +14,8 @@ import {
 } from "../gen/paymentservice/v1/payment_pb.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
-import { fileDatabaseUrl, onPostgres } from "./support/database.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { issueKey } from "./support/parity.js";
+import { onFileDatabase, onPostgres } from "./support/database.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
 import { runningService } from "./support/running.js";
 import { startService } from "./support/service.js";
 import { frame, grpcRaw, grpcWebRaw, rawHttp1, type GrpcAnswer } from "./support/wire.js";
@@ -609,18 +607,14 @@ describe.skipIf(!onPostgres)("a deadline that passes while the call runs (Postgr
     });
     expect(payment.status).toBe(PaymentStatus.REQUIRES_CAPTURE);
     // Another session holds the payment's row, so the capture waits past its deadline.
-    const db = new pg.Client({ connectionString: await fileDatabaseUrl()! });
-    await db.connect();
-    try {
+    await onFileDatabase(async (db) => {
       await db.query("BEGIN");
       await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [payment.paymentId]);
       const started = Date.now();
       expect(await captureWithDeadline[protocol](payment.paymentId)).toEqual({ code: Code.DeadlineExceeded, detail: "TO_01" });
       expect(Date.now() - started).toBeLessThan(2_000);
       await db.query("COMMIT");
-    } finally {
-      await db.end();
-    }
+    });
     await expect.poll(async () => (await payments.retrievePayment({ paymentId: payment.paymentId })).status, { timeout: 5_000 }).toBe(PaymentStatus.SUCCEEDED);
   });
 });

@@ -20,8 +20,8 @@ import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, issueKey, type Json, parityApis, protocols, protoJson, query, restCaller, RestFailure, restList, restPage, uniqueId, word } from "./support/parity.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { expectError, iso, type Json, parityApis, protocols, protoJson, query, restCaller, RestFailure, restList, restPage, uniqueId, word } from "./support/parity.js";
 import { runningService } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 

@@ -7,8 +7,8 @@ import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { issueKey, uniqueId } from "./support/parity.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { uniqueId } from "./support/parity.js";
 import { testRedisUrl } from "./support/redis.js";
 import { runningService, servicePair } from "./support/running.js";
 import { noPolling, startService, type TestService } from "./support/service.js";

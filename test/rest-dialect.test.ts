@@ -36,7 +36,7 @@ function rawRequest(method: string, path: string, body: string, apiKey: string):
         res.on("end", () => {
           const text = Buffer.concat(chunks).toString("utf8");
           const headers = new Headers(Object.entries(res.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
-          resolve({ status: res.statusCode ?? 0, headers, body: text === "" ? undefined : JSON.parse(text) });
+          resolve({ status: res.statusCode ?? 0, headers, text, body: text === "" ? undefined : JSON.parse(text) });
         });
       },
     );

@@ -57,6 +57,17 @@ export function fileDatabaseUrl(): Promise<string> | undefined {
   return fileDatabase;
 }
 
+/** Runs `work` on a client of its own connected to this test file's database, so it can hold locks and transactions the service must wait for. */
+export async function onFileDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
+  const db = new pg.Client({ connectionString: await fileDatabaseUrl() });
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end();
+  }
+}
+
 /** Something that runs SQL on the test file's database: an instance's data source or a pg client. */
 export interface Sql {
   query(text: string, params?: unknown[]): Promise<any>;

@@ -128,22 +128,6 @@ export function restPage<T>(page: { data: T[]; totalCount: bigint; hasMore: bool
 /** A fresh id with `prefix`, so caller-chosen ids never collide between tests sharing a database. */
 export const uniqueId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
 
-/**
- * Issues another key for an existing merchant through the admin API (decisions §2), so a test can
- * call as a production or publishable caller. Without `kind` the request leaves it to the default.
- */
-export async function issueKey(
-  url: string,
-  merchantId: string,
-  environment: "sandbox" | "production",
-  kind?: "secret" | "publishable",
-): Promise<string> {
-  const body = kind === undefined ? { merchant_id: merchantId, environment } : { merchant_id: merchantId, environment, kind };
-  const res = await rest(url, "POST", "/api-keys", { admin: true, body });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.api_key;
-}
-
 /** How each error code the parity suites expect reaches REST callers (HTTP status) and RPC callers (Connect code). */
 export const errorTransport = {
   IR_04: { http: 400, rpc: Code.InvalidArgument },

@@ -1,19 +1,14 @@
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MerchantService } from "../gen/paymentservice/v1/merchant_pb.js";
-import { adminApiKey, startService, type TestService } from "./support/service.js";
+import { isoUtc } from "./support/formats.js";
+import { runningService } from "./support/running.js";
+import { adminApiKey, startService } from "./support/service.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant } from "./support/merchant.js";
 
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
-
-const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+const service = runningService();
 
 /** Creates a merchant over REST as the operator and returns the response body. */
 async function createMerchant(name?: string): Promise<any> {

@@ -1,8 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { existsSync, readFileSync } from "node:fs";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyKind, ApiKeyService } from "../gen/paymentservice/v1/api_key_pb.js";
 import { Environment } from "../gen/paymentservice/v1/common_pb.js";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
@@ -11,18 +10,14 @@ import { serve } from "../src/app.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { fileDatabaseUrl } from "./support/database.js";
+import { isoUtc } from "./support/formats.js";
+import { adminIssue, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { onFileDatabase, onPostgres } from "./support/database.js";
+import { runningService } from "./support/running.js";
 import { startService, type TestService } from "./support/service.js";
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService({}, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService({}, clock);
 
 const keyFormats = {
   "sandbox secret": /^snd_[0-9A-Za-z]{32,}$/,
@@ -30,13 +25,6 @@ const keyFormats = {
   "sandbox publishable": /^pk_snd_[0-9A-Za-z]{32,}$/,
   "production publishable": /^pk_prd_[0-9A-Za-z]{32,}$/,
 } as const;
-
-/** Issues a key with the admin key; fails the test unless it is issued. */
-async function adminIssue(merchantId: string, body: Record<string, unknown> = {}): Promise<any> {
-  const res = await rest(service.url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchantId, environment: "sandbox", ...body } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
 
 async function health(apiKey: string, url = service.url) {
   return rest(url, "GET", "/health", { apiKey });
@@ -56,7 +44,7 @@ describe("issuing keys", () => {
     ["production", "publishable"],
   ] as const)("issues a %s %s key in the documented format, shown only once", async (environment, kind) => {
     const merchant = await newMerchant(service.url);
-    const issued = await adminIssue(merchant.merchantId, { environment, kind, name: "ci" });
+    const issued = await adminIssue(service.url, merchant.merchantId, { environment, kind, name: "ci" });
     expect(issued).toEqual({
       key_id: expect.stringMatching(/^key_[0-9A-Za-z]+$/),
       merchant_id: merchant.merchantId,
@@ -65,7 +53,7 @@ describe("issuing keys", () => {
       kind,
       prefix: issued.api_key.slice(0, 12),
       api_key: expect.stringMatching(keyFormats[`${environment} ${kind}`]),
-      created: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/),
+      created: expect.stringMatching(isoUtc),
       expires_at: null,
     });
     expect(issued.prefix).toHaveLength(12);
@@ -87,8 +75,8 @@ describe("issuing keys", () => {
 
   it("defaults to a secret key and issues a different key each time", async () => {
     const merchant = await newMerchant(service.url);
-    const a = await adminIssue(merchant.merchantId);
-    const b = await adminIssue(merchant.merchantId);
+    const a = await adminIssue(service.url, merchant.merchantId);
+    const b = await adminIssue(service.url, merchant.merchantId);
     expect(a.kind).toBe("secret");
     expect(a.api_key).toMatch(keyFormats["sandbox secret"]);
     expect(a.api_key).not.toBe(b.api_key);
@@ -97,7 +85,7 @@ describe("issuing keys", () => {
 
   it("never stores the plaintext key in the database", async () => {
     const merchant = await newMerchant(service.url);
-    const issued = await adminIssue(merchant.merchantId, { name: "stored" });
+    const issued = await adminIssue(service.url, merchant.merchantId, { name: "stored" });
     const plaintext: string = issued.api_key;
     const hex = Buffer.from(plaintext, "utf8").toString("hex");
     const { dataSource } = service.app;
@@ -132,7 +120,7 @@ describe("issuing keys", () => {
   it("accepts a key whose expires_at is in the future and rejects one in the past with IR_05", async () => {
     const merchant = await newMerchant(service.url);
     const expiresAt = new Date(clock.now().getTime() + 3_600_000);
-    const issued = await adminIssue(merchant.merchantId, { expires_at: expiresAt.toISOString() });
+    const issued = await adminIssue(service.url, merchant.merchantId, { expires_at: expiresAt.toISOString() });
     expect(new Date(issued.expires_at).getTime()).toBe(expiresAt.getTime());
 
     const past = new Date(clock.now().getTime() - 1000).toISOString();
@@ -179,10 +167,10 @@ describe("a merchant's own secret key", () => {
   it("lists only its own keys of its own environment, without plaintext", async () => {
     const merchant = await newMerchant(service.url);
     const other = await newMerchant(service.url);
-    const second = await adminIssue(merchant.merchantId, { name: "second" });
-    const publishable = await adminIssue(merchant.merchantId, { kind: "publishable" });
-    const production = await adminIssue(merchant.merchantId, { environment: "production" });
-    await adminIssue(other.merchantId);
+    const second = await adminIssue(service.url, merchant.merchantId, { name: "second" });
+    const publishable = await adminIssue(service.url, merchant.merchantId, { kind: "publishable" });
+    const production = await adminIssue(service.url, merchant.merchantId, { environment: "production" });
+    await adminIssue(service.url, other.merchantId);
 
     const listed = await rest(service.url, "GET", "/api-keys", { apiKey: merchant.apiKey });
     expect(listed.status).toBe(200);
@@ -243,7 +231,7 @@ describe("a merchant's own secret key", () => {
 
   it("cannot issue or touch keys of the other environment", async () => {
     const merchant = await newMerchant(service.url);
-    const production = await adminIssue(merchant.merchantId, { environment: "production" });
+    const production = await adminIssue(service.url, merchant.merchantId, { environment: "production" });
 
     const upgrade = await rest(service.url, "POST", "/api-keys", { apiKey: merchant.apiKey, body: { environment: "production" } });
     expectRestError(upgrade, 403, "IR_22");
@@ -327,11 +315,11 @@ describe("revocation", () => {
   it("applies on another instance on the very next request", async () => {
     // Real PostgreSQL: a second, independent service on the same database. Embedded: each service
     // has its own database, so a second listener on the same app shows no per-listener state.
-    const second = process.env.DATABASE_URL !== undefined ? await startService() : await serve(service.app);
+    const second = onPostgres ? await startService() : await serve(service.app);
     try {
       expect(second.url).not.toBe(service.url);
       const merchant = await newMerchant(service.url);
-      const spare = await adminIssue(merchant.merchantId);
+      const spare = await adminIssue(service.url, merchant.merchantId);
       // Both instances have accepted both keys (anything they might cache is now warm).
       for (const url of [service.url, second.url]) {
         expect((await health(merchant.apiKey, url)).status).toBe(200);
@@ -360,7 +348,7 @@ describe("revocation", () => {
 describe("expiry", () => {
   it("a key works until its expires_at, then fails with 401 IR_01", async () => {
     const merchant = await newMerchant(service.url);
-    const issued = await adminIssue(merchant.merchantId, { expires_at: new Date(clock.now().getTime() + 60_000).toISOString() });
+    const issued = await adminIssue(service.url, merchant.merchantId, { expires_at: new Date(clock.now().getTime() + 60_000).toISOString() });
 
     expect((await health(issued.api_key)).status).toBe(200);
     clock.advance(59_000);
@@ -464,18 +452,8 @@ describe("keys that do not authenticate", () => {
  * tests above prove the API path). These prove the two ways a stale copy could otherwise survive:
  * a change made outside the API, and an instance that stops hearing about changes.
  */
-describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several instances (PostgreSQL only: the embedded database serves one instance and caches nothing)", () => {
+describe.skipIf(!onPostgres)("keys cached by several instances (PostgreSQL only: the embedded database serves one instance and caches nothing)", () => {
   const waitOutTrust = () => new Promise((resolve) => setTimeout(resolve, 1_200));
-
-  async function onDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
-    const db = new pg.Client({ connectionString: await fileDatabaseUrl() });
-    await db.connect();
-    try {
-      return await work(db);
-    } finally {
-      await db.end();
-    }
-  }
 
   async function twoWarmInstances(): Promise<{ second: TestService; merchant: TestMerchant }> {
     const second = await startService();
@@ -487,7 +465,7 @@ describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several 
   it("a key revoked by an operator in SQL stops working on every instance within a second", async () => {
     const { second, merchant } = await twoWarmInstances();
     try {
-      await onDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
+      await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
       await waitOutTrust();
       for (const url of [service.url, second.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
     } finally {
@@ -503,7 +481,7 @@ describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several 
       const first = await revoke();
       expect(first.body).toEqual({ key_id: merchant.keyId, deleted: true });
       for (const url of [second.url, service.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
-      const spare = await adminIssue(merchant.merchantId);
+      const spare = await adminIssue(service.url, merchant.merchantId);
       const replay = await rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, {
         apiKey: spare.api_key,
         headers: { "Idempotency-Key": `revoke-${merchant.keyId}` },
@@ -520,7 +498,7 @@ describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several 
     const { second, merchant } = await twoWarmInstances();
     // Freeze the listening sessions of both instances (the database runs on this machine in CI):
     // no notification reaches them and their heartbeats stop answering.
-    const listeners = await onDatabase(async (db) => {
+    const listeners = await onFileDatabase(async (db) => {
       const rows = await db.query<{ pid: number }>(
         "SELECT pid FROM pg_stat_activity WHERE application_name = 'payment-service key cache' AND datname = current_database()",
       );
@@ -532,7 +510,7 @@ describe.skipIf(process.env.DATABASE_URL === undefined)("keys cached by several 
     expect(local, "this test freezes PostgreSQL sessions, so it needs the database on this machine").toEqual(listeners);
     listeners.forEach((pid) => process.kill(pid, "SIGSTOP"));
     try {
-      await onDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
+      await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
       await waitOutTrust();
       for (const url of [service.url, second.url]) {
         expect((await health(merchant.apiKey, url)).body).toMatchObject({ error: { code: "IR_01", message: "This API key has been revoked" } });

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -11,7 +10,7 @@ import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardI
 import { startEmbeddedDatabase } from "../src/db/embedded.js";
 import { rpcClient } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { adminApiKey, testDataEncryptionKey } from "./support/service.js";
+import { spawnServer, type ServerProcess } from "./support/server-process.js";
 
 /*
  * Decisions §4 and the issue "no full card number or CVC in any table, log line or response": the
@@ -21,8 +20,6 @@ import { adminApiKey, testDataEncryptionKey } from "./support/service.js";
  * the CVCs.
  */
 
-const repoRoot = path.resolve(import.meta.dirname, "..");
-const tsx = path.join(repoRoot, "node_modules/.bin/tsx");
 const expYear = String(new Date().getUTCFullYear() + 3);
 
 /** Distinctive CVCs, so that finding one next to "cvc" can only mean it was echoed or stored. */
@@ -43,48 +40,6 @@ const cards = {
   unsupported: "4012888888881881",
   badCheckDigit: "4242424242424241",
 } as const;
-
-/** A running `tsx src/server.ts` and everything it printed on stdout and stderr. */
-interface ServerProcess {
-  readonly url: string;
-  output(): string;
-  /** Stops it with SIGTERM and waits for the exit, so that every line it wrote has been read. */
-  stop(): Promise<void>;
-}
-
-async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env };
-  delete childEnv.DATABASE_URL;
-  delete childEnv.DATA_DIR;
-  const child: ChildProcess = spawn(tsx, ["src/server.ts"], {
-    cwd: repoRoot,
-    env: { ...childEnv, PORT: "0", LOG_LEVEL: "info", ADMIN_API_KEY: adminApiKey, API_KEY_HASH_SECRET: "test-hash-secret", DATA_ENCRYPTION_KEY: testDataEncryptionKey, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      for (const line of output.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        const entry = JSON.parse(line) as { message?: string; url?: string };
-        if (entry.message === "listening" && entry.url !== undefined) resolve(entry.url);
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`the server exited (${code}) before listening:\n${output}`)));
-  });
-  return {
-    url,
-    output: () => output,
-    async stop() {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
 
 /** Digits of `number`, allowing a space or dash between any two, as a log or a form might write it. */
 function cardPattern(number: string): RegExp {

@@ -1,5 +1,5 @@
 import { fromJson } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CreateCustomerRequestSchema,
   CustomerService,
@@ -8,9 +8,10 @@ import {
   type Customer,
 } from "../gen/paymentservice/v1/customer_pb.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
-import { newMerchant } from "./support/merchant.js";
-import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { isoUtc } from "./support/formats.js";
+import { issueKey, newMerchant } from "./support/merchant.js";
+import { addressAsRest, expectError, iso, type Json, parityApis, protocols, restCaller, restPage, uniqueId } from "./support/parity.js";
+import { runningService } from "./support/running.js";
 
 /*
  * Customers (interface §2 and §4, decisions §4, §5, §7), the same scenarios over every protocol.
@@ -19,12 +20,7 @@ import { startService, type TestService } from "./support/service.js";
  * REST field names, so every scenario asserts exactly the same values whatever the protocol.
  */
 
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = runningService();
 
 /** The customer operations, as seen by a caller; results use the REST field names. */
 interface CustomerApi {
@@ -85,17 +81,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): CustomerApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): CustomerApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its customer API over `protocol`. */
-async function merchantApi(protocol: Protocol) {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 /** Waits until the clock has moved past `timestamp`, so the next object is strictly newer. */
 async function pastMillisecond(timestamp: unknown): Promise<void> {
@@ -114,7 +100,6 @@ async function createInOrder(api: CustomerApi, bodies: Json[]): Promise<Json[]> 
 }
 
 const ids = (list: Json) => (list.data as Json[]).map((c) => c.customer_id);
-const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 const fullBody: Json = {
   email: "jane@example.com",

@@ -1,6 +1,6 @@
 import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   DisputeService,
   DisputeStatusSchema,
@@ -9,12 +9,17 @@ import {
   type Dispute,
 } from "../gen/paymentservice/v1/dispute_pb.js";
 import { DisputeOutcome, ResolveDisputeRequestSchema, SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
+import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { eventsOf } from "./support/events.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { expectError, iso, type Json, parityApis, type Protocol, protocols, protoJson, restCaller, restList, restPage, word } from "./support/parity.js";
+import { createPayment, retrievePayment } from "./support/payments.js";
+import { runningService, servicePair } from "./support/running.js";
+import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -30,14 +35,8 @@ import { waitUntil } from "./support/wait.js";
  * because the runner is woken; expiry happens only when a test advances the clock and calls runDue().
  */
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService(noPolling, clock);
 
 const day = 24 * 3_600_000;
 /** How long a merchant has to answer a dispute (docs/disputes.md). */
@@ -73,7 +72,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): DisputeApi {
   const at = (id: string) => `/disputes/${encodeURIComponent(id)}`;
   return {
     retrieve: (id) => call("GET", at(id)),
-    list: (params) => (listWith === "POST" ? call("POST", "/disputes/list", params) : call("GET", `/disputes/list${query(params)}`)),
+    list: restList(call, listWith, "/disputes/list"),
     accept: (id) => call("POST", `${at(id)}/accept`),
     evidence: (id, body) => call("POST", `${at(id)}/evidence`, body),
     open: (paymentId) => call("POST", `/sandbox/payments/${encodeURIComponent(paymentId)}/dispute`),
@@ -132,54 +131,20 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): DisputeApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): DisputeApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
-/** A fresh merchant (sandbox secret key) and its dispute API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: DisputeApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
-
-/** Moves the service's clock forward so the next change is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
-}
-
-/** Card fields for a payment request: a future expiry and a 3-digit CVC. */
-function card(number: string): Json {
-  return { card: { card_number: number, card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3), card_cvc: "123" } };
-}
+/** Card fields for a payment request, expiring after the service's clock. */
+const card = (number: string): Json => cardData(number, clock.now());
 
 /** Creates a payment over REST (scene setting), confirmed with `cardNumber` unless it is undefined. */
-async function createPayment(merchant: TestMerchant, cardNumber: string | undefined, body: Json = {}): Promise<Json> {
-  const res = await rest(service.url, "POST", "/payments", {
-    apiKey: merchant.apiKey,
-    body: {
-      amount: 5000,
-      currency: "USD",
-      profile_id: merchant.profileId,
-      ...(cardNumber === undefined ? {} : { confirm: true, payment_method_data: card(cardNumber) }),
-      ...body,
-    },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
-
-async function retrievePayment(merchant: TestMerchant, paymentId: string): Promise<Json> {
-  const res = await rest(service.url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
+function paymentWith(merchant: TestMerchant, cardNumber: string | undefined, body: Json = {}): Promise<Json> {
+  const confirmed = cardNumber === undefined ? {} : { confirm: true, payment_method_data: card(cardNumber) };
+  return createPayment(service.url, merchant, { ...confirmed, ...body });
 }
 
 /** A succeeded 4242 payment of `amount` USD. */
 async function succeededPayment(merchant: TestMerchant, amount = 5000): Promise<string> {
-  const payment = await createPayment(merchant, visa, { amount });
+  const payment = await paymentWith(merchant, visa, { amount });
   expect(payment).toMatchObject({ status: "succeeded", amount_received: amount });
   return payment.payment_id as string;
 }
@@ -188,7 +153,7 @@ async function succeededPayment(merchant: TestMerchant, amount = 5000): Promise<
 async function openedDispute(protocol: Protocol): Promise<{ merchant: TestMerchant; api: DisputeApi; paymentId: string; dispute: Json }> {
   const { merchant, api } = await merchantApi(protocol);
   const paymentId = await succeededPayment(merchant);
-  tick();
+  clock.tick();
   const dispute = await api.open(paymentId);
   expect(dispute.status).toBe("opened");
   return { merchant, api, paymentId, dispute };
@@ -202,15 +167,6 @@ async function reportedDispute(api: DisputeApi, paymentId: string): Promise<Json
   );
   expect(page.total_count).toBe(1);
   return (page.data as Json[])[0]!;
-}
-
-/** The events of one dispute, oldest first, read from the events table. */
-async function eventsOf(merchantId: string, disputeId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json } }> = await service.app.dataSource.query(
-    "SELECT type, data FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, event_id",
-    [merchantId, disputeId],
-  );
-  return rows.map((r) => ({ type: r.type, object: r.data.object }));
 }
 
 /** Creates a refund over REST; the raw response, as refusals are under test too. */
@@ -233,7 +189,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
   describe("where disputes come from", () => {
     it("card 4000000000000259 with automatic capture: the payment succeeds, then a dispute opens by itself", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const payment = await createPayment(merchant, disputeCard, { amount: 4321, currency: "EUR" });
+      const payment = await paymentWith(merchant, disputeCard, { amount: 4321, currency: "EUR" });
       expect(payment).toMatchObject({ status: "succeeded", amount_received: 4321, currency: "EUR" });
 
       // No runDue here: the runner woken after the payment's commit opens the dispute.
@@ -256,17 +212,17 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       expect(Date.parse(dispute.evidence_due_by as string) - Date.parse(dispute.created as string)).toBe(evidenceWindowMs);
       expect(await api.retrieve(dispute.dispute_id as string)).toEqual(dispute);
       // The payment itself stays succeeded.
-      expect(await retrievePayment(merchant, payment.payment_id as string)).toMatchObject({ status: "succeeded", amount_received: 4321 });
+      expect(await retrievePayment(service.url, merchant, payment.payment_id as string)).toMatchObject({ status: "succeeded", amount_received: 4321 });
 
       // The job ran once: running due jobs again opens no second dispute.
       await service.jobs.runDue();
       expect(await api.list({ payment_id: payment.payment_id as string })).toEqual({ data: [dispute], total_count: 1, has_more: false });
-      expect(await eventsOf(merchant.merchantId, dispute.dispute_id as string)).toEqual([{ type: "dispute.opened", object: dispute }]);
+      expect(await eventsOf(service, merchant.merchantId, dispute.dispute_id as string)).toEqual([{ type: "dispute.opened", object: dispute }]);
     });
 
     it("card 4000000000000259 with manual capture: no dispute until the capture, then one for the captured amount", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const payment = await createPayment(merchant, disputeCard, { capture_method: "manual" });
+      const payment = await paymentWith(merchant, disputeCard, { capture_method: "manual" });
       const paymentId = payment.payment_id as string;
       expect(payment.status).toBe("requires_capture");
       await service.jobs.runDue();
@@ -281,7 +237,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       expect(dispute).toMatchObject({ payment_id: paymentId, status: "opened", amount: 3000, currency: "USD", evidence: null });
 
       // An authorization cancelled before capture never gets a dispute.
-      const cancelledPayment = await createPayment(merchant, disputeCard, { capture_method: "manual" });
+      const cancelledPayment = await paymentWith(merchant, disputeCard, { capture_method: "manual" });
       const cancelled = await rest(service.url, "POST", `/payments/${cancelledPayment.payment_id}/cancel`, { apiKey: merchant.apiKey, body: {} });
       expect(cancelled.body.status).toBe("cancelled");
       await service.jobs.runDue();
@@ -291,7 +247,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("sandbox open on a succeeded 4242 payment: opened for amount_received, evidence due in 7 days", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await succeededPayment(merchant, 2500);
-      const now = tick();
+      const now = clock.tick();
       const dispute = await api.open(paymentId);
       expect(dispute).toEqual({
         dispute_id: expect.stringMatching(/^dis_[0-9A-Za-z]+$/),
@@ -308,14 +264,14 @@ describe.each(protocols)("disputes over %s", (protocol) => {
         updated: now,
       });
       expect(await api.retrieve(dispute.dispute_id as string)).toEqual(dispute);
-      expect(await retrievePayment(merchant, paymentId)).toMatchObject({ status: "succeeded", amount_received: 2500 });
+      expect(await retrievePayment(service.url, merchant, paymentId)).toMatchObject({ status: "succeeded", amount_received: 2500 });
     });
 
     it("sandbox open on a payment that has not succeeded is 400 IR_14 naming its status, and opens nothing", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const unconfirmed = await createPayment(merchant, undefined);
-      const failed = await createPayment(merchant, declined);
-      const authorized = await createPayment(merchant, visa, { capture_method: "manual" });
+      const unconfirmed = await paymentWith(merchant, undefined);
+      const failed = await paymentWith(merchant, declined);
+      const authorized = await paymentWith(merchant, visa, { capture_method: "manual" });
       expect([unconfirmed.status, failed.status, authorized.status]).toEqual(["requires_payment_method", "failed", "requires_capture"]);
 
       await expectError(api.open(unconfirmed.payment_id as string), "IR_14", "requires_payment_method");
@@ -330,8 +286,8 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       await expectError(api.open(paymentId), "IR_16", paymentId);
 
       // Also on a payment whose dispute the network reported (a second later, so it lists first).
-      tick();
-      const reported = await createPayment(merchant, disputeCard);
+      clock.tick();
+      const reported = await paymentWith(merchant, disputeCard);
       const first = await reportedDispute(api, reported.payment_id as string);
       await expectError(api.open(reported.payment_id as string), "IR_16");
 
@@ -388,12 +344,12 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("opened → accepted with evidence null; accepting again is 400 IR_16 naming the statuses", async () => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      const now = tick();
+      const now = clock.tick();
       const accepted = await api.accept(disputeId);
       expect(accepted).toEqual({ ...dispute, status: "accepted", evidence: null, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(accepted);
 
-      tick();
+      clock.tick();
       await expectError(api.accept(disputeId), "IR_16", "accepted", "opened", "challenged");
       await expectError(api.evidence(disputeId, { evidence: { receipt: "late" } }), "IR_16", "accepted");
       await expectError(api.resolve(disputeId, { outcome: "won" }), "IR_16", "accepted", "challenged");
@@ -403,9 +359,9 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("challenged → accepted: the evidence is dropped", async () => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      tick();
+      clock.tick();
       expect((await api.evidence(disputeId, { evidence: fullEvidence })).status).toBe("challenged");
-      const now = tick();
+      const now = clock.tick();
       const accepted = await api.accept(disputeId);
       expect(accepted).toEqual({ ...dispute, status: "accepted", evidence: null, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(accepted);
@@ -416,7 +372,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("opened → challenged with all six fields stored and returned", async () => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      const now = tick();
+      const now = clock.tick();
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
       expect(challenged).toEqual({ ...dispute, status: "challenged", evidence: fullEvidence, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(challenged);
@@ -426,7 +382,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
       await api.evidence(disputeId, { evidence: fullEvidence });
-      const now = tick();
+      const now = clock.tick();
       const replaced = await api.evidence(disputeId, { evidence: { receipt: "Receipt #2002" } });
       expect(replaced).toEqual({
         ...dispute,
@@ -452,7 +408,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       await expectError(api.evidence(disputeId, { evidence: { receipt: "" } }), "IR_04", "evidence");
       await expectError(api.evidence(disputeId, { evidence: { receipt: "x".repeat(20_001) } }), "IR_05", "evidence.receipt");
       expect(await api.retrieve(disputeId)).toEqual(dispute);
-      expect((await eventsOf(dispute.merchant_id as string, disputeId)).map((e) => e.type)).toEqual(["dispute.opened"]);
+      expect((await eventsOf(service, dispute.merchant_id as string, disputeId)).map((e) => e.type)).toEqual(["dispute.opened"]);
     });
 
     it("evidence on a decided dispute is 400 IR_16 naming its status", async () => {
@@ -471,7 +427,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       const { api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
-      const now = tick();
+      const now = clock.tick();
       const resolved = await api.resolve(disputeId, { outcome });
       expect(resolved).toEqual({ ...challenged, status: outcome, updated: now });
       expect(await api.retrieve(disputeId)).toEqual(resolved);
@@ -524,7 +480,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       // Expired is final.
       await expectError(api.accept(disputeId), "IR_16", "expired");
       await expectError(api.evidence(disputeId, { evidence: fullEvidence }), "IR_16", "expired");
-      expect((await eventsOf(dispute.merchant_id as string, disputeId)).at(-1)).toEqual({ type: "dispute.expired", object: expired });
+      expect((await eventsOf(service, dispute.merchant_id as string, disputeId)).at(-1)).toEqual({ type: "dispute.expired", object: expired });
     });
 
     it("evidence sent after evidence_due_by is refused with 400 IR_16, even before the expiry has run", async () => {
@@ -542,13 +498,13 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     it("each status writes dispute.<status> whose data.object is what retrieve returned then", async () => {
       const { merchant, api, dispute } = await openedDispute(protocol);
       const disputeId = dispute.dispute_id as string;
-      tick();
+      clock.tick();
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
       expect(await api.retrieve(disputeId)).toEqual(challenged);
-      tick();
+      clock.tick();
       const accepted = await api.accept(disputeId);
       expect(await api.retrieve(disputeId)).toEqual(accepted);
-      expect(await eventsOf(merchant.merchantId, disputeId)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, disputeId)).toEqual([
         { type: "dispute.opened", object: dispute },
         { type: "dispute.challenged", object: challenged },
         { type: "dispute.accepted", object: accepted },
@@ -557,12 +513,12 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       for (const outcome of ["won", "lost"]) {
         const scene = await openedDispute(protocol);
         const id = scene.dispute.dispute_id as string;
-        tick();
+        clock.tick();
         const evidenced = await scene.api.evidence(id, { evidence: { uncategorized_text: "see attached" } });
-        tick();
+        clock.tick();
         const resolved = await scene.api.resolve(id, { outcome });
         expect(await scene.api.retrieve(id)).toEqual(resolved);
-        expect(await eventsOf(scene.merchant.merchantId, id)).toEqual([
+        expect(await eventsOf(service, scene.merchant.merchantId, id)).toEqual([
           { type: "dispute.opened", object: scene.dispute },
           { type: "dispute.challenged", object: evidenced },
           { type: `dispute.${outcome}`, object: resolved },
@@ -576,7 +532,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       await expectError(api.resolve(disputeId, { outcome: "won" }), "IR_16");
       await expectError(api.evidence(disputeId, { evidence: {} }), "IR_04");
       await expectError(api.open(paymentId), "IR_16");
-      expect(await eventsOf(merchant.merchantId, disputeId)).toEqual([{ type: "dispute.opened", object: dispute }]);
+      expect(await eventsOf(service, merchant.merchantId, disputeId)).toEqual([{ type: "dispute.opened", object: dispute }]);
     });
   });
 });
@@ -589,7 +545,7 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
     const disputes: Json[] = [];
     for (let i = 0; i < 3; i++) {
       const paymentId = await succeededPayment(merchant, 1000 + i);
-      tick();
+      clock.tick();
       disputes.push(await writer.open(paymentId));
     }
     return { api, merchant, disputes };
@@ -610,9 +566,9 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
     const { api, merchant, disputes } = await threeDisputes();
     const writer = apiFor("rest", merchant.apiKey);
     const [d1, d2, d3] = disputes;
-    tick();
+    clock.tick();
     const challenged = await writer.evidence(d1!.dispute_id as string, { evidence: fullEvidence });
-    tick();
+    clock.tick();
     const accepted = await writer.accept(d2!.dispute_id as string);
 
     expect(await api.list({ status: "opened" })).toEqual({ data: [d3], total_count: 1, has_more: false });
@@ -720,19 +676,10 @@ describe("disputes over RPC only", () => {
  * Races between two instances sharing one PostgreSQL database. The embedded database serializes every
  * statement, so these only exist on real PostgreSQL: skipped without DATABASE_URL.
  */
-describe.skipIf(process.env.DATABASE_URL === undefined)(
+describe.skipIf(!onPostgres)(
   "dispute races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)",
   () => {
-    let a: TestService;
-    let b: TestService;
-    const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-    beforeAll(async () => {
-      [a, b] = await Promise.all([startService({ JOB_POLL_MS: "3600000" }, clock), startService({ JOB_POLL_MS: "3600000" }, clock)]);
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-    });
+    const { a, b, instance } = servicePair(noPolling, clock);
 
     const trials = 12;
 
@@ -742,7 +689,7 @@ describe.skipIf(process.env.DATABASE_URL === undefined)(
 
     /** The types of a dispute's events, sorted: racing changes share one clock reading, so their order is not stored. */
     async function eventTypes(merchant: TestMerchant, disputeId: string): Promise<string[]> {
-      return (await eventsOf(merchant.merchantId, disputeId)).map((e) => e.type).sort();
+      return (await eventsOf(service, merchant.merchantId, disputeId)).map((e) => e.type).sort();
     }
 
     function summary(responses: RestResponse[]): string {

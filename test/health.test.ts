@@ -1,18 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
 import { Environment } from "../gen/paymentservice/v1/common_pb.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
 
-let service: TestService;
+const service = runningService();
 let merchant: TestMerchant;
 
 beforeAll(async () => {
-  service = await startService();
   merchant = await newMerchant(service.url);
 });
-afterAll(() => service.close());
 
 describe("health", () => {
   it("answers 200 over REST with a valid key", async () => {

@@ -4,13 +4,15 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { CreatePaymentRequestSchema, PaymentSchema, PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
-import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
+import { visaCard } from "./support/cards.js";
+import { rest, type RestResponse, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { fileDatabaseUrl } from "./support/database.js";
-import { expectRestError, expectRpcError } from "./support/errors.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { issueKey, type Json, uniqueId } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { fileDatabaseUrl, onPostgres } from "./support/database.js";
+import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { type Json, uniqueId } from "./support/parity.js";
+import { runningService, servicePair } from "./support/running.js";
+import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -27,11 +29,6 @@ import { waitUntil } from "./support/wait.js";
  * without DATABASE_URL.
  */
 
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-/** Background polling stays out of the way: tests run due jobs (and the key reaper) with runDue(). */
-const noPolling = { JOB_POLL_MS: "3600000" };
-
 const visa = "4242424242424242";
 const declined = "4000000000000002";
 const amex = "378282246310005";
@@ -40,8 +37,9 @@ const amexCvc = "7391";
 
 const day = 24 * 60 * 60 * 1000;
 
+/** Card fields of the 4242 card, or of `number` with `cvc`. */
 function card(number = visa, cvc = "123"): Json {
-  return { card_number: number, card_exp_month: "12", card_exp_year: "2035", card_cvc: cvc };
+  return { ...visaCard, card_number: number, card_cvc: cvc };
 }
 
 /** A confirmed card payment body (card 4242 unless told): the request retried in most tests. */
@@ -58,37 +56,21 @@ function paymentBody(merchant: TestMerchant, extra: Json = {}): Json {
   };
 }
 
-/** A REST answer kept as sent: status, headers and the raw body text (plus its parse). */
-interface RawResponse {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly text: string;
-  // Tests read arbitrary documented fields.
-  readonly body: any;
-}
-
-/** Calls a REST path and keeps the body's exact bytes, so replays can be compared byte for byte. */
-async function raw(
+/** Calls a REST path with an idempotency key, when one is given, in `keyHeader` (X-Idempotency-Key unless told). */
+function send(
   url: string,
   method: string,
   path: string,
   options: { apiKey: string; body?: unknown; key?: string; keyHeader?: string },
-): Promise<RawResponse> {
-  const headers: Record<string, string> = { "content-type": "application/json", "api-key": options.apiKey };
-  if (options.key !== undefined) headers[options.keyHeader ?? "X-Idempotency-Key"] = options.key;
-  const response = await fetch(url + path, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, text, body: text === "" ? undefined : JSON.parse(text) };
+): Promise<RestResponse> {
+  const { apiKey, body, key, keyHeader = "X-Idempotency-Key" } = options;
+  return rest(url, method, path, { apiKey, body, headers: key === undefined ? {} : { [keyHeader]: key } });
 }
 
 const replayed = (res: { headers: Headers }) => res.headers.get("idempotent-replayed");
 
 /** A one-line account of racing answers for failure messages. */
-function summary(responses: RawResponse[]): string {
+function summary(responses: RestResponse[]): string {
   return responses.map((r) => `${r.status} ${r.body?.error?.code ?? (replayed(r) === "true" ? "replay" : "first")}`).join(", ");
 }
 
@@ -125,24 +107,18 @@ async function eventCount(service: TestService, merchantId: string, objectId: st
 }
 
 /** Asserts that `again` is a replay of `first`: same status, byte-identical body, the replay header (and not on the first). */
-function expectReplayOf(again: RawResponse, first: RawResponse): void {
+function expectReplayOf(again: RestResponse, first: RestResponse): void {
   expect(replayed(first)).toBeNull();
   expect({ status: again.status, replayed: replayed(again), text: again.text }).toEqual({ status: first.status, replayed: "true", text: first.text });
   expect(again.headers.get("content-type")).toBe(first.headers.get("content-type"));
 }
 
 describe("idempotency keys on one instance", () => {
-  let clock: TestClock;
-  let service: TestService;
-
-  beforeAll(async () => {
-    clock = new TestClock();
-    service = await startService(noPolling, clock);
-  });
-  afterAll(() => service?.close());
+  const clock = new TestClock();
+  const service = runningService(noPolling, clock);
 
   const post = (merchant: TestMerchant, path: string, body: unknown, key?: string, keyHeader?: string) =>
-    raw(service.url, "POST", path, { apiKey: merchant.apiKey, body, key, keyHeader });
+    send(service.url, "POST", path, { apiKey: merchant.apiKey, body, key, keyHeader });
 
   describe("replay", () => {
     it("replays the first completed payment byte for byte with Idempotent-Replayed: true, and runs nothing: no payment, no event", async () => {
@@ -202,8 +178,7 @@ describe("idempotency keys on one instance", () => {
         ["", "X-Idempotency-Key"],
       ] as const) {
         const res = await post(merchant, "/payments", paymentBody(merchant), key, header);
-        expect(expectRestError(res, 400, "IR_05")).toContain("X-Idempotency-Key");
-        expect(res.body).toEqual({ error: { type: "invalid_request", code: "IR_05", message: res.body.error.message } });
+        expectExactRestError(res, 400, "IR_05", "X-Idempotency-Key");
       }
       await expectRpcError(
         rpcClient(PaymentService, service.url, "grpc", { apiKey: merchant.apiKey }).createPayment(rpcPayment(merchant), {
@@ -221,7 +196,7 @@ describe("idempotency keys on one instance", () => {
       const created = await post(merchant, "/payments", paymentBody(merchant), key);
       expect(created.status).toBe(200);
 
-      const retrieved = await raw(service.url, "GET", `/payments/${created.body.payment_id}`, { apiKey: merchant.apiKey, key });
+      const retrieved = await send(service.url, "GET", `/payments/${created.body.payment_id}`, { apiKey: merchant.apiKey, key });
       expect({ status: retrieved.status, replayed: replayed(retrieved), id: retrieved.body.payment_id }).toEqual({
         status: 200,
         replayed: null,
@@ -317,20 +292,19 @@ describe("idempotency keys on one instance", () => {
       const customerId = first.body.customer_id as string;
       const before = await effectsOf(service, merchant.merchantId);
 
-      const attempts: RawResponse[] = [
+      const attempts: RestResponse[] = [
         await post(merchant, "/customers", { name: "Grace", email: "ada@example.com" }, key), // body
         await post(merchant, "/customers", { name: "Ada" }, key), // body (a field left out)
         await post(merchant, `/customers/${customerId}`, { name: "Grace" }, key), // path (update)
-        await raw(service.url, "DELETE", `/customers/${customerId}`, { apiKey: merchant.apiKey, key }), // method
+        await send(service.url, "DELETE", `/customers/${customerId}`, { apiKey: merchant.apiKey, key }), // method
         await post(merchant, "/payments", paymentBody(merchant), key), // another operation
       ];
       for (const res of attempts) {
-        expectRestError(res, 422, "IK_02");
-        expect(res.body).toEqual({ error: { type: "idempotency_error", code: "IK_02", message: res.body.error.message } });
+        expectExactRestError(res, 422, "IK_02");
         expect(replayed(res)).toBeNull();
       }
       expect(await effectsOf(service, merchant.merchantId)).toEqual(before);
-      const stored = await raw(service.url, "GET", `/customers/${customerId}`, { apiKey: merchant.apiKey });
+      const stored = await send(service.url, "GET", `/customers/${customerId}`, { apiKey: merchant.apiKey });
       expect(stored.body).toMatchObject({ customer_id: customerId, name: "Ada" });
 
       expectReplayOf(await post(merchant, "/customers", { name: "Ada", email: "ada@example.com" }, key), first);
@@ -344,7 +318,7 @@ describe("idempotency keys on one instance", () => {
       const cancelled = await post(merchant, `/payments/${one}/cancel`, {}, key);
       expect(cancelled.body).toMatchObject({ payment_id: one, status: "cancelled" });
       expectRestError((await post(merchant, `/payments/${two}/cancel`, {}, key)), 422, "IK_02");
-      const other = await raw(service.url, "GET", `/payments/${two}`, { apiKey: merchant.apiKey });
+      const other = await send(service.url, "GET", `/payments/${two}`, { apiKey: merchant.apiKey });
       expect(other.body.status).toBe("requires_payment_method");
       // Replaying a cancel is not an IR_16 "already cancelled": it is the first answer again.
       expectReplayOf(await post(merchant, `/payments/${one}/cancel`, {}, key), cancelled);
@@ -356,7 +330,7 @@ describe("idempotency keys on one instance", () => {
       const merchant = await newMerchant(service.url);
       const key = uniqueId("fix");
       const { amount: _amount, ...noAmount } = paymentBody(merchant);
-      const refusals: [RawResponse, number, "IR_04" | "IR_05" | "HE_02"][] = [
+      const refusals: [RestResponse, number, "IR_04" | "IR_05" | "HE_02"][] = [
         [await post(merchant, "/payments", noAmount, key), 400, "IR_04"],
         [await post(merchant, "/payments", paymentBody(merchant, { amount: -5 }), key), 400, "IR_05"],
         [await post(merchant, "/payments", paymentBody(merchant, { profile_id: "pro_doesnotexist" }), key), 404, "HE_02"],
@@ -411,8 +385,7 @@ describe("idempotency keys on one instance", () => {
       const before = await effectsOf(service, merchant.merchantId);
 
       const busy = await post(merchant, "/payments", paymentBody(merchant), key);
-      expectRestError(busy, 409, "IK_01");
-      expect(busy.body).toEqual({ error: { type: "idempotency_error", code: "IK_01", message: busy.body.error.message } });
+      expectExactRestError(busy, 409, "IK_01");
       await expectRpcError(
         rpcClient(PaymentService, service.url, "grpc", { apiKey: merchant.apiKey }).createPayment(rpcPayment(merchant), { headers: { "x-idempotency-key": key } }),
         Code.Aborted,
@@ -444,7 +417,7 @@ describe("idempotency keys on one instance", () => {
         const db = new pg.Client({ connectionString: await fileDatabaseUrl()! });
         await db.connect();
         const waiting = async () => Number((await db.query("SELECT count(*) AS n FROM pg_locks WHERE NOT granted")).rows[0].n);
-        let retried: RawResponse;
+        let retried: RestResponse;
         try {
           await db.query("BEGIN");
           await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [paymentId]);
@@ -536,7 +509,7 @@ describe("idempotency keys on one instance", () => {
       const settled = await waitUntil(
         async () => {
           await service.jobs.runDue();
-          return raw(service.url, "GET", `/refunds/${refundId}`, { apiKey: merchant.apiKey });
+          return send(service.url, "GET", `/refunds/${refundId}`, { apiKey: merchant.apiKey });
         },
         (res) => res.body.status !== "pending",
       );
@@ -661,13 +634,13 @@ describe("idempotency keys on one instance", () => {
       ];
       for (const [method, path, body] of calls) {
         const key = uniqueId("unstorable");
-        const res = await raw(service.url, method, path, { apiKey: merchant.apiKey, body, key });
+        const res = await send(service.url, method, path, { apiKey: merchant.apiKey, body, key });
         expect(expectRestError(res, 500, "HE_00"), `${method} ${path}`).not.toContain("test trigger");
         expect(await effectsOf(service, merchant.merchantId), `${method} ${path}`).toEqual(before);
         expect(await keyRow(service, merchant.merchantId, key)).toBeUndefined();
       }
       await service.jobs.runDue();
-      const kept = await raw(service.url, "GET", `/customers/${customer.body.customer_id}`, { apiKey: merchant.apiKey });
+      const kept = await send(service.url, "GET", `/customers/${customer.body.customer_id}`, { apiKey: merchant.apiKey });
       expect(kept.status).toBe(200);
       expect(await effectsOf(service, merchant.merchantId)).toEqual(before);
     });
@@ -743,7 +716,7 @@ function rpcPayment(merchant: TestMerchant, extra: Json = {}) {
  * Asserts the outcome of concurrent identical requests with one key: exactly one first answer (200,
  * not replayed); every other is a byte-identical replay of it or 409 IK_01. Returns the first answer.
  */
-function expectOneEffect(responses: RawResponse[]): RawResponse {
+function expectOneEffect(responses: RestResponse[]): RestResponse {
   const firsts = responses.filter((r) => r.status === 200 && replayed(r) === null);
   expect(firsts, summary(responses)).toHaveLength(1);
   const first = firsts[0]!;
@@ -756,21 +729,11 @@ function expectOneEffect(responses: RawResponse[]): RawResponse {
 }
 
 describe.skipIf(!onPostgres)("idempotency races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
-  let a: TestService;
-  let b: TestService;
-  /** Instance i % 2, so racing calls land on both instances. */
-  const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startService(noPolling), startService(noPolling)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
+  const { a, b, instance } = servicePair(noPolling);
 
   it("16 concurrent creates (confirm, card 4242) with one key over both instances: exactly one payment, the others byte-identical replays or IK_01", async () => {
     const merchant = await newMerchant(a.url);
-    const reference = await raw(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 1 }) });
+    const reference = await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 1 }) });
     const eventsPerPayment = await eventCount(a, merchant.merchantId, reference.body.payment_id);
     expect(eventsPerPayment).toBeGreaterThan(0);
     const outcomes = { replays: 0, inFlight: 0 };
@@ -778,7 +741,7 @@ describe.skipIf(!onPostgres)("idempotency races between two instances on one Pos
     for (let trial = 1; trial <= 5; trial++) {
       const key = uniqueId(`race${trial}`);
       const responses = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => raw(instance(i).url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key })),
+        Array.from({ length: 16 }, (_, i) => send(instance(i).url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key })),
       );
       const first = expectOneEffect(responses);
       outcomes.replays += responses.filter((r) => replayed(r) === "true").length;
@@ -787,8 +750,8 @@ describe.skipIf(!onPostgres)("idempotency races between two instances on one Pos
       expect(await effectsOf(a, merchant.merchantId)).toMatchObject({ payments: 1 + trial, events: eventsPerPayment * (1 + trial) });
       expect(await eventCount(a, merchant.merchantId, first.body.payment_id)).toBe(eventsPerPayment);
       // Once it is over, every instance replays it.
-      expectReplayOf(await raw(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
-      expectReplayOf(await raw(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
+      expectReplayOf(await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
+      expectReplayOf(await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
     }
     // Sixteen calls at once do overlap: the race was real.
     expect(outcomes.inFlight).toBeGreaterThan(0);
@@ -801,7 +764,7 @@ describe.skipIf(!onPostgres)("idempotency races between two instances on one Pos
       const bodies = [paymentBody(merchant, { amount: 1000 }), paymentBody(merchant, { amount: 2000 })];
       // Body by i % 2, instance by (i >> 1) % 2: both bodies reach both instances.
       const responses = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => raw(instance(i >> 1).url, "POST", "/payments", { apiKey: merchant.apiKey, body: bodies[i % 2], key })),
+        Array.from({ length: 16 }, (_, i) => send(instance(i >> 1).url, "POST", "/payments", { apiKey: merchant.apiKey, body: bodies[i % 2], key })),
       );
       const firsts = responses.filter((r) => r.status === 200 && replayed(r) === null);
       expect(firsts, summary(responses)).toHaveLength(1);
@@ -828,12 +791,12 @@ describe.skipIf(!onPostgres)("idempotency races between two instances on one Pos
     const body = paymentBody(merchant);
     const locker = new pg.Client({ connectionString: await fileDatabaseUrl() });
     await locker.connect();
-    let firstCall: Promise<RawResponse> | undefined;
+    let firstCall: Promise<RestResponse> | undefined;
     try {
       await locker.query("BEGIN");
       // Inserting a payment needs ROW EXCLUSIVE, which SHARE blocks: the create waits inside its transaction.
       await locker.query("LOCK TABLE payments IN SHARE MODE");
-      firstCall = raw(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
+      firstCall = send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
       await waitUntil(
         async () => {
           await new Promise((resolve) => setTimeout(resolve, 10));
@@ -842,21 +805,21 @@ describe.skipIf(!onPostgres)("idempotency races between two instances on one Pos
         (row) => row?.state === "in_flight",
       );
 
-      const busy = await raw(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
+      const busy = await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
       expectRestError(busy, 409, "IK_01");
       await expectRpcError(
         rpcClient(PaymentService, b.url, "grpc", { apiKey: merchant.apiKey }).createPayment(rpcPayment(merchant), { headers: { "x-idempotency-key": key } }),
         Code.Aborted,
         "IK_01",
       );
-      expectRestError((await raw(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 5 }), key })), 422, "IK_02");
+      expectRestError((await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 5 }), key })), 422, "IK_02");
     } finally {
       await locker.query("ROLLBACK").catch(() => undefined);
       await locker.end();
     }
     const first = await firstCall!;
     expect({ status: first.status, replayed: replayed(first) }).toEqual({ status: 200, replayed: null });
-    expectReplayOf(await raw(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key }), first);
+    expectReplayOf(await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key }), first);
     expect(await effectsOf(a, merchant.merchantId)).toMatchObject({ payments: 1 });
   });
 
@@ -864,7 +827,7 @@ describe.skipIf(!onPostgres)("idempotency races between two instances on one Pos
     const merchants = await Promise.all(Array.from({ length: 4 }, () => newMerchant(a.url)));
     const key = uniqueId("everyone");
     const responses = await Promise.all(
-      merchants.flatMap((m, j) => Array.from({ length: 4 }, (_, i) => raw(instance(i + j).url, "POST", "/payments", { apiKey: m.apiKey, body: paymentBody(m), key }))),
+      merchants.flatMap((m, j) => Array.from({ length: 4 }, (_, i) => send(instance(i + j).url, "POST", "/payments", { apiKey: m.apiKey, body: paymentBody(m), key }))),
     );
     for (const [j, m] of merchants.entries()) {
       const first = expectOneEffect(responses.slice(j * 4, j * 4 + 4));

@@ -1,11 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createContextValues } from "@connectrpc/connect";
-import { rest, type RestResponse } from "./support/clients.js";
+import { visaCard as card } from "./support/cards.js";
+import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts } from "./support/payout-destinations.js";
-import { startService, type TestService } from "./support/service.js";
+import { summary } from "./support/races.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 import { PaymentRow } from "../src/payments/payment.entity.js";
 import { paymentResource } from "../src/payments/store.js";
 
@@ -19,17 +22,8 @@ import { paymentResource } from "../src/payments/store.js";
 /** Text that an array literal must escape: quotes, braces, commas, backslashes, the word NULL. */
 const awkward = 'a "quoted", {braced} \\ back\\slash NULL é 💳';
 
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
-
-let service: TestService;
 const clock = new TestClock();
-
-beforeAll(async () => {
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
-});
-afterAll(async () => {
-  await service?.close();
-});
+const service = runningService(noPolling, clock);
 
 async function count(sql: string, params: unknown[]): Promise<number> {
   const [row] = await service.app.dataSource.query(sql, params);
@@ -43,10 +37,6 @@ async function eventTypes(merchant: TestMerchant, objectId: string): Promise<str
     [merchant.merchantId, objectId],
   );
   return rows.map((row) => row.type);
-}
-
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
 }
 
 describe("payments created in one burst", () => {

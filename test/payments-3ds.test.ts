@@ -2,9 +2,11 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { chromiumInstallTimeoutMs, launchChromium } from "./support/browser.js";
+import { launchChromium } from "./support/browser.js";
+import { cardData } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { createPayment, retrievePayment } from "./support/payments.js";
 import { startService, type TestService } from "./support/service.js";
 
 /*
@@ -13,12 +15,8 @@ import { startService, type TestService } from "./support/service.js";
  * service's page, and the browser comes back to the merchant's return_url with payment_id and status.
  */
 
-const threeDsCard = {
-  card_number: "4000000000003220",
-  card_exp_month: "12",
-  card_exp_year: String(new Date().getUTCFullYear() + 3),
-  card_cvc: "123",
-};
+/** payment_method_data with the 3DS test card. */
+const threeDsCard = cardData("4000000000003220", new Date());
 
 /** A port that is free right now, so the service can be told its own public URL before it starts. */
 function freePort(): Promise<number> {
@@ -69,7 +67,7 @@ beforeAll(async () => {
   service = await startService({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
   site = await startMerchantSite();
   browser = await launchChromium();
-}, chromiumInstallTimeoutMs);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -92,31 +90,22 @@ afterEach(() => context.close());
 async function paymentNeedingAuthentication(
   fields: { capture_method?: string; return_url?: string; amount?: number } = {},
 ): Promise<{ paymentId: string; redirectUrl: string }> {
-  const created = await rest(service.url, "POST", "/payments", {
-    apiKey: merchant.apiKey,
-    body: {
-      amount: 2500,
-      currency: "USD",
-      profile_id: merchant.profileId,
-      confirm: true,
-      payment_method: "card",
-      payment_method_data: { card: threeDsCard },
-      ...fields,
-    },
+  const created = await createPayment(service.url, merchant, {
+    amount: 2500,
+    confirm: true,
+    payment_method: "card",
+    payment_method_data: threeDsCard,
+    ...fields,
   });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  expect(created.body.status).toBe("requires_action");
-  expect(created.body.next_action).toEqual({ type: "redirect_to_url", redirect_to_url: expect.any(String) });
-  const redirectUrl: string = created.body.next_action.redirect_to_url;
+  expect(created.status).toBe("requires_action");
+  expect(created.next_action).toEqual({ type: "redirect_to_url", redirect_to_url: expect.any(String) });
+  const redirectUrl: string = created.next_action.redirect_to_url;
   expect(redirectUrl.startsWith(`${service.url}/3ds/`)).toBe(true);
-  return { paymentId: created.body.payment_id, redirectUrl };
+  return { paymentId: created.payment_id, redirectUrl };
 }
 
-async function retrieve(paymentId: string) {
-  const res = await rest(service.url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
-  expect(res.status).toBe(200);
-  return res.body;
-}
+/** The payment as the merchant's backend retrieves it. */
+const retrieve = (paymentId: string) => retrievePayment(service.url, merchant, paymentId);
 
 /** Clicks a button on the 3DS page and waits until the browser is back on the merchant's site. */
 async function clickAndReturn(button: "Complete" | "Fail"): Promise<URL> {

@@ -1,9 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { visaCard as card } from "./support/cards.js";
 import { rest, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
+import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { createPayment, retrievePayment } from "./support/payments.js";
+import { summary } from "./support/races.js";
+import { servicePair } from "./support/running.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
  * Concurrent operations on the same payments, sent at once to two service instances sharing one
@@ -12,44 +18,13 @@ import { startService, type TestService } from "./support/service.js";
  * blocks are skipped without DATABASE_URL (CI runs the suite on PostgreSQL too).
  */
 
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-/** Background polling stays out of the way: the tests run due jobs themselves with runDue(). */
-const noPolling = { JOB_POLL_MS: "3600000" };
-
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
-
 type Instance = Pick<TestService, "url" | "app">;
-
-async function createPayment(url: string, merchant: TestMerchant, body: Record<string, unknown> = {}): Promise<any> {
-  const res = await rest(url, "POST", "/payments", {
-    apiKey: merchant.apiKey,
-    body: { amount: 5000, currency: "USD", profile_id: merchant.profileId, ...body },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
 
 /** An authorized manual-capture payment, waiting in requires_capture. */
 async function authorizedPayment(url: string, merchant: TestMerchant): Promise<any> {
   const payment = await createPayment(url, merchant, { capture_method: "manual", confirm: true, payment_method_data: { card } });
   expect(payment.status).toBe("requires_capture");
   return payment;
-}
-
-async function retrieve(url: string, merchant: TestMerchant, paymentId: string): Promise<any> {
-  const res = await rest(url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
-
-/** The types of the events stored for a payment, sorted. */
-async function eventTypes(instance: Instance, merchant: TestMerchant, paymentId: string): Promise<string[]> {
-  const rows: { type: string }[] = await instance.app.dataSource.query(
-    "SELECT type FROM events WHERE merchant_id = $1 AND object_id = $2",
-    [merchant.merchantId, paymentId],
-  );
-  return rows.map((row) => row.type).sort();
 }
 
 /** How many jobs are still stored for a payment. */
@@ -61,11 +36,6 @@ async function jobCount(instance: Instance, merchant: TestMerchant, paymentId: s
   return rows[0]!.n;
 }
 
-/** A one-line account of racing responses for failure messages: HTTP status and payment status or error code. */
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
-}
-
 /** Splits the responses of racing calls into the successes and the failures. */
 function outcomes(responses: RestResponse[]): { won: RestResponse[]; lost: RestResponse[] } {
   return { won: responses.filter((r) => r.status === 200), lost: responses.filter((r) => r.status !== 200) };
@@ -73,17 +43,8 @@ function outcomes(responses: RestResponse[]): { won: RestResponse[]; lost: RestR
 
 describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
   const clock = new TestClock();
-  let a: TestService;
-  let b: TestService;
-  /** Instance i % 2, so the racing calls of one payment land on different instances. */
-  const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
+  // instance(i) and instance(i + 1) differ, so the racing calls of one payment land on different instances.
+  const { a, b, instance } = servicePair(noPolling, clock);
 
   it("confirm vs cancel on requires_payment_method: exactly one wins, the loser gets IR_16, one terminal event", async () => {
     const merchant = await newMerchant(a.url);
@@ -114,7 +75,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
       const expected = won[0] === confirm ? "succeeded" : "cancelled";
       expect(won[0]!.body.status).toBe(expected);
 
-      const stored = await retrieve(b.url, merchant, payment.payment_id);
+      const stored = await retrievePayment(b.url, merchant, payment.payment_id);
       expect(stored.status).toBe(expected);
       if (expected === "succeeded") {
         expect(stored.amount_received).toBe(5000);
@@ -122,7 +83,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
         expect(stored.cancellation_reason).toBe("race");
         expect(stored.amount_received ?? null).toBeNull();
       }
-      expect(await eventTypes(a, merchant, payment.payment_id)).toEqual(
+      expect(await eventTypes(a.app.dataSource, merchant, payment.payment_id)).toEqual(
         ["payment.requires_payment_method", `payment.${expected}`].sort(),
       );
     }
@@ -151,11 +112,11 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
       if (captured) expectRestError(cancel, 400, "IR_16");
       else expectRestError(capture, 400, "IR_14");
 
-      const stored = await retrieve(a.url, merchant, payment.payment_id);
+      const stored = await retrievePayment(a.url, merchant, payment.payment_id);
       expect(stored).toMatchObject({ status: captured ? "succeeded" : "cancelled", amount_capturable: 0 });
       expect(stored.amount_received ?? null).toBe(captured ? 5000 : null);
       expect(won[0]!.body).toMatchObject({ status: stored.status, amount_capturable: 0 });
-      expect(await eventTypes(b, merchant, payment.payment_id)).toEqual(
+      expect(await eventTypes(b.app.dataSource, merchant, payment.payment_id)).toEqual(
         ["payment.requires_capture", captured ? "payment.succeeded" : "payment.cancelled"].sort(),
       );
       expect(await jobCount(a, merchant, payment.payment_id)).toBe(0);
@@ -183,9 +144,9 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
       const winnerAmount = amounts[responses.indexOf(won[0]!)];
       expect(won[0]!.body).toMatchObject({ status: "succeeded", amount_received: winnerAmount, amount_capturable: 0 });
 
-      const stored = await retrieve(b.url, merchant, payment.payment_id);
+      const stored = await retrievePayment(b.url, merchant, payment.payment_id);
       expect(stored).toMatchObject({ status: "succeeded", amount_received: winnerAmount, amount_capturable: 0 });
-      expect(await eventTypes(a, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect(await eventTypes(a.app.dataSource, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
     }
   });
 
@@ -208,8 +169,8 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
     });
 
     const expected = Object.fromEntries([["original", "kept"], ...keys.map((key, i) => [key, `value_${i}`])]);
-    expect((await retrieve(a.url, merchant, payment.payment_id)).metadata).toEqual(expected);
-    expect((await retrieve(b.url, merchant, payment.payment_id)).metadata).toEqual(expected);
+    expect((await retrievePayment(a.url, merchant, payment.payment_id)).metadata).toEqual(expected);
+    expect((await retrievePayment(b.url, merchant, payment.payment_id)).metadata).toEqual(expected);
     // The last of the twenty updates saw every other key, so one response carries all of them.
     expect(responses.some((res) => Object.keys(res.body.metadata).length === keys.length + 1)).toBe(true);
   });
@@ -234,11 +195,11 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
     for (const id of ids) {
       const answers = responses.filter((_, i) => sends[i]!.id === id);
       const winners = answers.filter((res) => res.status === 200);
-      expect(winners, answers.map((res) => `${res.status} ${res.body?.error?.code ?? res.body?.status}`).join(", ")).toHaveLength(1);
+      expect(winners, summary(answers)).toHaveLength(1);
       for (const res of answers.filter((r) => r.status !== 200)) expect(expectRestError(res, 409, "HE_01")).toContain(id);
-      const stored = await retrieve(b.url, merchant, id);
+      const stored = await retrievePayment(b.url, merchant, id);
       expect(stored).toMatchObject({ status: "succeeded", amount: winners[0]!.body.amount });
-      expect(await eventTypes(a, merchant, id)).toEqual(["payment.succeeded"]);
+      expect(await eventTypes(a.app.dataSource, merchant, id)).toEqual(["payment.succeeded"]);
     }
   });
 
@@ -260,15 +221,15 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
 
     // Not due yet: the runners leave them alone.
     await Promise.all([a.jobs.runDue(), b.jobs.runDue()]);
-    for (const payment of payments) expect((await retrieve(a.url, merchant, payment.payment_id)).status).toBe("requires_capture");
+    for (const payment of payments) expect((await retrievePayment(a.url, merchant, payment.payment_id)).status).toBe("requires_capture");
 
     clock.advance(120_000);
     await Promise.all([a.jobs.runDue(), b.jobs.runDue(), a.jobs.runDue(), b.jobs.runDue()]);
 
     for (const [i, payment] of payments.entries()) {
-      const stored = await retrieve(instance(i + 1).url, merchant, payment.payment_id);
+      const stored = await retrievePayment(instance(i + 1).url, merchant, payment.payment_id);
       expect(stored).toMatchObject({ status: "succeeded", amount_received: 2000 + i, amount_capturable: 0 });
-      expect(await eventTypes(a, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect(await eventTypes(a.app.dataSource, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
       expect(await jobCount(b, merchant, payment.payment_id)).toBe(0);
     }
   });
@@ -295,15 +256,15 @@ describe.skipIf(!onPostgres)("durable jobs across a restart (PostgreSQL only: th
 
     const after = await startService(noPolling, clock);
     try {
-      expect((await retrieve(after.url, merchant, payment.payment_id)).status).toBe("requires_capture");
+      expect((await retrievePayment(after.url, merchant, payment.payment_id)).status).toBe("requires_capture");
       clock.advance(120_000);
       await after.jobs.runDue();
-      expect(await retrieve(after.url, merchant, payment.payment_id)).toMatchObject({
+      expect(await retrievePayment(after.url, merchant, payment.payment_id)).toMatchObject({
         status: "succeeded",
         amount_received: 5000,
         amount_capturable: 0,
       });
-      expect(await eventTypes(after, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect(await eventTypes(after.app.dataSource, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
       expect(await jobCount(after, merchant, payment.payment_id)).toBe(0);
     } finally {
       await after.close();

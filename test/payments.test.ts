@@ -1,6 +1,6 @@
 import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CancelPaymentRequestSchema,
   CapturePaymentRequestSchema,
@@ -15,12 +15,15 @@ import {
   UpdatePaymentRequestSchema,
   type Payment,
 } from "../gen/paymentservice/v1/payment_pb.js";
+import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, RestFailure, restPage, uniqueId, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { eventsOf } from "./support/events.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { expectError, iso, type Json, parityApis, protocols, protoJson, query, restCaller, RestFailure, restList, restPage, uniqueId, word } from "./support/parity.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 
 /*
  * Payments (interface §2–§4, decisions §2–§5, §7, §8), the same scenarios over every protocol.
@@ -32,14 +35,8 @@ import { startService, type TestService } from "./support/service.js";
  * out of reach, and time-based moves happen only when a test advances the clock and calls runDue().
  */
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService(noPolling, clock);
 
 const hour = 3_600_000;
 const day = 24 * hour;
@@ -65,7 +62,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): PaymentApi {
     confirm: (id, body) => call("POST", `${at(id)}/confirm`, body),
     capture: (id, body = {}) => call("POST", `${at(id)}/capture`, body),
     cancel: (id, body = {}) => call("POST", `${at(id)}/cancel`, body),
-    list: (params) => (listWith === "POST" ? call("POST", "/payments/list", params) : call("GET", `/payments/list${query(params)}`)),
+    list: restList(call, listWith, "/payments/list"),
   };
 }
 
@@ -145,51 +142,16 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): PaymentApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): PaymentApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
-/** A fresh merchant (sandbox secret key) and its payment API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: PaymentApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
-
-/** Card fields for a payment request: a future expiry and a CVC of the right length. */
-function card(number: string, overrides: Record<string, string | undefined> = {}): Json {
-  const fields: Record<string, string | undefined> = {
-    card_number: number,
-    card_exp_month: "12",
-    card_exp_year: String(clock.now().getUTCFullYear() + 3),
-    card_cvc: number.startsWith("34") || number.startsWith("37") ? "1234" : "123",
-    ...overrides,
-  };
-  // A field overridden with undefined is left out, as a caller who forgot it would.
-  return { card: Object.fromEntries(Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined)) };
-}
+/** Card fields for a payment request, expiring after the service's clock. */
+const card = (number: string, overrides: Record<string, string | undefined> = {}): Json => cardData(number, clock.now(), overrides);
 
 const visa = "4242424242424242";
 const insufficientFunds = "4000000000009995";
 const declined = "4000000000000002";
 
-/** Moves the service's clock forward so the next object is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
-}
-
 const ids = (list: Json) => (list.data as Json[]).map((p) => p.payment_id);
-
-/** The events of one payment, oldest first, read from the events table (there is no events API yet). */
-async function eventsOf(merchantId: string, paymentId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json } }> = await service.app.dataSource.query(
-    "SELECT type, data FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, event_id",
-    [merchantId, paymentId],
-  );
-  return rows.map((r) => ({ type: r.type, object: r.data.object }));
-}
 
 /** Every event and payment row of a merchant, to show that a refused request left nothing behind. */
 async function rowsOfMerchant(merchantId: string): Promise<{ events: number; payments: number }> {
@@ -202,7 +164,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
   describe("create", () => {
     it("without confirm: requires_payment_method with a client_secret, the full object with unset fields null", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const now = tick();
+      const now = clock.tick();
       const payment = await api.create({
         amount: 1099,
         currency: "USD",
@@ -531,7 +493,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       });
       const id = created.payment_id as string;
 
-      const updatedAt = tick();
+      const updatedAt = clock.tick();
       const updated = await api.update(id, { amount: 1500, description: "second", metadata: { change: "new", drop: "", added: "2" } });
       expect(updated).toEqual({
         ...created,
@@ -547,7 +509,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const again = await api.update(id, { currency: "eur" });
       expect(again).toMatchObject({ status: "requires_confirmation", amount: 1500, currency: "EUR", description: "second" });
 
-      const confirmedAt = tick();
+      const confirmedAt = clock.tick();
       const confirmed = await api.confirm(id, { payment_method_data: card(visa) });
       expect(confirmed).toMatchObject({
         status: "succeeded",
@@ -718,8 +680,8 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const id = payment.payment_id as string;
       const status = payment.status as string;
       expect(["succeeded", "failed", "cancelled"]).toContain(status);
-      const eventsBefore = await eventsOf(merchant.merchantId, id);
-      tick();
+      const eventsBefore = await eventsOf(service, merchant.merchantId, id);
+      clock.tick();
 
       await expectError(api.update(id, { amount: 5, description: "changed", metadata: { k: "v" } }), "IR_16", status);
       await expectError(api.update(id, { description: "changed" }), "IR_16", status);
@@ -728,7 +690,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await expectError(api.cancel(id), "IR_16", status);
 
       expect(await api.retrieve(id)).toEqual(payment);
-      expect(await eventsOf(merchant.merchantId, id)).toEqual(eventsBefore);
+      expect(await eventsOf(service, merchant.merchantId, id)).toEqual(eventsBefore);
     });
   });
 
@@ -803,7 +765,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const seen: Json[] = [];
       const step = async (action: Promise<Json>): Promise<Json> => {
-        tick();
+        clock.tick();
         const answer = await action;
         const retrieved = await api.retrieve(answer.payment_id as string);
         expect(retrieved).toEqual(answer);
@@ -815,13 +777,13 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const id = created.payment_id as string;
       await step(api.update(id, { amount: 1200 }));
       // An update that keeps the status is not a status change: no event.
-      tick();
+      clock.tick();
       await api.update(id, { description: "no new status" });
       seen.push(await api.retrieve(id));
       await step(api.confirm(id, { payment_method_data: card(visa) }));
       await step(api.capture(id, { amount_to_capture: 1000 }));
 
-      const events = await eventsOf(merchant.merchantId, id);
+      const events = await eventsOf(service, merchant.merchantId, id);
       expect(events.map((e) => e.type)).toEqual([
         "payment.requires_payment_method",
         "payment.requires_confirmation",
@@ -839,15 +801,15 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const payment = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(number) });
       expect(payment.status).toBe(status);
       const retrieved = await api.retrieve(payment.payment_id as string);
-      expect(await eventsOf(merchant.merchantId, payment.payment_id as string)).toEqual([{ type: `payment.${status}`, object: retrieved }]);
+      expect(await eventsOf(service, merchant.merchantId, payment.payment_id as string)).toEqual([{ type: `payment.${status}`, object: retrieved }]);
     });
 
     it("cancel writes payment.cancelled with the object as retrieved", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const created = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId });
-      tick();
+      clock.tick();
       const cancelled = await api.cancel(created.payment_id as string, { cancellation_reason: "fraudulent" });
-      const events = await eventsOf(merchant.merchantId, created.payment_id as string);
+      const events = await eventsOf(service, merchant.merchantId, created.payment_id as string);
       expect(events).toEqual([
         { type: "payment.requires_payment_method", object: created },
         { type: "payment.cancelled", object: cancelled },
@@ -894,7 +856,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await service.jobs.runDue();
       const captured = await api.retrieve(id);
       expect(captured).toMatchObject({ status: "succeeded", amount_received: 4200, amount_capturable: 0 });
-      expect((await eventsOf(merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.succeeded", object: captured });
+      expect((await eventsOf(service, merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.succeeded", object: captured });
     });
 
     it("scheduled capture needs a capture_on in the future; capture_on belongs to scheduled capture only", async () => {
@@ -929,7 +891,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await service.jobs.runDue();
       const expired = await api.retrieve(id);
       expect(expired).toMatchObject({ status: "cancelled", cancellation_reason: "expired", amount_capturable: 0, amount_received: null });
-      expect((await eventsOf(merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.cancelled", object: expired });
+      expect((await eventsOf(service, merchant.merchantId, id)).at(-1)).toEqual({ type: "payment.cancelled", object: expired });
       await expectError(api.capture(id), "IR_14", "cancelled");
     });
 
@@ -951,7 +913,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       clock.advance(5 * day);
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(captured);
-      expect((await eventsOf(merchant.merchantId, id)).map((e) => e.type)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id)).map((e) => e.type)).toEqual(["payment.requires_capture", "payment.succeeded"]);
     });
 
     it("a payment cancelled before capture_on is not captured when the time comes", async () => {
@@ -979,7 +941,7 @@ describe.each([...protocols, "rest-get"] as const)("listing payments over %s", (
   async function createInOrder(api: PaymentApi, bodies: Json[]): Promise<Json[]> {
     const created: Json[] = [];
     for (const body of bodies) {
-      tick();
+      clock.tick();
       created.push(await api.create(body));
     }
     return created;
@@ -1128,7 +1090,7 @@ describe("payments over REST only", () => {
     const api = apiFor("rest", merchant.apiKey);
     const created: Json[] = [];
     for (const currency of ["USD", "EUR", "USD"]) {
-      tick();
+      clock.tick();
       created.push(await api.create({ amount: 100, currency, profile_id: merchant.profileId }));
     }
     const query = `limit=1&offset=1&currency=usd&status=requires_payment_method&created_lte=${encodeURIComponent(created[2]!.created as string)}`;

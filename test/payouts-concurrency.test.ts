@@ -1,16 +1,18 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PayoutProcessor } from "../src/processors/processor.js";
-import { rest, type RestResponse } from "./support/clients.js";
+import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { fileDatabaseUrl } from "./support/database.js";
+import { fileDatabaseUrl, onPostgres, rows, type Sql } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
+import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { adminApiKey, startService, testDataEncryptionKey, type TestService } from "./support/service.js";
+import { payoutAccounts as accounts, payoutBodies, payoutCards as cards } from "./support/payout-destinations.js";
+import { deadlocks, summary } from "./support/races.js";
+import { servicePair } from "./support/running.js";
+import { spawnServer, type ServerProcess } from "./support/server-process.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -31,38 +33,10 @@ import { waitUntil } from "./support/wait.js";
  * on real PostgreSQL: everything here is skipped without DATABASE_URL.
  */
 
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-const repoRoot = path.resolve(import.meta.dirname, "..");
-
 /** How long a sending job is leased (src/payouts/jobs.ts): a dead instance's job is due again after it. */
 const leaseSeconds = 60;
 
-const expYear = String(new Date().getUTCFullYear() + 3);
-
-function bankPayout(merchant: TestMerchant, account: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    amount: 1000,
-    currency: "USD",
-    profile_id: merchant.profileId,
-    payout_type: "bank",
-    payout_method_data: {
-      bank: { bank_name: "Sandbox Bank", bank_account_number: account, bank_routing_number: "110000000", bank_account_holder_name: "Ada Lovelace" },
-    },
-    ...extra,
-  };
-}
-
-function cardPayout(merchant: TestMerchant, number: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    amount: 1000,
-    currency: "USD",
-    profile_id: merchant.profileId,
-    payout_type: "card",
-    payout_method_data: { card: { card_number: number, card_exp_month: "12", card_exp_year: expYear, card_holder_name: "Ada Lovelace" } },
-    ...extra,
-  };
-}
+const { bankPayout, cardPayout } = payoutBodies(() => new Date());
 
 async function createPayout(url: string, merchant: TestMerchant, body: Record<string, unknown>): Promise<any> {
   const res = await rest(url, "POST", "/payouts/create", { apiKey: merchant.apiKey, body });
@@ -79,21 +53,6 @@ async function payoutsOf(url: string, merchant: TestMerchant): Promise<any[]> {
 }
 
 const isFinal = (status: string) => status === "success" || status === "failed" || status === "cancelled";
-
-/** A one-line account of racing responses for failure messages: HTTP status and payout status or error code. */
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
-}
-
-/** Something that runs SQL on the test file's database: a pg client or an instance's data source. */
-interface Sql {
-  query(text: string, params?: unknown[]): Promise<any>;
-}
-
-async function rows<T>(db: Sql, text: string, params: unknown[] = []): Promise<T[]> {
-  const result = await db.query(text, params);
-  return (Array.isArray(result) ? result : result.rows) as T[];
-}
 
 /** One row of the sandbox rails' books. */
 interface Transfer {
@@ -124,15 +83,6 @@ function storedPayouts(db: Sql, merchant: TestMerchant): Promise<StoredPayout[]>
   return rows<StoredPayout>(db, "SELECT payout_id, status, attempts FROM payouts WHERE merchant_id = $1 ORDER BY payout_id", [merchant.merchantId]);
 }
 
-/** The types of the events of one payout, sorted. */
-async function eventTypes(db: Sql, merchant: TestMerchant, payoutId: string): Promise<string[]> {
-  const found = await rows<{ type: string }>(db, "SELECT type FROM events WHERE merchant_id = $1 AND object_id = $2", [
-    merchant.merchantId,
-    payoutId,
-  ]);
-  return found.map((row) => row.type).sort();
-}
-
 /** payout.send jobs still stored for a merchant. */
 async function sendJobs(db: Sql, merchant: TestMerchant): Promise<{ object_id: string; run_at: Date; attempts: number }[]> {
   return rows(db, "SELECT object_id, run_at, attempts FROM jobs WHERE kind = 'payout.send' AND merchant_id = $1", [merchant.merchantId]);
@@ -156,68 +106,14 @@ async function expectBooksMatch(db: Sql, payout: StoredPayout): Promise<Transfer
   return transfers;
 }
 
-/** A running `node --import tsx src/server.ts` (one process, so SIGKILL really kills the server). */
-interface ServerProcess {
-  readonly url: string;
-  output(): string;
-  kill(): Promise<void>;
-  stop(): Promise<void>;
-}
+/** The servers this file started, killed after its tests in case a failed test left one running. */
+const servers: ServerProcess[] = [];
 
-const children = new Set<ChildProcess>();
-
-async function spawnServer(databaseUrl: string): Promise<ServerProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.DATA_DIR;
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    cwd: repoRoot,
-    env: {
-      ...env,
-      DATABASE_URL: databaseUrl,
-      DATABASE_POOL_SIZE: "4",
-      API_KEY_HASH_SECRET: "test-hash-secret",
-      DATA_ENCRYPTION_KEY: testDataEncryptionKey,
-      ADMIN_API_KEY: adminApiKey,
-      SANDBOX_TEST_CLOCK: "true",
-      JOB_POLL_MS: "200",
-      PORT: "0",
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let output = "";
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  void exited.then(() => children.delete(child));
-  const url = await new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      for (const line of output.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        try {
-          const entry = JSON.parse(line) as { message?: string; url?: string };
-          if (entry.message === "listening" && entry.url !== undefined) resolve(entry.url);
-        } catch {
-          // A line still being written.
-        }
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code, signal) => reject(new Error(`the server exited (${code ?? signal}) before listening:\n${output}`)));
-  });
-  return {
-    url,
-    output: () => output,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-    },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      await exited;
-    },
-  };
+/** The real server on the file's database, with the sandbox test clock and a quick job poll. */
+async function startServer(databaseUrl: string): Promise<ServerProcess> {
+  const server = await spawnServer({ DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4", SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "200" });
+  servers.push(server);
+  return server;
 }
 
 describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
@@ -231,12 +127,12 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       await db.connect();
     });
     afterAll(async () => {
-      for (const child of children) child.kill("SIGKILL");
+      await Promise.all(servers.map((server) => server.kill()));
       await db?.end();
     });
 
     it("SIGKILL while the bank has the money but the answer is not recorded: after a restart every payout is success, none paid twice", async () => {
-      const first = await spawnServer(databaseUrl);
+      const first = await startServer(databaseUrl);
       const merchant = await newMerchant(first.url);
       const count = 8;
       const created = await Promise.all(Array.from({ length: count }, () => createPayout(first.url, merchant, bankPayout(merchant, accounts.slow))));
@@ -291,7 +187,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       }
 
       // A fresh server on the same database; the sandbox clock moves past the lease so the dead server's job is due.
-      const second = await spawnServer(databaseUrl);
+      const second = await startServer(databaseUrl);
       try {
         const moved = await rest(second.url, "POST", "/sandbox/clock/advance", { admin: true, body: { seconds: leaseSeconds + 1 } });
         expect(moved.status, JSON.stringify(moved.body)).toBe(200);
@@ -334,10 +230,8 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
 
   describe("two instances on one database", () => {
     const clock = new TestClock();
-    let a: TestService;
-    let b: TestService;
-    /** Instance i % 2, so racing calls land on both instances. */
-    const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
+    // Polling off: a create or fulfill still wakes its instance's runner, and the tests run due jobs on both.
+    const { a, b, instance } = servicePair(noPolling, clock);
     /** Every processor call either instance made, and whether it has answered. */
     const calls: { instance: "a" | "b"; rail: string; key: string; answered: boolean }[] = [];
 
@@ -369,30 +263,19 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       );
     }
 
-    /** Transactions PostgreSQL has aborted as deadlock victims in this file's database. */
-    async function deadlocks(): Promise<number> {
-      const [row] = await rows<{ n: number }>(a.app.dataSource, "SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()");
-      return row!.n;
-    }
-
     async function transferCount(): Promise<number> {
       const [row] = await rows<{ n: number }>(a.app.dataSource, "SELECT count(*)::int AS n FROM sandbox_payout_transfers");
       return row!.n;
     }
 
-    beforeAll(async () => {
-      // Polling off: a create or fulfill still wakes its instance's runner, and the tests run due jobs on both.
-      [a, b] = await Promise.all([startService({ JOB_POLL_MS: "3600000" }, clock), startService({ JOB_POLL_MS: "3600000" }, clock)]);
+    beforeAll(() => {
       watchRails(a.app.processors.sandboxPayoutRails, "a");
       watchRails(b.app.processors.sandboxPayoutRails, "b");
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
     });
 
     it("30 payouts sent by both runners at once, with failovers and declines: each ends final once, paid at most once", async () => {
       const merchant = await newMerchant(a.url);
-      const deadlocksBefore = await deadlocks();
+      const deadlocksBefore = await deadlocks(a);
       const transfersBefore = await transferCount();
       const callsBefore = calls.length;
       /** Destination, final status and the rails of its attempts, in order. */
@@ -437,7 +320,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       expect(new Set(made.map((c) => c.key)).size).toBe(attempts);
       expect(new Set(made.map((c) => c.instance)), "both runners sent payouts").toEqual(new Set(["a", "b"]));
       expect(await sendJobs(a.app.dataSource, merchant)).toEqual([]);
-      expect(await deadlocks()).toBe(deadlocksBefore);
+      expect(await deadlocks(a)).toBe(deadlocksBefore);
     });
 
     it("failover to the next processor: two attempts with distinct ids, one transfer on each rail", async () => {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { fromJson } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CreatePayoutRequestSchema,
   ListPayoutsRequestSchema,
@@ -14,10 +14,13 @@ import {
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { payoutAccounts as accounts, payoutCards as cards } from "./support/payout-destinations.js";
-import { addressAsRest, expectError, iso, issueKey, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { eventsOf } from "./support/events.js";
+import { isoUtc } from "./support/formats.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { payoutAccounts as accounts, payoutBodies, payoutCards as cards } from "./support/payout-destinations.js";
+import { addressAsRest, expectError, iso, type Json, parityApis, protocols, protoJson, query, restCaller, restList, restPage, word } from "./support/parity.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -34,14 +37,8 @@ import { waitUntil } from "./support/wait.js";
  * and retrieve the payout until it reaches a final status.
  */
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService(noPolling, clock);
 
 const finalStatuses = new Set(["success", "failed", "cancelled"]);
 
@@ -64,7 +61,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): PayoutApi {
     retrieve: (id) => call("GET", at(id)),
     fulfill: (id) => call("POST", `${at(id)}/fulfill`),
     cancel: (id) => call("POST", `${at(id)}/cancel`),
-    list: (params) => (listWith === "POST" ? call("POST", "/payouts/list", params) : call("GET", `/payouts/list${query(params)}`)),
+    list: restList(call, listWith, "/payouts/list"),
   };
 }
 
@@ -138,56 +135,14 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): PayoutApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): PayoutApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its payout API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: PayoutApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
-
-/** Moves the service's clock forward so the next change is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 /** An expiry year `years` from the service's clock (negative: already past). */
 function yearFromNow(years: number): string {
   return String(clock.now().getUTCFullYear() + years);
 }
 
-/** payout_method_data with a destination card: a future expiry, no CVC (money is sent, not taken). */
-function cardMethod(number: string, fields: Json = {}): Json {
-  return { card: { card_number: number, card_exp_month: "12", card_exp_year: yearFromNow(3), card_holder_name: "Ada Lovelace", ...fields } };
-}
-
-/** payout_method_data with a destination bank account. */
-function bankMethod(account: string, fields: Json = {}): Json {
-  return {
-    bank: {
-      bank_name: "Sandbox Bank",
-      bank_account_number: account,
-      bank_routing_number: "110000000",
-      bank_account_holder_name: "Ada Lovelace",
-      ...fields,
-    },
-  };
-}
-
-/** A create body for a card payout of 1000 USD (regular priority, confirmed by default). */
-function cardPayout(merchant: TestMerchant, number: string, extra: Json = {}): Json {
-  return { amount: 1000, currency: "USD", profile_id: merchant.profileId, payout_type: "card", payout_method_data: cardMethod(number), ...extra };
-}
-
-/** A create body for a bank payout of 1000 USD (regular priority, confirmed by default). */
-function bankPayout(merchant: TestMerchant, account: string, extra: Json = {}): Json {
-  return { amount: 1000, currency: "USD", profile_id: merchant.profileId, payout_type: "bank", payout_method_data: bankMethod(account), ...extra };
-}
+const { cardMethod, bankMethod, cardPayout, bankPayout } = payoutBodies(() => clock.now());
 
 /** A deep copy of `body` without the field at the dotted `path` (a required field left out). */
 function without(body: Json, path: string): Json {
@@ -227,17 +182,8 @@ function settled(api: PayoutApi, payoutId: string, tries = 300): Promise<Json> {
 /** The order a payout enters its statuses in; events at the same clock instant are sorted by it. */
 const statusRank: Record<string, number> = { requires_fulfillment: 0, pending: 1, success: 2, failed: 2, cancelled: 2 };
 
-/** The events of one payout, oldest first, read from the events table. */
-async function eventsOf(merchantId: string, payoutId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json }; created: Date }> = await service.app.dataSource.query(
-    "SELECT type, data, created FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, event_id",
-    [merchantId, payoutId],
-  );
-  const rank = (type: string) => statusRank[type.replace(/^payout\./, "")] ?? 99;
-  return rows
-    .sort((a, b) => new Date(a.created).getTime() - new Date(b.created).getTime() || rank(a.type) - rank(b.type))
-    .map((r) => ({ type: r.type, object: r.data.object }));
-}
+/** A payout event's place in that order. */
+const payoutOrder = (type: string) => statusRank[type.replace(/^payout\./, "")] ?? 99;
 
 /** Every payout and payout event of a merchant, to show that a refused request left nothing behind. */
 async function payoutRowsOf(merchantId: string): Promise<{ payouts: number; events: number }> {
@@ -267,7 +213,7 @@ function attempt(processor: string, status: string, error: { code: string } | nu
     processor,
     error_code: error === null ? null : error.code,
     error_message: error === null ? null : expect.stringMatching(/\S/),
-    created: created ?? expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/),
+    created: created ?? expect.stringMatching(isoUtc),
   } as unknown as Json;
 }
 
@@ -278,7 +224,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
     it("answers pending with the full payout (masked card, billing, recipient, customer); the card 4242… is then sent: success, one attempt", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const customerId = await newCustomer(merchant.apiKey);
-      const now = tick();
+      const now = clock.tick();
       const created = await api.create(
         cardPayout(merchant, cards.succeeds, {
           amount: 2500,
@@ -463,7 +409,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
   describe("fulfill and cancel", () => {
     it("confirm false → requires_fulfillment, never sent until fulfilled; fulfill → pending, then success", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const heldAt = tick();
+      const heldAt = clock.tick();
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false }));
       expect(held).toMatchObject({ status: "requires_fulfillment", confirm: false, attempts: [], created: heldAt, updated: heldAt });
       const id = held.payout_id as string;
@@ -471,7 +417,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(held);
 
-      const fulfilledAt = tick();
+      const fulfilledAt = clock.tick();
       const fulfilled = await api.fulfill(id);
       expect(fulfilled).toEqual({ ...held, status: "pending", updated: fulfilledAt });
       const done = await settled(api, id);
@@ -482,7 +428,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(cardPayout(merchant, cards.succeeds, { confirm: false }));
       const id = held.payout_id as string;
-      const cancelledAt = tick();
+      const cancelledAt = clock.tick();
       const cancelled = await api.cancel(id);
       expect(cancelled).toEqual({ ...held, status: "cancelled", updated: cancelledAt });
 
@@ -524,7 +470,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const created = await api.create(body(merchant));
       const done = await settled(api, created.payout_id as string);
       expect(done.status).toBe(status);
-      tick();
+      clock.tick();
       await expectError(api.fulfill(created.payout_id as string), "IR_16", status);
       await expectError(api.cancel(created.payout_id as string), "IR_16", status);
       await service.jobs.runDue();
@@ -538,17 +484,17 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const created = await api.create(cardPayout(merchant, cards.succeeds, { metadata: { keep: "1", change: "old", drop: "x" } }));
       const id = created.payout_id as string;
       const done = await settled(api, id);
-      const eventsBefore = await eventsOf(merchant.merchantId, id);
+      const eventsBefore = await eventsOf(service, merchant.merchantId, id, payoutOrder);
       expect(eventsBefore.map((e) => e.type)).toEqual(["payout.pending", "payout.success"]);
 
-      const updatedAt = tick();
+      const updatedAt = clock.tick();
       const updated = await api.update(id, { metadata: { change: "new", drop: "", added: "2" } });
       expect(updated).toEqual({ ...done, metadata: { keep: "1", change: "new", added: "2" }, updated: updatedAt });
       expect(await api.retrieve(id)).toEqual(updated);
 
       const again = await api.update(id, { metadata: { more: "3" } });
       expect(again.metadata).toEqual({ keep: "1", change: "new", added: "2", more: "3" });
-      expect(await eventsOf(merchant.merchantId, id)).toEqual(eventsBefore);
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual(eventsBefore);
     });
 
     it.each([
@@ -562,7 +508,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false, metadata: { k: "v" } }));
       const id = held.payout_id as string;
-      tick();
+      clock.tick();
       await expectError(api.update(id, { ...change, metadata: { k: "changed" } }), "IR_06", field);
       expect(await api.retrieve(id)).toEqual(held);
     });
@@ -642,7 +588,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const created = await api.create(body(merchant));
       const done = await settled(api, created.payout_id as string);
       expect(done.status).toBe(status);
-      expect(await eventsOf(merchant.merchantId, created.payout_id as string)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, created.payout_id as string, payoutOrder)).toEqual([
         { type: "payout.pending", object: created },
         { type: `payout.${status}`, object: done },
       ]);
@@ -652,11 +598,11 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false }));
       const id = held.payout_id as string;
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([{ type: "payout.requires_fulfillment", object: held }]);
-      tick();
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([{ type: "payout.requires_fulfillment", object: held }]);
+      clock.tick();
       const fulfilled = await api.fulfill(id);
       const done = await settled(api, id);
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([
         { type: "payout.requires_fulfillment", object: held },
         { type: "payout.pending", object: fulfilled },
         { type: "payout.success", object: done },
@@ -667,11 +613,11 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(cardPayout(merchant, cards.succeeds, { confirm: false }));
       const id = held.payout_id as string;
-      tick();
+      clock.tick();
       const cancelled = await api.cancel(id);
       await expectError(api.cancel(id), "IR_16");
       await expectError(api.fulfill(id), "IR_16");
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([
         { type: "payout.requires_fulfillment", object: held },
         { type: "payout.cancelled", object: cancelled },
       ]);
@@ -684,7 +630,7 @@ describe.each([...protocols, "rest-get"] as const)("listing payouts over %s", (p
     const { merchant, api } = await merchantApi(protocol);
     const created: Json[] = [];
     for (const amount of [100, 200, 300]) {
-      tick();
+      clock.tick();
       created.push(await api.create(cardPayout(merchant, cards.succeeds, { amount, confirm: false })));
     }
     const [p1, p2, p3] = created;
@@ -700,17 +646,17 @@ describe.each([...protocols, "rest-get"] as const)("listing payouts over %s", (p
     const { merchant, api } = await merchantApi(protocol);
     const customerId = await newCustomer(merchant.apiKey);
 
-    tick();
+    clock.tick();
     const sent = await api.create(cardPayout(merchant, cards.succeeds, { customer_id: customerId }));
     await settled(api, sent.payout_id as string);
-    tick();
+    clock.tick();
     const held = await api.create(bankPayout(merchant, accounts.succeeds, { currency: "EUR", confirm: false }));
-    tick();
+    clock.tick();
     const failed = await api.create(bankPayout(merchant, accounts.closed, { customer_id: customerId }));
     await settled(api, failed.payout_id as string);
-    tick();
+    clock.tick();
     const cancelled = await api.create(cardPayout(merchant, cards.succeeds, { currency: "GBP", confirm: false }));
-    tick();
+    clock.tick();
     await api.cancel(cancelled.payout_id as string);
 
     // Everything as it is now, newest first.
@@ -1026,7 +972,7 @@ describe("payouts over REST only", () => {
     const api = apiFor("rest", merchant.apiKey);
     const created: Json[] = [];
     for (const currency of ["USD", "EUR", "USD", "USD"]) {
-      tick();
+      clock.tick();
       created.push(await api.create(bankPayout(merchant, accounts.succeeds, { currency, confirm: false })));
     }
     const params = { limit: 1, offset: 1, status: "requires_fulfillment", payout_type: "bank", currency: "usd" };

@@ -2,13 +2,16 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
+import { visaCard as card } from "./support/cards.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { expectRestError, expectRpcError } from "./support/errors.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { issueKey, uniqueId } from "./support/parity.js";
+import { onPostgres } from "./support/database.js";
+import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
+import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { uniqueId } from "./support/parity.js";
 import { testRedisUrl } from "./support/redis.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService, servicePair } from "./support/running.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 
 /*
  * Rate limits (decisions §6, interface §8, docs/rate-limits.md): RATE_LIMIT_PER_MINUTE calls per API
@@ -24,14 +27,7 @@ import { startService, type TestService } from "./support/service.js";
  * cross a window's end on purpose.
  */
 
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-/** Background polling stays out of the way. */
-const noPolling = { JOB_POLL_MS: "3600000" };
-
 const windowMs = 60_000;
-
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 
 /** What a response's rate-limit headers say (NaN where a header is missing). */
 interface Window {
@@ -83,8 +79,7 @@ const health = (url: string, apiKey: string) => rest(url, "GET", "/health", { ap
 
 /** Asserts the documented 429: RL_01 body and nothing else, limit and remaining 0, Retry-After until the window ends. */
 function expectLimited(res: RestResponse, limit: number, at: { before: number; after: number }): void {
-  const message = expectRestError(res, 429, "RL_01");
-  expect(res.body).toEqual({ error: { type: "rate_limit_error", code: "RL_01", message } });
+  expectExactRestError(res, 429, "RL_01");
   const window = windowOf(res.headers);
   expect({ limit: window.limit, remaining: window.remaining }).toEqual({ limit, remaining: 0 });
   const retryAfter = Number(res.headers.get("retry-after"));
@@ -97,12 +92,7 @@ function expectLimited(res: RestResponse, limit: number, at: { before: number; a
 }
 
 describe("one instance with RATE_LIMIT_PER_MINUTE=5", () => {
-  let service: TestService;
-
-  beforeAll(async () => {
-    service = await startService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "5" });
-  });
-  afterAll(() => service?.close());
+  const service = runningService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "5" });
 
   it("reports the window on every response to a merchant key, success or error: the limit, remaining counting down, reset at the end of the current minute", async () => {
     const { calls, headers } = await inOneWindow(async () => {
@@ -244,12 +234,7 @@ describe("the end of a window (RATE_LIMIT_PER_MINUTE=3 on a TestClock)", () => {
   // Ten seconds into a minute, so the window's end is exactly 50 s away.
   const minute = Math.floor(Date.now() / windowMs) * windowMs;
   const clock = new TestClock(new Date(minute + 10_000));
-  let service: TestService;
-
-  beforeAll(async () => {
-    service = await startService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3" }, clock);
-  });
-  afterAll(() => service?.close());
+  const service = runningService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3" }, clock);
 
   it("serves the key again once the window ends, with a fresh window; the refused calls never took their idempotency key", async () => {
     const merchant = await newMerchant(service.url);
@@ -369,16 +354,7 @@ describe("with REDIS_URL unreachable (redis://127.0.0.1:1)", () => {
 
 describe.skipIf(!onPostgres)("two instances on one database (PostgreSQL only: embedded databases are one per instance)", () => {
   describe("sharing REDIS_URL", () => {
-    let a: TestService;
-    let b: TestService;
-
-    beforeAll(async () => {
-      const shared = { ...noPolling, RATE_LIMIT_PER_MINUTE: "6", REDIS_URL: testRedisUrl };
-      [a, b] = await Promise.all([startService(shared), startService(shared)]);
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-    });
+    const { a, b } = servicePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "6", REDIS_URL: testRedisUrl });
 
     it("enforce one limit: calls alternating between the instances, exactly 6 of 12 succeed, remaining counting down across both", async () => {
       const { responses } = await inOneWindow(async () => {
@@ -406,16 +382,7 @@ describe.skipIf(!onPostgres)("two instances on one database (PostgreSQL only: em
   });
 
   describe("without REDIS_URL", () => {
-    let a: TestService;
-    let b: TestService;
-
-    beforeAll(async () => {
-      const local = { ...noPolling, RATE_LIMIT_PER_MINUTE: "3" };
-      [a, b] = await Promise.all([startService(local), startService(local)]);
-    });
-    afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-    });
+    const { a, b } = servicePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3" });
 
     it("each instance counts alone (documented: right for one instance only): two instances with a limit of 3 serve 6 calls of one key a minute", async () => {
       const { onA, onB } = await inOneWindow(async () => {

@@ -2,19 +2,14 @@ import { execFile } from "node:child_process";
 import * as http2 from "node:http2";
 import path from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { newMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
 
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = runningService();
 
 const bufBinary = path.resolve(import.meta.dirname, "../node_modules/.bin/buf");
 

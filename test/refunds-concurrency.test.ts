@@ -1,9 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rest, type RestResponse } from "./support/clients.js";
+import { describe, expect, it } from "vitest";
+import { visaCard as card } from "./support/cards.js";
+import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
+import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { createPayment } from "./support/payments.js";
+import { deadlocks, summary } from "./support/races.js";
+import { servicePair } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -13,43 +19,17 @@ import { waitUntil } from "./support/wait.js";
  * skipped without DATABASE_URL.
  */
 
-const onPostgres = process.env.DATABASE_URL !== undefined;
-
-/** Background polling stays out of the way: the tests run due jobs themselves with runDue(). */
-const noPolling = { JOB_POLL_MS: "3600000" };
-
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
-
 /** Scheduled refunds wait this long by default (SCHEDULED_REFUND_DELAY_SECONDS). */
 const scheduledDelayMs = 60_000;
 
-/** A one-line account of racing responses for failure messages: HTTP status and refund status or error code. */
-function summary(responses: RestResponse[]): string {
-  return responses.map((r) => `${r.status} ${r.body?.error?.code ?? r.body?.status}`).join(", ");
-}
-
 describe.skipIf(!onPostgres)("refund races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
   const clock = new TestClock();
-  let a: TestService;
-  let b: TestService;
-  /** Instance i % 2, so racing calls land on both instances. */
-  const instance = (i: number): TestService => (i % 2 === 0 ? a : b);
-
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startService(noPolling, clock), startService(noPolling, clock)]);
-  });
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
+  const { a, b, instance } = servicePair(noPolling, clock);
 
   async function paidPayment(merchant: TestMerchant, amount: number): Promise<string> {
-    const res = await rest(a.url, "POST", "/payments", {
-      apiKey: merchant.apiKey,
-      body: { amount, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: { card } },
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.status).toBe("succeeded");
-    return res.body.payment_id;
+    const payment = await createPayment(a.url, merchant, { amount, confirm: true, payment_method_data: { card } });
+    expect(payment.status).toBe("succeeded");
+    return payment.payment_id;
   }
 
   /** Every refund of a payment, through the list API (one page of up to 100). */
@@ -65,23 +45,6 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
     const rows: { n: number }[] = await a.app.dataSource.query(
       "SELECT count(*)::int AS n FROM events WHERE merchant_id = $1 AND type = $2 AND data->'object'->>'payment_id' = $3",
       [merchant.merchantId, type, paymentId],
-    );
-    return rows[0]!.n;
-  }
-
-  /** The types of the events of one refund, sorted. */
-  async function eventTypes(merchant: TestMerchant, refundId: string): Promise<string[]> {
-    const rows: { type: string }[] = await b.app.dataSource.query(
-      "SELECT type FROM events WHERE merchant_id = $1 AND object_id = $2",
-      [merchant.merchantId, refundId],
-    );
-    return rows.map((row) => row.type).sort();
-  }
-
-  /** Transactions PostgreSQL has aborted as deadlock victims in this file's database. */
-  async function deadlocks(): Promise<number> {
-    const rows: { n: number }[] = await a.app.dataSource.query(
-      "SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()",
     );
     return rows[0]!.n;
   }
@@ -128,7 +91,7 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
 
   it("cancel vs processing of a due scheduled refund: exactly one outcome wins, with exactly one final event", async () => {
     const merchant = await newMerchant(a.url);
-    const deadlocksBefore = await deadlocks();
+    const deadlocksBefore = await deadlocks(a);
     for (let round = 0; round < 8; round++) {
       const refunds = await Promise.all(
         Array.from({ length: 10 }, async (_, i) => {
@@ -164,11 +127,11 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
           expectRestError(cancel, 400, "IR_16");
           expect(stored.body).toMatchObject({ refund_id: refund.refund_id, status: "succeeded" });
         }
-        expect(await eventTypes(merchant, refund.refund_id)).toEqual(["refund.pending", `refund.${stored.body.status}`].sort());
+        expect(await eventTypes(b.app.dataSource, merchant, refund.refund_id)).toEqual(["refund.pending", `refund.${stored.body.status}`].sort());
       }
     }
     // A deadlock aborts one side: a cancel answered 500 (seen above), or a runner's job silently put
     // off for a retry. Operators see either in PostgreSQL's log; neither may happen.
-    expect(await deadlocks()).toBe(deadlocksBefore);
+    expect(await deadlocks(a)).toBe(deadlocksBefore);
   });
 });

@@ -1,5 +1,5 @@
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CreateRefundRequestSchema,
   ListRefundsRequestSchema,
@@ -10,12 +10,16 @@ import {
   UpdateRefundRequestSchema,
   type Refund,
 } from "../gen/paymentservice/v1/refund_pb.js";
+import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
+import { eventsOf } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, type Json, type Protocol, protocols, protoJson, query, restCaller, restPage, word } from "./support/parity.js";
-import { startService, type TestService } from "./support/service.js";
+import { expectError, iso, type Json, parityApis, protocols, protoJson, restCaller, restList, restPage, word } from "./support/parity.js";
+import { createPayment } from "./support/payments.js";
+import { runningService } from "./support/running.js";
+import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -30,14 +34,8 @@ import { waitUntil } from "./support/wait.js";
  * advances the clock past SCHEDULED_REFUND_DELAY_SECONDS (default 60) and runs due jobs.
  */
 
-let clock: TestClock;
-let service: TestService;
-
-beforeAll(async () => {
-  clock = new TestClock();
-  service = await startService({ JOB_POLL_MS: "3600000" }, clock);
-});
-afterAll(() => service.close());
+const clock = new TestClock();
+const service = runningService(noPolling, clock);
 
 /** The documented default settlement delay of a scheduled refund. */
 const scheduledDelayMs = 60_000;
@@ -59,7 +57,7 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): RefundApi {
     update: (id, body) => call("POST", at(id), body),
     retrieve: (id) => call("GET", at(id)),
     cancel: (id) => call("POST", `${at(id)}/cancel`),
-    list: (params) => (listWith === "POST" ? call("POST", "/refunds/list", params) : call("GET", `/refunds/list${query(params)}`)),
+    list: restList(call, listWith, "/refunds/list"),
   };
 }
 
@@ -104,55 +102,28 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): RefundApi {
   };
 }
 
-function apiFor(protocol: Protocol, apiKey: string): RefundApi {
-  if (protocol === "rest") return restApi(apiKey, "POST");
-  if (protocol === "rest-get") return restApi(apiKey, "GET");
-  return rpcApi(apiKey, protocol);
-}
-
-/** A fresh merchant (sandbox secret key) and its refund API over `protocol`. */
-async function merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: RefundApi }> {
-  const merchant = await newMerchant(service.url);
-  return { merchant, api: apiFor(protocol, merchant.apiKey) };
-}
+const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 const visa = "4242424242424242";
 const declined = "4000000000000002";
 
-function card(number: string): Json {
-  return { card: { card_number: number, card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3), card_cvc: "123" } };
-}
-
-/** Moves the service's clock forward so the next object is strictly newer; returns the new time. */
-function tick(ms = 1000): string {
-  clock.advance(ms);
-  return clock.now().toISOString();
-}
-
-/** Creates a payment over REST (the refund API is what is under test) and returns it. */
-async function createPayment(merchant: TestMerchant, body: Json): Promise<Json> {
-  const res = await rest(service.url, "POST", "/payments", {
-    apiKey: merchant.apiKey,
-    body: { currency: "USD", profile_id: merchant.profileId, ...body },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
+/** Card fields for a payment request, expiring after the service's clock. */
+const card = (number: string): Json => cardData(number, clock.now());
 
 /** A succeeded payment of `amount` (at least 10000 lets the sandbox's scripted refund amounts fit). */
 async function paidPayment(merchant: TestMerchant, amount = 10_000): Promise<string> {
-  const payment = await createPayment(merchant, { amount, confirm: true, payment_method_data: card(visa) });
+  const payment = await createPayment(service.url, merchant, { amount, confirm: true, payment_method_data: card(visa) });
   expect(payment.status).toBe("succeeded");
   return payment.payment_id as string;
 }
 
 /** Payments of the merchant in each status a refund refuses. */
 const unrefundable: Record<string, (merchant: TestMerchant) => Promise<Json>> = {
-  requires_payment_method: (m) => createPayment(m, { amount: 1000 }),
-  requires_capture: (m) => createPayment(m, { amount: 1000, capture_method: "manual", confirm: true, payment_method_data: card(visa) }),
-  failed: (m) => createPayment(m, { amount: 1000, confirm: true, payment_method_data: card(declined) }),
+  requires_payment_method: (m) => createPayment(service.url, m, { amount: 1000 }),
+  requires_capture: (m) => createPayment(service.url, m, { amount: 1000, capture_method: "manual", confirm: true, payment_method_data: card(visa) }),
+  failed: (m) => createPayment(service.url, m, { amount: 1000, confirm: true, payment_method_data: card(declined) }),
   cancelled: async (m) => {
-    const created = await createPayment(m, { amount: 1000 });
+    const created = await createPayment(service.url, m, { amount: 1000 });
     const res = await rest(service.url, "POST", `/payments/${created.payment_id}/cancel`, { apiKey: m.apiKey, body: {} });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
@@ -174,17 +145,11 @@ function settled(api: RefundApi, refundId: string): Promise<Json> {
 }
 
 /**
- * The events of one object, oldest first, read from the events table. An instant refund is processed
- * at the same clock instant it was created in, so its two events share `created`: refund.pending, the
- * one every refund starts with, goes first among equals.
+ * The order of a refund's events at one clock instant: an instant refund is processed at the instant
+ * it was created in, so its two events share `created`, and refund.pending, the one every refund
+ * starts with, goes first among equals.
  */
-async function eventsOf(merchantId: string, objectId: string): Promise<Array<{ type: string; object: Json }>> {
-  const rows: Array<{ type: string; data: { object: Json } }> = await service.app.dataSource.query(
-    "SELECT type, data FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY created, type <> 'refund.pending', event_id",
-    [merchantId, objectId],
-  );
-  return rows.map((r) => ({ type: r.type, object: r.data.object }));
-}
+const pendingFirst = (type: string) => (type === "refund.pending" ? 0 : 1);
 
 /** Every refund and refund event of a merchant, to show that a refused request left nothing behind. */
 async function refundRowsOf(merchantId: string): Promise<{ refunds: number; events: number }> {
@@ -206,7 +171,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
     it("on a succeeded payment answers pending with the full refund object; an instant refund then succeeds", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await paidPayment(merchant, 5000);
-      const now = tick();
+      const now = clock.tick();
       const created = await api.create({
         payment_id: paymentId,
         amount: 1200,
@@ -261,7 +226,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
 
     it("refunds at most what was captured: a partial capture of 600 of 1000 leaves 600", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const authorized = await createPayment(merchant, {
+      const authorized = await createPayment(service.url, merchant, {
         amount: 1000,
         capture_method: "manual",
         confirm: true,
@@ -344,7 +309,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
     it("a scheduled refund stays pending until SCHEDULED_REFUND_DELAY_SECONDS (60) have passed, then succeeds", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await paidPayment(merchant, 1000);
-      tick();
+      clock.tick();
       const created = await api.create({ payment_id: paymentId, amount: 700, refund_type: "scheduled" });
       expect(created).toMatchObject({ status: "pending", refund_type: "scheduled", amount: 700 });
       const id = created.refund_id as string;
@@ -355,11 +320,11 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(created);
 
-      const dueAt = tick(2000);
+      const dueAt = clock.tick(2000);
       await service.jobs.runDue();
       const done = await api.retrieve(id);
       expect(done).toEqual({ ...created, status: "succeeded", updated: dueAt });
-      expect((await eventsOf(merchant.merchantId, id)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
     });
 
     it("cancelling a pending scheduled refund → cancelled; it is never processed and its amount is refundable again", async () => {
@@ -370,7 +335,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       const id = created.refund_id as string;
       await expectError(api.create({ payment_id: paymentId }), "IR_13");
 
-      const cancelledAt = tick();
+      const cancelledAt = clock.tick();
       const cancelled = await api.cancel(id);
       expect(cancelled).toEqual({ ...created, status: "cancelled", updated: cancelledAt });
       expect(await api.retrieve(id)).toEqual(cancelled);
@@ -379,7 +344,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(cancelled);
       await expectError(api.cancel(id), "IR_16", "cancelled");
-      expect(await eventsOf(merchant.merchantId, id)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, id, pendingFirst)).toEqual([
         { type: "refund.pending", object: created },
         { type: "refund.cancelled", object: cancelled },
       ]);
@@ -408,7 +373,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
 
       expect(await api.retrieve(instant.refund_id as string)).toEqual(instantDone);
       expect(await api.retrieve(scheduled.refund_id as string)).toEqual(scheduledDone);
-      expect((await eventsOf(merchant.merchantId, scheduled.refund_id as string)).map((e) => e.type)).toEqual([
+      expect((await eventsOf(service, merchant.merchantId, scheduled.refund_id as string, pendingFirst)).map((e) => e.type)).toEqual([
         "refund.pending",
         "refund.succeeded",
       ]);
@@ -428,7 +393,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       const id = created.refund_id as string;
       const done = await settled(api, id);
 
-      const updatedAt = tick();
+      const updatedAt = clock.tick();
       const updated = await api.update(id, { reason: "fraudulent", metadata: { change: "new", drop: "", added: "2" } });
       expect(updated).toEqual({
         ...done,
@@ -441,7 +406,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       // Fields not sent stay as they are.
       const again = await api.update(id, { metadata: { more: "3" } });
       expect(again).toMatchObject({ reason: "fraudulent", metadata: { keep: "1", change: "new", added: "2", more: "3" } });
-      expect((await eventsOf(merchant.merchantId, id)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
     });
 
     it("sending amount or payment_id is 400 IR_06 naming the field, and nothing changes", async () => {
@@ -451,7 +416,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       const created = await api.create({ payment_id: paymentId, amount: 300, reason: "duplicate", metadata: { k: "v" } });
       const id = created.refund_id as string;
       const done = await settled(api, id);
-      tick();
+      clock.tick();
 
       await expectError(api.update(id, { amount: 100, reason: "fraudulent", metadata: { k: "changed" } }), "IR_06", "amount");
       await expectError(api.update(id, { payment_id: otherPayment, metadata: { k: "changed" } }), "IR_06", "payment_id");
@@ -520,11 +485,11 @@ describe.each(protocols)("refunds over %s", (protocol) => {
     ])("refund.pending on create, then refund.%s, each with the object as retrieve returned it then", async (status, amount) => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await paidPayment(merchant, 10_000);
-      tick();
+      clock.tick();
       const created = await api.create({ payment_id: paymentId, amount, metadata: { order: "7" } });
       const done = await settled(api, created.refund_id as string);
       expect(done.status).toBe(status);
-      expect(await eventsOf(merchant.merchantId, created.refund_id as string)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, created.refund_id as string, pendingFirst)).toEqual([
         { type: "refund.pending", object: created },
         { type: `refund.${status}`, object: done },
       ]);
@@ -539,7 +504,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       clock.advance(scheduledDelayMs + 1000);
       await service.jobs.runDue();
       const after = await api.retrieve(created.refund_id as string);
-      expect(await eventsOf(merchant.merchantId, created.refund_id as string)).toEqual([
+      expect(await eventsOf(service, merchant.merchantId, created.refund_id as string, pendingFirst)).toEqual([
         { type: "refund.pending", object: before },
         { type: "refund.succeeded", object: after },
       ]);
@@ -564,7 +529,7 @@ describe.each([...protocols, "rest-get"] as const)("listing refunds over %s", (p
     const paymentId = await paidPayment(merchant, 1000);
     const created: Json[] = [];
     for (const amount of [10, 20, 30]) {
-      tick();
+      clock.tick();
       created.push(await api.create({ payment_id: paymentId, amount, refund_type: "scheduled" }));
     }
     const [r1, r2, r3] = created;
@@ -593,20 +558,20 @@ describe.each([...protocols, "rest-get"] as const)("listing refunds over %s", (p
     const p1 = await paidPayment(merchant, 20_000);
     const p2 = await paidPayment(merchant, 20_000);
 
-    tick();
+    clock.tick();
     const succeeded = await api.create({ payment_id: p1, amount: 100 });
     await settled(api, succeeded.refund_id as string);
-    tick();
+    clock.tick();
     const failed = await api.create({ payment_id: p1, amount: 9995 });
     await settled(api, failed.refund_id as string);
-    tick();
+    clock.tick();
     const review = await api.create({ payment_id: p2, amount: 9996 });
     await settled(api, review.refund_id as string);
-    tick();
+    clock.tick();
     const cancelled = await api.create({ payment_id: p2, amount: 200, refund_type: "scheduled" });
-    tick();
+    clock.tick();
     await api.cancel(cancelled.refund_id as string);
-    tick();
+    clock.tick();
     const pending = await api.create({ payment_id: p1, amount: 300, refund_type: "scheduled" });
 
     // Everything as it is now, newest first.
@@ -699,7 +664,7 @@ describe("refunds over REST only", () => {
     const paymentId = await paidPayment(merchant, 1000);
     const created: Json[] = [];
     for (const amount of [10, 20, 30]) {
-      tick();
+      clock.tick();
       created.push(await api.create({ payment_id: paymentId, amount, refund_type: "scheduled" }));
     }
     const lte = created[2]!.created as string;

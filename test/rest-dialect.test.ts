@@ -1,12 +1,13 @@
 import { request as httpRequest } from "node:http";
 import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
 import { rest, type RestResponse } from "./support/clients.js";
-import { documentedErrorType, expectRestError, type DocumentedCode } from "./support/errors.js";
+import { expectExactRestError, expectRestError } from "./support/errors.js";
+import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
 
 /*
  * The REST dialect of the transcoder (decisions §1, §5, §7): how REST requests are routed and read
@@ -15,24 +16,12 @@ import { startService, type TestService } from "./support/service.js";
  * which names its suites by the direction of translation.
  */
 
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = runningService();
 
 /** A REST call with a fresh merchant's sandbox secret key. */
 async function withMerchant(): Promise<{ merchant: TestMerchant; call: (method: string, path: string, body?: unknown) => Promise<RestResponse> }> {
   const merchant = await newMerchant(service.url);
   return { merchant, call: (method, path, body) => rest(service.url, method, path, { apiKey: merchant.apiKey, body }) };
-}
-
-/** Asserts the documented error: the status and a body that is exactly {error: {type, code, message}}. */
-function expectError(res: RestResponse, status: number, code: DocumentedCode, mentions?: string): void {
-  const message = expectRestError(res, status, code);
-  expect(res.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
-  if (mentions !== undefined) expect(message).toContain(mentions);
 }
 
 /** A request fetch cannot send (a body on GET), through node:http. */
@@ -47,7 +36,7 @@ function rawRequest(method: string, path: string, body: string, apiKey: string):
         res.on("end", () => {
           const text = Buffer.concat(chunks).toString("utf8");
           const headers = new Headers(Object.entries(res.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
-          resolve({ status: res.statusCode ?? 0, headers, body: text === "" ? undefined : JSON.parse(text) });
+          resolve({ status: res.statusCode ?? 0, headers, text, body: text === "" ? undefined : JSON.parse(text) });
         });
       },
     );
@@ -66,8 +55,6 @@ async function connectJson(procedure: string, body: unknown, apiKey: string): Pr
   return { status: res.status, body: await res.json() };
 }
 
-const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-
 describe("REST→RPC: routing", () => {
   it.each([
     ["GET", "/nothing-here"],
@@ -76,7 +63,7 @@ describe("REST→RPC: routing", () => {
     ["GET", "/"],
   ])("%s %s, a path no operation has, is 404 IR_02", async (method, path) => {
     const { call } = await withMerchant();
-    expectError(await call(method, path), 404, "IR_02", path);
+    expectExactRestError(await call(method, path), 404, "IR_02", path);
   });
 
   it.each([
@@ -87,7 +74,7 @@ describe("REST→RPC: routing", () => {
   ])("%s %s, a known path with another method, is 405 IR_03 with the Allow header", async (method, path, allowed) => {
     const { call } = await withMerchant();
     const res = await call(method, path);
-    expectError(res, 405, "IR_03", method);
+    expectExactRestError(res, 405, "IR_03", method);
     expect(res.headers.get("allow")?.split(", ").sort()).toEqual(allowed);
   });
 
@@ -134,14 +121,14 @@ describe("REST→RPC: request bodies", () => {
   ])("refuses a body that is %s with 400 IR_06", async (_, rawBody) => {
     const { merchant } = await withMerchant();
     const res = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, rawBody });
-    expectError(res, 400, "IR_06");
+    expectExactRestError(res, 400, "IR_06");
   });
 
   it("refuses a body larger than 1 MiB with 400 IR_06 and writes nothing", async () => {
     const { merchant, call } = await withMerchant();
     const rawBody = JSON.stringify({ name: "big", description: "x".repeat(1024 * 1024) });
     const res = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, rawBody });
-    expectError(res, 400, "IR_06", "larger than");
+    expectExactRestError(res, 400, "IR_06", "larger than");
     expect((await call("GET", "/customers/list")).body.total_count).toBe(0);
   });
 
@@ -160,7 +147,7 @@ describe("REST→RPC: request bodies", () => {
     ["in camelCase instead of snake_case", { phoneCountryCode: "+44" }, "phoneCountryCode"],
   ])("refuses an unknown field %s with 400 IR_06 naming it", async (_, body, field) => {
     const { call } = await withMerchant();
-    expectError(await call("POST", "/customers", body), 400, "IR_06", field);
+    expectExactRestError(await call("POST", "/customers", body), 400, "IR_06", field);
     expect((await call("GET", "/customers/list")).body.total_count).toBe(0);
   });
 
@@ -172,7 +159,7 @@ describe("REST→RPC: request bodies", () => {
     ["a boolean where a string belongs", { name: true }, "name"],
   ])("refuses %s with 400 IR_05 naming the field", async (_, body, field) => {
     const { call } = await withMerchant();
-    expectError(await call("POST", "/customers", body), 400, "IR_05", field);
+    expectExactRestError(await call("POST", "/customers", body), 400, "IR_05", field);
   });
 
   it.each([
@@ -193,12 +180,12 @@ describe("REST→RPC: request bodies", () => {
     ["negative", -1],
   ])("refuses a list limit given as %s with 400 IR_06 naming it (decisions §7: any bad limit)", async (_, limit) => {
     const { call } = await withMerchant();
-    expectError(await call("POST", "/customers/list", { limit }), 400, "IR_06", "limit");
+    expectExactRestError(await call("POST", "/customers/list", { limit }), 400, "IR_06", "limit");
   });
 
   it("refuses a timestamp that is not ISO 8601 with a zone with 400 IR_05 naming it", async () => {
     const { call } = await withMerchant();
-    expectError(await call("POST", "/customers/list", { created_gte: "2026-01-31 12:00" }), 400, "IR_05", "created_gte");
+    expectExactRestError(await call("POST", "/customers/list", { created_gte: "2026-01-31 12:00" }), 400, "IR_05", "created_gte");
   });
 
   it("treats null as an absent field", async () => {
@@ -221,16 +208,16 @@ describe("REST→RPC: request bodies", () => {
   it("refuses a body on a route that takes none (GET, DELETE) with 400 IR_06", async () => {
     const { merchant, call } = await withMerchant();
     const id = (await call("POST", "/customers", {})).body.customer_id;
-    expectError(await rawRequest("GET", `/customers/${id}`, '{"name":"x"}', merchant.apiKey), 400, "IR_06");
-    expectError(await rawRequest("GET", "/customers/list", '{"limit":1}', merchant.apiKey), 400, "IR_06");
-    expectError(await call("DELETE", `/customers/${id}`, { reason: "x" }), 400, "IR_06");
+    expectExactRestError(await rawRequest("GET", `/customers/${id}`, '{"name":"x"}', merchant.apiKey), 400, "IR_06");
+    expectExactRestError(await rawRequest("GET", "/customers/list", '{"limit":1}', merchant.apiKey), 400, "IR_06");
+    expectExactRestError(await call("DELETE", `/customers/${id}`, { reason: "x" }), 400, "IR_06");
     expect((await call("GET", `/customers/${id}`)).status).toBe(200);
   });
 
   it("refuses a query string on a route that takes a JSON body with 400 IR_06", async () => {
     const { call } = await withMerchant();
-    expectError(await call("POST", "/customers?name=a", {}), 400, "IR_06");
-    expectError(await call("POST", "/customers/list?limit=1", {}), 400, "IR_06");
+    expectExactRestError(await call("POST", "/customers?name=a", {}), 400, "IR_06");
+    expectExactRestError(await call("POST", "/customers/list?limit=1", {}), 400, "IR_06");
   });
 });
 
@@ -252,8 +239,8 @@ describe("REST→RPC: query parameters", () => {
 
   it("refuses an unknown query parameter with 400 IR_06 naming it", async () => {
     const { call } = await withMerchant();
-    expectError(await call("GET", "/customers/list?colour=blue"), 400, "IR_06", "colour");
-    expectError(await call("GET", "/customers/cus_1?expand=all"), 400, "IR_06", "expand");
+    expectExactRestError(await call("GET", "/customers/list?colour=blue"), 400, "IR_06", "colour");
+    expectExactRestError(await call("GET", "/customers/cus_1?expand=all"), 400, "IR_06", "expand");
   });
 
   it.each([
@@ -262,19 +249,19 @@ describe("REST→RPC: query parameters", () => {
     ["offset=1&offset=2", "offset"],
   ])("refuses ?%s with 400 IR_05 naming the parameter", async (query, field) => {
     const { call } = await withMerchant();
-    expectError(await call("GET", `/customers/list?${query}`), 400, "IR_05", field);
+    expectExactRestError(await call("GET", `/customers/list?${query}`), 400, "IR_05", field);
   });
 
   it.each([["limit=ten"], ["limit=1.5"], ["limit=1&limit=2"], ["limit=99999999999"]])("refuses ?%s with 400 IR_06 naming limit", async (query) => {
     const { call } = await withMerchant();
-    expectError(await call("GET", `/customers/list?${query}`), 400, "IR_06", "limit");
+    expectExactRestError(await call("GET", `/customers/list?${query}`), 400, "IR_06", "limit");
   });
 
   it("applies the list limits to query parameters too (limit 0 → IR_06, offset -1 → IR_05)", async () => {
     const { call } = await withMerchant();
-    expectError(await call("GET", "/customers/list?limit=0"), 400, "IR_06", "limit");
-    expectError(await call("GET", "/customers/list?limit=101"), 400, "IR_06", "limit");
-    expectError(await call("GET", "/customers/list?offset=-1"), 400, "IR_05", "offset");
+    expectExactRestError(await call("GET", "/customers/list?limit=0"), 400, "IR_06", "limit");
+    expectExactRestError(await call("GET", "/customers/list?limit=101"), 400, "IR_06", "limit");
+    expectExactRestError(await call("GET", "/customers/list?offset=-1"), 400, "IR_05", "offset");
   });
 });
 
@@ -473,6 +460,6 @@ describe("RPC↔REST parity: Connect JSON and REST carry the same data", () => {
     const detail = fromBinary(ErrorDetailSchema, base64Decode(details[0]!.value));
     expect({ type: detail.type, code: detail.code, message: detail.message }).toEqual({ type: "invalid_request", code: "IR_06", message });
     // REST reads the body itself and names the field in its own words.
-    expectError(await call("POST", "/customers", body), 400, "IR_05", "email");
+    expectExactRestError(await call("POST", "/customers", body), 400, "IR_05", "email");
   });
 });

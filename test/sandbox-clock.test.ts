@@ -2,10 +2,13 @@ import { Code } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
+import { visaCard as card } from "./support/cards.js";
 import { rest, rpcClient } from "./support/clients.js";
+import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { startService, type TestService } from "./support/service.js";
+import { runningService } from "./support/running.js";
+import { noPolling, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -14,7 +17,6 @@ import { waitUntil } from "./support/wait.js";
  * The clock's offset lives in the database, so every instance on it moves together.
  */
 
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 const day = 86_400;
 
 /** A manual-capture payment authorized now, waiting in requires_capture. */
@@ -42,8 +44,8 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
 
   beforeAll(async () => {
     // Polling off: the tests run due jobs themselves, so nothing happens behind their back.
-    first = await startService({ SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "3600000" });
-    second = process.env.DATABASE_URL === undefined ? first : await startService({ SANDBOX_TEST_CLOCK: "true", JOB_POLL_MS: "3600000" });
+    first = await startService({ ...noPolling, SANDBOX_TEST_CLOCK: "true" });
+    second = onPostgres ? await startService({ ...noPolling, SANDBOX_TEST_CLOCK: "true" }) : first;
   });
   afterAll(async () => {
     if (second !== first) await second?.close();
@@ -68,7 +70,7 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
     expect(expired).toEqual({ status: "cancelled", cancellation_reason: "expired" });
   });
 
-  it.skipIf(process.env.DATABASE_URL === undefined)(
+  it.skipIf(!onPostgres)(
     "moves every instance on the database (PostgreSQL only: two instances)",
     async () => {
       const merchant = await newMerchant(first.url);
@@ -109,11 +111,7 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
 });
 
 describe("without SANDBOX_TEST_CLOCK", () => {
-  let service: TestService;
-  beforeAll(async () => {
-    service = await startService();
-  });
-  afterAll(() => service?.close());
+  const service = runningService();
 
   it("refuses to move time with IR_16 on REST and gRPC", async () => {
     expect(expectRestError(await advance(service, 60), 400, "IR_16")).toContain("SANDBOX_TEST_CLOCK");

@@ -4,8 +4,8 @@ import { errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
+import { readEnvelopes } from "../support/wire.js";
 import type { FuzzRequest } from "./fuzz-request.js";
-import { readEnvelopes } from "./grpc-framing.js";
 import type { ApiSchema } from "./schema.js";
 import type { Answer } from "./senders.js";
 

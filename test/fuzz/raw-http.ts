@@ -1,4 +1,3 @@
-import * as net from "node:net";
 import * as fc from "fast-check";
 import type { FixtureKeys } from "./fixtures.js";
 import { printable, type FuzzRequest } from "./fuzz-request.js";
@@ -8,6 +7,7 @@ import type { ApiSchema } from "./schema.js";
  * HTTP/1.1 that node:http refuses to send: malformed request lines, bad headers, conflicting or
  * broken body framing, a body far larger than it will ever be sent. Every request here is complete
  * (or declares a length a server must refuse), so the server has all it needs to answer at once.
+ * Sending one and reading its answer is sendRaw in test/support/wire.ts.
  */
 
 const crlf = "\r\n";
@@ -141,94 +141,4 @@ export function rawHttpRequests(schema: ApiSchema, keys: FixtureKeys): fc.Arbitr
       },
     }),
   );
-}
-
-/** What came back on a raw connection. */
-export interface RawAnswer {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: Buffer;
-  /** Why there is no (complete) answer, if there is none. */
-  readonly failure: string | undefined;
-}
-
-/**
- * Writes `bytes` to a new connection without half-closing it (a FIN would let the server drop an
- * incomplete request silently) and reads one response. When the request leaves body unsent, the
- * server must also close the connection before the deadline rather than wait for the rest.
- */
-export function sendRaw(port: number, bytes: Uint8Array, leavesBodyUnsent: boolean, deadlineMs: number): Promise<RawAnswer> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let answer: RawAnswer | undefined;
-    let settled = false;
-    const socket = net.connect({ port, host: "127.0.0.1", noDelay: true });
-    const finish = (result: RawAnswer): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(result);
-    };
-    const failed = (failure: string): RawAnswer => ({ status: 0, headers: new Headers(), body: Buffer.alloc(0), failure });
-    const timer = setTimeout(() => {
-      finish(answer === undefined ? failed(`no answer within ${deadlineMs} ms`) : { ...answer, failure: `answered ${answer.status} but kept the connection open waiting for the unsent body` });
-    }, deadlineMs);
-    socket.on("connect", () => socket.write(bytes));
-    socket.on("data", (chunk: Buffer) => {
-      chunks.push(chunk);
-      answer ??= parseResponse(Buffer.concat(chunks), false);
-      if (answer !== undefined && !leavesBodyUnsent) finish(answer);
-    });
-    socket.on("close", () => {
-      answer ??= parseResponse(Buffer.concat(chunks), true);
-      finish(answer ?? failed(chunks.length === 0 ? "connection closed without an answer" : "connection closed inside an incomplete answer"));
-    });
-    socket.on("error", (error: NodeJS.ErrnoException) => {
-      answer ??= parseResponse(Buffer.concat(chunks), true);
-      finish(answer ?? failed(`connection failed without an answer: ${error.code ?? error.message}`));
-    });
-  });
-}
-
-/** One HTTP/1.1 response from the start of `bytes`, or undefined while it is incomplete. */
-function parseResponse(bytes: Buffer, closed: boolean): RawAnswer | undefined {
-  const headEnd = bytes.indexOf("\r\n\r\n");
-  if (headEnd < 0) return undefined;
-  const [statusLine, ...lines] = bytes.subarray(0, headEnd).toString("latin1").split("\r\n");
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine!)?.[1] ?? 0);
-  const headers = new Headers();
-  for (const line of lines) {
-    const colon = line.indexOf(":");
-    try {
-      headers.append(line.slice(0, colon), line.slice(colon + 1).trim());
-    } catch {
-      // A header Headers cannot hold is still part of the answer; the oracle reads only known ones.
-    }
-  }
-  const rest = bytes.subarray(headEnd + 4);
-  const length = headers.get("content-length");
-  if (length !== null) {
-    return rest.length >= Number(length) ? { status, headers, body: rest.subarray(0, Number(length)), failure: undefined } : undefined;
-  }
-  if (headers.get("transfer-encoding")?.includes("chunked") === true) {
-    const body = dechunk(rest);
-    return body === undefined ? undefined : { status, headers, body, failure: undefined };
-  }
-  return closed ? { status, headers, body: rest, failure: undefined } : undefined;
-}
-
-function dechunk(bytes: Buffer): Buffer | undefined {
-  const parts: Buffer[] = [];
-  let offset = 0;
-  for (;;) {
-    const lineEnd = bytes.indexOf("\r\n", offset);
-    if (lineEnd < 0) return undefined;
-    const size = parseInt(bytes.subarray(offset, lineEnd).toString("latin1"), 16);
-    if (Number.isNaN(size)) return Buffer.concat(parts);
-    if (size === 0) return Buffer.concat(parts);
-    if (lineEnd + 2 + size > bytes.length) return undefined;
-    parts.push(bytes.subarray(lineEnd + 2, lineEnd + 2 + size));
-    offset = lineEnd + 2 + size + 2;
-  }
 }

@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import type { FuzzRequest, Http1Wire, Http2Wire } from "./fuzz-request.js";
-import { sendRaw } from "./raw-http.js";
+import { sendRaw, toHeaders } from "../support/wire.js";
 
 /** Every request must be answered within this time (oracle 2). */
 export const answerDeadlineMs = 2_000;
@@ -180,20 +180,4 @@ export class Senders {
 
 function noAnswer(failure: string): Answer {
   return { status: 0, headers: new Headers(), body: Buffer.alloc(0), trailers: undefined, failure };
-}
-
-/** Node's header object as fetch's Headers, which the connect helpers read. */
-function toHeaders(incoming: http.IncomingHttpHeaders | http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(incoming)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    for (const item of Array.isArray(value) ? value : [String(value)]) {
-      try {
-        headers.append(name, item);
-      } catch {
-        // A value Headers rejects is kept out; the oracle reads only known headers.
-      }
-    }
-  }
-  return headers;
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { eachLine, listeningUrl } from "../support/server-log.js";
 
 /** The repository root: the server runs from there as `npm start` would. */
 const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -74,8 +75,8 @@ export class ServerProcess {
         reject(new Error(`the server exited while starting (code ${code}, signal ${signal}):\n${output.stderr.join("\n")}`));
       };
       child.once("exit", onExit);
-      splitLines(child.stderr!, (line) => output.stderr.push(line));
-      splitLines(child.stdout!, (line) => {
+      eachLine(child.stderr!, (line) => output.stderr.push(line));
+      eachLine(child.stdout!, (line) => {
         output.stdout.push(line);
         const url = listeningUrl(line);
         if (url === undefined) return;
@@ -130,28 +131,4 @@ export class ServerProcess {
     await exited;
     clearTimeout(force);
   }
-}
-
-/** The url of the `{"message":"listening","url":…}` line; the embedded database also prints plain text, which is skipped. */
-function listeningUrl(line: string): string | undefined {
-  if (!line.startsWith("{")) return undefined;
-  try {
-    const entry = JSON.parse(line) as { message?: unknown; url?: unknown };
-    return entry.message === "listening" && typeof entry.url === "string" ? entry.url : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function splitLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
-  let partial = "";
-  stream.setEncoding("utf8");
-  stream.on("data", (chunk: string) => {
-    const lines = (partial + chunk).split("\n");
-    partial = lines.pop()!;
-    for (const line of lines) onLine(line);
-  });
-  stream.on("end", () => {
-    if (partial !== "") onLine(partial);
-  });
 }

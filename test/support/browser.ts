@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 
@@ -6,14 +5,12 @@ import { chromium, type Browser } from "playwright-core";
 const executablePath = "/usr/bin/chromium";
 
 /**
- * Launches headless Chromium for browser tests, installing Debian's package first on a fresh machine
- * (as root, the way our machines and CI run), so `npm test` needs nothing installed beforehand.
+ * Launches headless Chromium for browser tests. Installing it is the machine's preparation
+ * (.ci/prepare), so a machine without it fails here with what to do.
  */
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(executablePath)) {
-    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-    execFileSync("apt-get", ["update", "-qq"], { env, stdio: "ignore" });
-    execFileSync("apt-get", ["install", "-y", "-qq", "chromium"], { env, stdio: "ignore" });
+    throw new Error(`${executablePath} is missing (the browser tests drive Debian's Chromium). Run \`bash .ci/prepare\` first: it installs it.`);
   }
   return chromium.launch({
     executablePath,
@@ -29,6 +26,3 @@ export async function launchChromium(): Promise<Browser> {
     ],
   });
 }
-
-/** How long installing Chromium on a fresh machine may take. */
-export const chromiumInstallTimeoutMs = 10 * 60 * 1000;

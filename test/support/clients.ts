@@ -3,10 +3,11 @@ import { createClient, type Client, type Interceptor } from "@connectrpc/connect
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { adminApiKey } from "./service.js";
 
-/** What a REST call returned: status, headers and the parsed JSON body. */
+/** What a REST call returned: status, headers, the body as sent (replays compare it byte for byte) and parsed. */
 export interface RestResponse {
   readonly status: number;
   readonly headers: Headers;
+  readonly text: string;
   // Tests read arbitrary documented fields; the shape is what is under test.
   readonly body: any;
 }
@@ -27,7 +28,7 @@ export async function rest(
     body: options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
   });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) };
+  return { status: response.status, headers: response.headers, text, body: text === "" ? undefined : JSON.parse(text) };
 }
 
 /** The RPC protocols a typed client can speak to the service. */

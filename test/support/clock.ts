@@ -16,4 +16,10 @@ export class TestClock implements Clock {
   advance(ms: number): void {
     this.current += ms;
   }
+
+  /** Moves time forward so the next object or change is strictly newer; returns the new time as the API writes it. */
+  tick(ms = 1000): string {
+    this.advance(ms);
+    return this.now().toISOString();
+  }
 }

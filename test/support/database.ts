@@ -28,6 +28,12 @@ function clonePrefix(url: string): string {
   return `${new URL(url).pathname.slice(1)}_f_`;
 }
 
+/**
+ * Whether the tests run on real PostgreSQL: races between instances exist only there, as the embedded
+ * database serializes every statement and belongs to one instance.
+ */
+export const onPostgres = process.env.DATABASE_URL !== undefined;
+
 let fileDatabase: Promise<string> | undefined;
 
 /** This test file's own database (created on first use), or undefined on the embedded database. */
@@ -49,6 +55,28 @@ export function fileDatabaseUrl(): Promise<string> | undefined {
     }
   });
   return fileDatabase;
+}
+
+/** Runs `work` on a client of its own connected to this test file's database, so it can hold locks and transactions the service must wait for. */
+export async function onFileDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
+  const db = new pg.Client({ connectionString: await fileDatabaseUrl() });
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end();
+  }
+}
+
+/** Something that runs SQL on the test file's database: an instance's data source or a pg client. */
+export interface Sql {
+  query(text: string, params?: unknown[]): Promise<any>;
+}
+
+/** The rows of a query, whether a data source (an array) or a pg client (`{rows}`) ran it. */
+export async function rows<T>(db: Sql, text: string, params: unknown[] = []): Promise<T[]> {
+  const result = await db.query(text, params);
+  return (Array.isArray(result) ? result : result.rows) as T[];
 }
 
 /** Drops every per-file database cloned from the template at `url`. */

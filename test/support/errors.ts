@@ -42,6 +42,17 @@ export function expectRestError(res: RestResponse, status: number, code: Documen
 }
 
 /**
+ * Asserts a REST error as expectRestError does, and that the body holds nothing else; the message must
+ * name `mention` when given. Returns the message.
+ */
+export function expectExactRestError(res: RestResponse, status: number, code: DocumentedCode, mention?: string): string {
+  const message = expectRestError(res, status, code);
+  expect(res.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
+  if (mention !== undefined) expect(message).toContain(mention);
+  return message;
+}
+
+/**
  * Asserts that an RPC fails with the given Connect code and carries the documented ErrorDetail.
  * Returns the detail's message.
  */

@@ -1,3 +1,4 @@
+import { expect } from "vitest";
 import { rest } from "./clients.js";
 
 /** A merchant created through the admin API, with a sandbox secret key. */
@@ -18,15 +19,35 @@ export async function newMerchant(
 ): Promise<TestMerchant> {
   const merchant = await rest(baseUrl, "POST", "/merchants", { admin: true, body: { merchant_name: "Test merchant" } });
   if (merchant.status !== 200) throw new Error(`creating a merchant failed: ${JSON.stringify(merchant.body)}`);
-  const issued = await rest(baseUrl, "POST", "/api-keys", {
-    admin: true,
-    body: { merchant_id: merchant.body.merchant_id, environment: key.environment ?? "sandbox", kind: key.kind ?? "secret" },
-  });
-  if (issued.status !== 200) throw new Error(`issuing a key failed: ${JSON.stringify(issued.body)}`);
+  const issued = await adminIssue(baseUrl, merchant.body.merchant_id, { environment: key.environment ?? "sandbox", kind: key.kind ?? "secret" });
   return {
     merchantId: merchant.body.merchant_id,
     profileId: merchant.body.default_profile_id,
-    apiKey: issued.body.api_key,
-    keyId: issued.body.key_id,
+    apiKey: issued.api_key,
+    keyId: issued.key_id,
   };
+}
+
+/**
+ * Issues another key for an existing merchant through the admin API (decisions §2): a sandbox key
+ * unless `fields` say otherwise. Fails the test unless it is issued; returns the answer, the only
+ * one that shows the key.
+ */
+export async function adminIssue(url: string, merchantId: string, fields: Record<string, unknown> = {}): Promise<any> {
+  const res = await rest(url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchantId, environment: "sandbox", ...fields } });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}
+
+/**
+ * Issues another key for an existing merchant, so a test can call as a production or publishable
+ * caller, and returns the key. Without `kind` the request leaves it to the default.
+ */
+export async function issueKey(
+  url: string,
+  merchantId: string,
+  environment: "sandbox" | "production",
+  kind?: "secret" | "publishable",
+): Promise<string> {
+  return (await adminIssue(url, merchantId, kind === undefined ? { environment } : { environment, kind })).api_key;
 }

@@ -5,7 +5,8 @@ import type { Address } from "../../gen/paymentservice/v1/common_pb.js";
 import { Code } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { rest, type RestResponse, type RpcProtocol } from "./clients.js";
-import { documentedErrorType, expectRestError, expectRpcError } from "./errors.js";
+import { expectExactRestError, expectRpcError } from "./errors.js";
+import { newMerchant, type TestMerchant } from "./merchant.js";
 
 /*
  * What the protocol-parity suites (customers, payments, refunds, disputes, payouts) share: each runs the same
@@ -29,12 +30,49 @@ export class RestFailure extends Error {
   }
 }
 
+/** A REST call as an adapter makes it: the 200 body, or a thrown RestFailure. */
+export type RestCall = (method: string, path: string, body?: Json) => Promise<Json>;
+
 /** Calls the REST API with `apiKey`, so a REST adapter answers 200 bodies and throws RestFailure otherwise, as an RPC client throws. */
-export function restCaller(url: string, apiKey: string): (method: string, path: string, body?: Json) => Promise<Json> {
+export function restCaller(url: string, apiKey: string): RestCall {
   return async (method, path, body) => {
     const res = await rest(url, method, path, { apiKey, body });
     if (res.status !== 200) throw new RestFailure(res);
     return res.body;
+  };
+}
+
+/** A REST adapter's list at `path`: POST with the params as body, or GET with them as the query ("rest-get"). */
+export function restList(call: RestCall, listWith: "GET" | "POST", path: string): (params: Json) => Promise<Json> {
+  return (params) => (listWith === "POST" ? call("POST", path, params) : call("GET", `${path}${query(params)}`));
+}
+
+/** What every parity suite builds from its resource's REST and RPC adapters. */
+export interface ParityApis<A> {
+  /** The resource's Api over `protocol`, calling with `apiKey`. */
+  apiFor(protocol: Protocol, apiKey: string): A;
+  /** A fresh merchant (sandbox secret key) and its Api over `protocol`, so each scenario works in a merchant of its own. */
+  merchantApi(protocol: Protocol): Promise<{ merchant: TestMerchant; api: A }>;
+}
+
+/**
+ * The per-protocol entry points of a parity suite: "rest" lists with POST and "rest-get" with GET
+ * through the REST adapter, every other protocol goes through the RPC adapter. `url` is read when a
+ * merchant is made, as the service starts in beforeAll.
+ */
+export function parityApis<A>(
+  url: () => string,
+  restApi: (apiKey: string, listWith: "GET" | "POST") => A,
+  rpcApi: (apiKey: string, protocol: RpcProtocol) => A,
+): ParityApis<A> {
+  const apiFor = (protocol: Protocol, apiKey: string): A =>
+    protocol === "rest" ? restApi(apiKey, "POST") : protocol === "rest-get" ? restApi(apiKey, "GET") : rpcApi(apiKey, protocol);
+  return {
+    apiFor,
+    async merchantApi(protocol) {
+      const merchant = await newMerchant(url());
+      return { merchant, api: apiFor(protocol, merchant.apiKey) };
+    },
   };
 }
 
@@ -69,7 +107,6 @@ export function iso(timestamp: Timestamp | undefined): string | null {
   return timestamp === undefined ? null : timestampDate(timestamp).toISOString();
 }
 
-/** An RPC list page under the REST field names, so list assertions are the same over every protocol. */
 /** An address message (customers, payout billing) under the REST field names, unset fields as null. */
 export function addressAsRest(a: Address | undefined): Json | null {
   if (a === undefined) return null;
@@ -83,28 +120,13 @@ export function addressAsRest(a: Address | undefined): Json | null {
   };
 }
 
+/** An RPC list page under the REST field names, so list assertions are the same over every protocol. */
 export function restPage<T>(page: { data: T[]; totalCount: bigint; hasMore: boolean }, asRest: (item: T) => Json): Json {
   return { data: page.data.map(asRest), total_count: Number(page.totalCount), has_more: page.hasMore };
 }
 
 /** A fresh id with `prefix`, so caller-chosen ids never collide between tests sharing a database. */
 export const uniqueId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-
-/**
- * Issues another key for an existing merchant through the admin API (decisions §2), so a test can
- * call as a production or publishable caller. Without `kind` the request leaves it to the default.
- */
-export async function issueKey(
-  url: string,
-  merchantId: string,
-  environment: "sandbox" | "production",
-  kind?: "secret" | "publishable",
-): Promise<string> {
-  const body = kind === undefined ? { merchant_id: merchantId, environment } : { merchant_id: merchantId, environment, kind };
-  const res = await rest(url, "POST", "/api-keys", { admin: true, body });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.api_key;
-}
 
 /** How each error code the parity suites expect reaches REST callers (HTTP status) and RPC callers (Connect code). */
 export const errorTransport = {
@@ -132,8 +154,7 @@ export async function expectError(call: Promise<unknown>, code: keyof typeof err
   );
   let message: string;
   if (failure instanceof RestFailure) {
-    message = expectRestError(failure.response, errorTransport[code].http, code);
-    expect(failure.response.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
+    message = expectExactRestError(failure.response, errorTransport[code].http, code);
   } else {
     message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
   }

@@ -1,5 +1,3 @@
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { Redis } from "ioredis";
 
 /** The Redis the rate-limit tests share counters through. */
@@ -18,25 +16,13 @@ async function reachable(url: string): Promise<boolean> {
 }
 
 /**
- * Makes sure Redis answers at testRedisUrl, starting a local redis-server (installing Debian's
- * package first on a fresh machine, as root like our machines and CI) so `npm test` needs nothing
- * installed beforehand. It keeps nothing on disk.
+ * Fails the run at once, with what to do, when Redis does not answer at testRedisUrl: installing and
+ * starting it is the machine's preparation (.ci/prepare), not the tests' business.
  */
-export async function ensureRedis(): Promise<void> {
+export async function expectRedis(): Promise<void> {
   if (await reachable(testRedisUrl)) return;
-  const { hostname, port } = new URL(testRedisUrl);
-  if (hostname !== "127.0.0.1" && hostname !== "localhost") throw new Error(`Redis at ${testRedisUrl} does not answer`);
-  if (!existsSync("/usr/bin/redis-server")) {
-    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-    execFileSync("apt-get", ["update", "-qq"], { env, stdio: "ignore" });
-    execFileSync("apt-get", ["install", "-y", "-qq", "redis-server"], { env, stdio: "ignore" });
-  }
-  execFileSync("/usr/bin/redis-server", ["--daemonize", "yes", "--bind", "127.0.0.1", "--port", port || "6379", "--save", "", "--appendonly", "no"], {
-    stdio: "ignore",
-  });
-  for (let i = 0; i < 50; i++) {
-    if (await reachable(testRedisUrl)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`redis-server did not start at ${testRedisUrl}`);
+  throw new Error(
+    `Redis does not answer at ${testRedisUrl} (the rate-limit tests share counters through it). ` +
+      "Run `bash .ci/prepare` first: it installs Redis if needed and starts it on 127.0.0.1:6379.",
+  );
 }

@@ -10,6 +10,9 @@ export const adminApiKey = "test-admin-key";
 /** The data encryption key of every test service: instances sharing a database must share it. */
 export const testDataEncryptionKey = "5e".repeat(32);
 
+/** Overrides that push the background job poll out of reach, so jobs run only when a test calls runDue(). */
+export const noPolling = { JOB_POLL_MS: "3600000" };
+
 /**
  * Configuration for a test service: an ephemeral port, real PostgreSQL when DATABASE_URL is set and
  * a private in-memory embedded database otherwise. startService points it at the file's own database.

@@ -1,3 +1,4 @@
+import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
@@ -5,9 +6,47 @@ import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { ErrorDetailSchema, type ErrorDetail } from "../../gen/paymentservice/v1/error_pb.js";
 
 /*
- * Requests no well-behaved client would send — malformed HTTP, hand-made gRPC frames — for the
- * suites that check the service answers them properly. Typed clients cannot send these.
+ * Requests no well-behaved client would send — malformed HTTP, hand-made gRPC frames — and reading
+ * what comes back, for the suites that check the service answers them properly (the regression
+ * suite and the fuzz suite). Typed clients cannot send these.
  */
+
+/** How a raw exchange ended: `done` accepted what came, the server closed, the connection failed, or time ran out. */
+type ExchangeEnd = { readonly by: "done" | "close" | "timeout" } | { readonly by: "error"; readonly error: NodeJS.ErrnoException };
+
+/**
+ * Writes `bytes` to a new connection, without half-closing it (a FIN would let the server drop an
+ * incomplete request silently), and collects what the server sends until `done` accepts it, the
+ * server closes the connection, the connection fails, or `waitMs` pass.
+ */
+function exchange(
+  host: string,
+  port: number,
+  bytes: string | Uint8Array,
+  waitMs: number,
+  done: (received: Buffer) => boolean,
+): Promise<{ received: Buffer; end: ExchangeEnd }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const socket = net.connect({ port, host, noDelay: true });
+    const finish = (end: ExchangeEnd): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ received: Buffer.concat(chunks), end });
+    };
+    const timer = setTimeout(() => finish({ by: "timeout" }), waitMs);
+    socket.on("connect", () => socket.write(bytes));
+    socket.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      if (done(Buffer.concat(chunks))) finish({ by: "done" });
+    });
+    socket.on("close", () => finish({ by: "close" }));
+    socket.on("error", (error: NodeJS.ErrnoException) => finish({ by: "error", error }));
+  });
+}
 
 /** What came back on a raw HTTP/1.1 connection. */
 export interface RawAnswer {
@@ -22,26 +61,11 @@ export interface RawAnswer {
 }
 
 /** Writes `request` as it is to a new connection and collects what the server sends until it closes the connection or `waitMs` pass. */
-export function rawHttp1(baseUrl: string, request: string | Buffer, waitMs = 2_000): Promise<RawAnswer> {
+export async function rawHttp1(baseUrl: string, request: string | Buffer, waitMs = 2_000): Promise<RawAnswer> {
   const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve) => {
-    const socket = net.connect(Number(port), hostname);
-    const chunks: Buffer[] = [];
-    let closed = false;
-    const finish = (): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(parseAnswer(Buffer.concat(chunks).toString("latin1"), closed));
-    };
-    const timer = setTimeout(finish, waitMs);
-    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-    socket.on("error", () => undefined);
-    socket.on("close", () => {
-      closed = true;
-      finish();
-    });
-    socket.write(request);
-  });
+  const { received, end } = await exchange(hostname, Number(port), request, waitMs, () => false);
+  // A failed connection is closed too: node follows the error with the close.
+  return parseAnswer(received.toString("latin1"), end.by !== "timeout");
 }
 
 function parseAnswer(text: string, closed: boolean): RawAnswer {
@@ -62,6 +86,97 @@ function parseAnswer(text: string, closed: boolean): RawAnswer {
   return { text, status: status === undefined ? undefined : Number(status), headers, json, closed };
 }
 
+/** One HTTP/1.1 response read off a raw connection, or why there is none. */
+export interface Http1Response {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: Buffer;
+  /** Why there is no (complete) answer, if there is none. */
+  readonly failure: string | undefined;
+}
+
+/**
+ * Writes `bytes` to a new connection on 127.0.0.1 and reads one response, at most `deadlineMs`. When
+ * the request leaves body unsent, the server must also close the connection before the deadline
+ * rather than wait for the rest.
+ */
+export async function sendRaw(port: number, bytes: Uint8Array, leavesBodyUnsent: boolean, deadlineMs: number): Promise<Http1Response> {
+  const { received, end } = await exchange("127.0.0.1", port, bytes, deadlineMs, (sofar) => !leavesBodyUnsent && parseResponse(sofar, false) !== undefined);
+  const failed = (failure: string): Http1Response => ({ status: 0, headers: new Headers(), body: Buffer.alloc(0), failure });
+  switch (end.by) {
+    case "done":
+      return parseResponse(received, false)!;
+    case "timeout": {
+      const answer = parseResponse(received, false);
+      return answer === undefined
+        ? failed(`no answer within ${deadlineMs} ms`)
+        : { ...answer, failure: `answered ${answer.status} but kept the connection open waiting for the unsent body` };
+    }
+    case "close":
+      return parseResponse(received, true) ?? failed(received.length === 0 ? "connection closed without an answer" : "connection closed inside an incomplete answer");
+    case "error":
+      return parseResponse(received, true) ?? failed(`connection failed without an answer: ${end.error.code ?? end.error.message}`);
+  }
+}
+
+/** One HTTP/1.1 response from the start of `bytes`, or undefined while it is incomplete. */
+function parseResponse(bytes: Buffer, closed: boolean): Http1Response | undefined {
+  const headEnd = bytes.indexOf("\r\n\r\n");
+  if (headEnd < 0) return undefined;
+  const [statusLine, ...lines] = bytes.subarray(0, headEnd).toString("latin1").split("\r\n");
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine!)?.[1] ?? 0);
+  const headers = new Headers();
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    try {
+      headers.append(line.slice(0, colon), line.slice(colon + 1).trim());
+    } catch {
+      // A header Headers cannot hold is still part of the answer; the callers read only known ones.
+    }
+  }
+  const rest = bytes.subarray(headEnd + 4);
+  const length = headers.get("content-length");
+  if (length !== null) {
+    return rest.length >= Number(length) ? { status, headers, body: rest.subarray(0, Number(length)), failure: undefined } : undefined;
+  }
+  if (headers.get("transfer-encoding")?.includes("chunked") === true) {
+    const body = dechunk(rest);
+    return body === undefined ? undefined : { status, headers, body, failure: undefined };
+  }
+  return closed ? { status, headers, body: rest, failure: undefined } : undefined;
+}
+
+function dechunk(bytes: Buffer): Buffer | undefined {
+  const parts: Buffer[] = [];
+  let offset = 0;
+  for (;;) {
+    const lineEnd = bytes.indexOf("\r\n", offset);
+    if (lineEnd < 0) return undefined;
+    const size = parseInt(bytes.subarray(offset, lineEnd).toString("latin1"), 16);
+    if (Number.isNaN(size)) return Buffer.concat(parts);
+    if (size === 0) return Buffer.concat(parts);
+    if (lineEnd + 2 + size > bytes.length) return undefined;
+    parts.push(bytes.subarray(lineEnd + 2, lineEnd + 2 + size));
+    offset = lineEnd + 2 + size + 2;
+  }
+}
+
+/** Node's header object as fetch's Headers, which the connect helpers read; pseudo-headers and values Headers rejects are left out. */
+export function toHeaders(incoming: http.IncomingHttpHeaders | http2.IncomingHttpHeaders): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(incoming)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [String(value)]) {
+      try {
+        headers.append(name, item);
+      } catch {
+        // A value Headers rejects is kept out; the callers read only known headers.
+      }
+    }
+  }
+  return headers;
+}
+
 /** A gRPC / gRPC-Web message frame: flags, a big-endian length (`declared`, else the payload's) and the payload. */
 export function frame(payload: Uint8Array, flags = 0, declared = payload.byteLength): Buffer {
   const bytes = Buffer.alloc(5 + payload.byteLength);
@@ -69,6 +184,20 @@ export function frame(payload: Uint8Array, flags = 0, declared = payload.byteLen
   bytes.writeUInt32BE(declared, 1);
   bytes.set(payload, 5);
   return bytes;
+}
+
+/** The frames of a gRPC-Web response body, in order; an incomplete last one is dropped. */
+export function readEnvelopes(body: Uint8Array): { flags: number; data: Uint8Array }[] {
+  const envelopes: { flags: number; data: Uint8Array }[] = [];
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  let offset = 0;
+  while (offset + 5 <= bytes.length) {
+    const length = bytes.readUInt32BE(offset + 1);
+    if (offset + 5 + length > bytes.length) break;
+    envelopes.push({ flags: bytes[offset]!, data: bytes.subarray(offset + 5, offset + 5 + length) });
+    offset += 5 + length;
+  }
+  return envelopes;
 }
 
 /** The status of a gRPC or gRPC-Web answer, with the documented ErrorDetail it carries. */
@@ -98,15 +227,15 @@ export function grpcRaw(baseUrl: string, procedure: string, body: Uint8Array, he
     const session = http2.connect(baseUrl);
     session.on("error", reject);
     const stream = session.request({ ":method": "POST", ":path": procedure, "content-type": "application/grpc", te: "trailers", ...header });
-    const headers = new Headers();
-    const trailer = new Headers();
+    let headers = new Headers();
+    let trailer = new Headers();
     let httpStatus = 0;
     stream.on("response", (h) => {
       httpStatus = Number(h[":status"]);
-      for (const [name, value] of Object.entries(h)) if (!name.startsWith(":") && value !== undefined) headers.set(name, String(value));
+      headers = toHeaders(h);
     });
     stream.on("trailers", (t) => {
-      for (const [name, value] of Object.entries(t)) if (value !== undefined) trailer.set(name, String(value));
+      trailer = toHeaders(t);
     });
     stream.on("data", () => undefined);
     stream.on("error", reject);
@@ -130,12 +259,7 @@ export async function grpcWebRaw(
     headers: { "content-type": "application/grpc-web+proto", ...header },
     body,
   });
-  const bytes = Buffer.from(await res.arrayBuffer());
-  let trailer = new Headers();
-  for (let at = 0; at + 5 <= bytes.length; ) {
-    const length = bytes.readUInt32BE(at + 1);
-    if (bytes[at] === 0x80) trailer = trailerParse(bytes.subarray(at + 5, at + 5 + length));
-    at += 5 + length;
-  }
-  return grpcAnswer(res.status, res.headers, trailer);
+  const trailers = readEnvelopes(new Uint8Array(await res.arrayBuffer())).filter((envelope) => envelope.flags === 0x80);
+  const last = trailers.at(-1);
+  return grpcAnswer(res.status, res.headers, last === undefined ? new Headers() : trailerParse(last.data));
 }

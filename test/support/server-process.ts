@@ -1,0 +1,69 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { eachLine, listeningUrl } from "./server-log.js";
+import { adminApiKey, testDataEncryptionKey } from "./service.js";
+
+/** The repository root: the server runs from there as `npm start` would. */
+const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+/** A running `node --import tsx src/server.ts` (one process, so SIGKILL really kills the server) and everything it printed. */
+export interface ServerProcess {
+  readonly url: string;
+  /** Everything it wrote on stdout and stderr so far. */
+  output(): string;
+  /** Ends it with SIGKILL, as a crash would, and waits for the exit. */
+  kill(): Promise<void>;
+  /** Stops it with SIGTERM and waits for the exit, so that every line it wrote has been read. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real server as a child process, as production runs it: port 0, the log on, the test
+ * services' keys, and `env` on top. DATABASE_URL and DATA_DIR are not inherited: `env` says where
+ * its data lives.
+ */
+export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
+  const inherited: NodeJS.ProcessEnv = { ...process.env };
+  delete inherited.DATABASE_URL;
+  delete inherited.DATA_DIR;
+  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    cwd: repositoryRoot,
+    env: {
+      ...inherited,
+      PORT: "0",
+      LOG_LEVEL: "info",
+      ADMIN_API_KEY: adminApiKey,
+      API_KEY_HASH_SECRET: "test-hash-secret",
+      DATA_ENCRYPTION_KEY: testDataEncryptionKey,
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    for (const stream of [child.stdout!, child.stderr!]) {
+      eachLine(stream, (line) => {
+        const found = listeningUrl(line);
+        if (found !== undefined) resolve(found);
+      });
+      stream.on("data", (chunk: string) => {
+        output += chunk;
+      });
+    }
+    child.once("exit", (code, signal) => reject(new Error(`the server exited (${code ?? signal}) before listening:\n${output}`)));
+  });
+  const running = () => child.exitCode === null && child.signalCode === null;
+  return {
+    url,
+    output: () => output,
+    async kill() {
+      if (running()) child.kill("SIGKILL");
+      await exited;
+    },
+    async stop() {
+      if (running()) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}

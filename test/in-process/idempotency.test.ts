@@ -1,9 +1,9 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { PaymentService, PaymentStatus, type CreatePaymentRequestSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import { expectRpcError } from "../support/errors.js";
-import { startInProcess, type InProcessMerchant, type InProcessServices } from "../support/in-process.js";
+import { inProcessSuite } from "../support/in-process.js";
 import { ScriptedProcessor } from "../support/scripted-processor.js";
 import { waitUntil } from "../support/wait.js";
 
@@ -15,26 +15,18 @@ import { waitUntil } from "../support/wait.js";
  */
 
 const processor = new ScriptedProcessor("scripted");
-let services: InProcessServices;
-let merchant: InProcessMerchant;
+const suite = inProcessSuite(processor);
 let payments: Client<typeof PaymentService>;
 
-beforeAll(async () => {
-  services = await startInProcess(processor);
-});
-afterAll(() => services?.close());
-
-beforeEach(async () => {
-  processor.reset();
-  merchant = await services.newMerchant();
-  payments = services.client(PaymentService, merchant.caller);
+beforeEach(() => {
+  payments = suite.client(PaymentService);
 });
 
 const card = { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: "2031", cardCvc: "123" };
 
 /** A create-and-confirm of `amount` EUR, with the caller's `paymentId` if given. */
 function purchase(amount: bigint, paymentId?: string): MessageInitShape<typeof CreatePaymentRequestSchema> {
-  return { amount, currency: "EUR", profileId: merchant.profileId, paymentId, confirm: true, paymentMethodData: { card } };
+  return { amount, currency: "EUR", profileId: suite.merchant.profileId, paymentId, confirm: true, paymentMethodData: { card } };
 }
 
 /** Call options sending `key`, recording whether the answer was a replay. */
@@ -85,7 +77,7 @@ describe("a failed attempt", () => {
     expect(retried.status).toBe(PaymentStatus.SUCCEEDED);
     const [first, second] = processor.callsTo("authorize");
     expect(second).toEqual(first);
-    expect(second?.idempotencyKey).toBe(`${merchant.merchantId}:pay_idem_retry:authorize`);
+    expect(second?.idempotencyKey).toBe(`${suite.merchant.merchantId}:pay_idem_retry:authorize`);
   });
 });
 

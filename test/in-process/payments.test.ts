@@ -1,8 +1,8 @@
 import { Code, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { CaptureMethod, NextActionType, PaymentService, PaymentStatus } from "../../gen/paymentservice/v1/payment_pb.js";
 import { expectRpcError } from "../support/errors.js";
-import { startInProcess, type InProcessMerchant, type InProcessServices } from "../support/in-process.js";
+import { inProcessSuite } from "../support/in-process.js";
 import { ScriptedProcessor } from "../support/scripted-processor.js";
 import type { AuthorizeResult } from "../../src/processors/processor.js";
 
@@ -15,19 +15,11 @@ import type { AuthorizeResult } from "../../src/processors/processor.js";
  */
 
 const processor = new ScriptedProcessor("scripted");
-let services: InProcessServices;
-let merchant: InProcessMerchant;
+const suite = inProcessSuite(processor);
 let payments: Client<typeof PaymentService>;
 
-beforeAll(async () => {
-  services = await startInProcess(processor);
-});
-afterAll(() => services?.close());
-
-beforeEach(async () => {
-  processor.reset();
-  merchant = await services.newMerchant();
-  payments = services.client(PaymentService, merchant.caller);
+beforeEach(() => {
+  payments = suite.client(PaymentService);
 });
 
 /** A Luhn-valid card the sandbox refuses: accepting it at all is this processor's decision. */
@@ -38,7 +30,7 @@ function confirmedPayment(options: { manual?: boolean; paymentId?: string } = {}
   return payments.createPayment({
     amount: 1250n,
     currency: "EUR",
-    profileId: merchant.profileId,
+    profileId: suite.merchant.profileId,
     paymentId: options.paymentId,
     confirm: true,
     captureMethod: options.manual === true ? CaptureMethod.MANUAL : undefined,
@@ -52,7 +44,7 @@ describe("create and confirm", () => {
 
     expect(processor.calls.map((call) => call.method)).toEqual(["authorize"]);
     expect(processor.callsTo("authorize")[0]).toEqual({
-      idempotencyKey: `${merchant.merchantId}:pay_inproc_order_1:authorize`,
+      idempotencyKey: `${suite.merchant.merchantId}:pay_inproc_order_1:authorize`,
       amount: 1250n,
       currency: "EUR",
       capture: true,
@@ -69,14 +61,14 @@ describe("create and confirm", () => {
   });
 
   it("confirms a payment created earlier with the card sent to confirm", async () => {
-    const created = await payments.createPayment({ amount: 990n, currency: "USD", profileId: merchant.profileId });
+    const created = await payments.createPayment({ amount: 990n, currency: "USD", profileId: suite.merchant.profileId });
     expect(created.status).toBe(PaymentStatus.REQUIRES_PAYMENT_METHOD);
     expect(processor.calls).toEqual([]);
 
     const confirmed = await payments.confirmPayment({ paymentId: created.paymentId, paymentMethodData: { card } });
 
     expect(processor.callsTo("authorize")).toMatchObject([
-      { idempotencyKey: `${merchant.merchantId}:${created.paymentId}:authorize`, amount: 990n, currency: "USD", capture: true },
+      { idempotencyKey: `${suite.merchant.merchantId}:${created.paymentId}:authorize`, amount: 990n, currency: "USD", capture: true },
     ]);
     expect(confirmed).toMatchObject({ status: PaymentStatus.SUCCEEDED, amountReceived: 990n });
   });
@@ -124,7 +116,7 @@ describe("steps after the authorization go to the processor the payment recorded
     const captured = await payments.capturePayment({ paymentId: authorized.paymentId, amountToCapture: 700n });
 
     expect(processor.callsTo("capture")).toEqual([
-      { idempotencyKey: `${merchant.merchantId}:${authorized.paymentId}:capture`, reference: "auth_capture_me", amount: 700n, currency: "EUR" },
+      { idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:capture`, reference: "auth_capture_me", amount: 700n, currency: "EUR" },
     ]);
     expect(captured).toMatchObject({ status: PaymentStatus.SUCCEEDED, amountReceived: 700n, amountCapturable: 0n });
   });
@@ -150,7 +142,7 @@ describe("steps after the authorization go to the processor the payment recorded
 
     const cancelled = await payments.cancelPayment({ paymentId: authorized.paymentId, cancellationReason: "duplicate" });
 
-    expect(processor.callsTo("void")).toEqual([{ idempotencyKey: `${merchant.merchantId}:${authorized.paymentId}:void`, reference: "auth_void_me" }]);
+    expect(processor.callsTo("void")).toEqual([{ idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:void`, reference: "auth_void_me" }]);
     expect(cancelled).toMatchObject({ status: PaymentStatus.CANCELLED, cancellationReason: "duplicate", amountCapturable: 0n });
   });
 
@@ -179,7 +171,7 @@ describe("a processor that fails", () => {
   });
 
   it("gives HE_00 on confirm and leaves the payment as it was, to be confirmed again", async () => {
-    const created = await payments.createPayment({ amount: 400n, currency: "GBP", profileId: merchant.profileId });
+    const created = await payments.createPayment({ amount: 400n, currency: "GBP", profileId: suite.merchant.profileId });
     processor.script("authorize", new Error("socket hang up"));
 
     await expectRpcError(payments.confirmPayment({ paymentId: created.paymentId, paymentMethodData: { card } }), Code.Internal, "HE_00");
@@ -211,10 +203,10 @@ describe("a processor that fails", () => {
 
 describe("what the processor is never asked", () => {
   it("answers IR_16 to a production caller, no processor being configured for production", async () => {
-    const live = await services.newMerchant({ livemode: true });
+    const live = await suite.services.newMerchant({ livemode: true });
 
     const message = await expectRpcError(
-      services.client(PaymentService, live.caller).createPayment({
+      suite.services.client(PaymentService, live.caller).createPayment({
         amount: 1250n,
         currency: "EUR",
         profileId: live.profileId,
@@ -261,7 +253,7 @@ describe("what the processor is never asked", () => {
 
 describe("while the processor answers", () => {
   it("no transaction is open: other calls go on, and a change to the same payment waits for the claim, then sees the outcome", async () => {
-    const created = await payments.createPayment({ amount: 500n, currency: "USD", profileId: merchant.profileId });
+    const created = await payments.createPayment({ amount: 500n, currency: "USD", profileId: suite.merchant.profileId });
     let answer!: (result: AuthorizeResult) => void;
     processor.script("authorize", new Promise<AuthorizeResult>((resolve) => (answer = resolve)));
     const confirming = payments.confirmPayment(
@@ -272,10 +264,10 @@ describe("while the processor answers", () => {
 
     // On the embedded database every connection shares one session, so a transaction held across
     // the call would make these wait for the processor; on PostgreSQL it would show in pg_stat_activity.
-    const other = await services.newMerchant();
-    expect((await services.client(PaymentService, other.caller).listPayments({})).totalCount).toBe(0n);
+    const other = await suite.services.newMerchant();
+    expect((await suite.services.client(PaymentService, other.caller).listPayments({})).totalCount).toBe(0n);
     expect((await payments.retrievePayment({ paymentId: created.paymentId })).status).toBe(PaymentStatus.REQUIRES_PAYMENT_METHOD);
-    const [open] = (await services.deps.dataSource.query(
+    const [open] = (await suite.services.deps.dataSource.query(
       "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
     )) as [{ n: number }];
     expect(open.n).toBe(0);

@@ -1,9 +1,9 @@
 import { Code, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { CaptureMethod, PaymentService } from "../../gen/paymentservice/v1/payment_pb.js";
 import { RefundService, RefundStatus, RefundType } from "../../gen/paymentservice/v1/refund_pb.js";
 import { expectRpcError } from "../support/errors.js";
-import { startInProcess, type InProcessMerchant, type InProcessServices } from "../support/in-process.js";
+import { inProcessSuite } from "../support/in-process.js";
 import { ScriptedProcessor } from "../support/scripted-processor.js";
 
 /*
@@ -14,21 +14,13 @@ import { ScriptedProcessor } from "../support/scripted-processor.js";
  */
 
 const processor = new ScriptedProcessor("scripted");
-let services: InProcessServices;
-let merchant: InProcessMerchant;
+const suite = inProcessSuite(processor);
 let payments: Client<typeof PaymentService>;
 let refunds: Client<typeof RefundService>;
 
-beforeAll(async () => {
-  services = await startInProcess(processor);
-});
-afterAll(() => services?.close());
-
-beforeEach(async () => {
-  processor.reset();
-  merchant = await services.newMerchant();
-  payments = services.client(PaymentService, merchant.caller);
-  refunds = services.client(RefundService, merchant.caller);
+beforeEach(() => {
+  payments = suite.client(PaymentService);
+  refunds = suite.client(RefundService);
 });
 
 const card = { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: "2031", cardCvc: "123" };
@@ -36,7 +28,7 @@ const card = { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: 
 /** A payment of 1250 EUR the processor captured under `reference`; the processor's record of it is then forgotten. */
 async function capturedPayment(reference = "auth_to_refund"): Promise<string> {
   processor.script("authorize", { status: "captured", reference });
-  const payment = await payments.createPayment({ amount: 1250n, currency: "EUR", profileId: merchant.profileId, confirm: true, paymentMethodData: { card } });
+  const payment = await payments.createPayment({ amount: 1250n, currency: "EUR", profileId: suite.merchant.profileId, confirm: true, paymentMethodData: { card } });
   processor.reset();
   return payment.paymentId;
 }
@@ -49,10 +41,10 @@ describe("an instant refund", () => {
     expect(refund).toMatchObject({ status: RefundStatus.PENDING, amount: 500n, currency: "EUR", refundType: RefundType.INSTANT });
     expect(processor.calls).toEqual([]);
 
-    expect(await services.jobs.runDue()).toBe(1);
+    expect(await suite.services.jobs.runDue()).toBe(1);
 
     expect(processor.callsTo("refund")).toEqual([
-      { idempotencyKey: `${merchant.merchantId}:${refund.refundId}:refund`, reference: "auth_to_refund", amount: 500n, currency: "EUR" },
+      { idempotencyKey: `${suite.merchant.merchantId}:${refund.refundId}:refund`, reference: "auth_to_refund", amount: 500n, currency: "EUR" },
     ]);
     expect(await refunds.retrieveRefund({ refundId: refund.refundId })).toMatchObject({ status: RefundStatus.SUCCEEDED });
   });
@@ -63,7 +55,7 @@ describe("an instant refund", () => {
 
     const rest = await refunds.createRefund({ paymentId });
     const message = await expectRpcError(refunds.createRefund({ paymentId }), Code.FailedPrecondition, "IR_13");
-    await services.jobs.runDue();
+    await suite.services.jobs.runDue();
 
     expect(rest.amount).toBe(950n);
     expect(message).toBe("Nothing is left to refund on this payment");
@@ -75,7 +67,7 @@ describe("an instant refund", () => {
     processor.script("refund", { status: "manual_review", reference: "review_1" });
     const refund = await refunds.createRefund({ paymentId, amount: 1000n });
 
-    await services.jobs.runDue();
+    await suite.services.jobs.runDue();
 
     expect(await refunds.retrieveRefund({ refundId: refund.refundId })).toMatchObject({ status: RefundStatus.MANUAL_REVIEW });
     const message = await expectRpcError(refunds.createRefund({ paymentId, amount: 500n }), Code.FailedPrecondition, "IR_13");
@@ -87,7 +79,7 @@ describe("an instant refund", () => {
     processor.script("refund", { status: "declined", errorCode: "refund_declined", errorMessage: "The issuer declined the refund." });
     const refund = await refunds.createRefund({ paymentId });
 
-    await services.jobs.runDue();
+    await suite.services.jobs.runDue();
 
     expect(await refunds.retrieveRefund({ refundId: refund.refundId })).toMatchObject({
       status: RefundStatus.FAILED,
@@ -95,7 +87,7 @@ describe("an instant refund", () => {
       errorMessage: "The issuer declined the refund.",
     });
     const again = await refunds.createRefund({ paymentId });
-    await services.jobs.runDue();
+    await suite.services.jobs.runDue();
     expect(await refunds.retrieveRefund({ refundId: again.refundId })).toMatchObject({ amount: 1250n, status: RefundStatus.SUCCEEDED });
   });
 
@@ -104,12 +96,12 @@ describe("an instant refund", () => {
     processor.script("refund", new Error("connect ECONNREFUSED"));
     const refund = await refunds.createRefund({ paymentId });
 
-    await services.jobs.runDue();
+    await suite.services.jobs.runDue();
     expect(await refunds.retrieveRefund({ refundId: refund.refundId })).toMatchObject({ status: RefundStatus.PENDING });
 
     // The first retry waits 10 s (src/jobs/runner.ts).
-    services.clock.advance(10_000);
-    await services.jobs.runDue();
+    suite.services.clock.advance(10_000);
+    await suite.services.jobs.runDue();
 
     expect(await refunds.retrieveRefund({ refundId: refund.refundId })).toMatchObject({ status: RefundStatus.SUCCEEDED });
     const [first, retry] = processor.callsTo("refund");
@@ -123,14 +115,14 @@ describe("a scheduled refund", () => {
     const kept = await refunds.createRefund({ paymentId, amount: 200n, refundType: RefundType.SCHEDULED });
     const cancelled = await refunds.createRefund({ paymentId, amount: 300n, refundType: RefundType.SCHEDULED });
 
-    await services.jobs.runDue();
+    await suite.services.jobs.runDue();
     expect(processor.calls).toEqual([]);
     expect(await refunds.cancelRefund({ refundId: cancelled.refundId })).toMatchObject({ status: RefundStatus.CANCELLED });
 
-    services.clock.advance(services.deps.scheduledRefundDelayMs);
-    await services.jobs.runDue();
+    suite.services.clock.advance(suite.services.deps.scheduledRefundDelayMs);
+    await suite.services.jobs.runDue();
 
-    expect(processor.callsTo("refund")).toMatchObject([{ idempotencyKey: `${merchant.merchantId}:${kept.refundId}:refund`, amount: 200n }]);
+    expect(processor.callsTo("refund")).toMatchObject([{ idempotencyKey: `${suite.merchant.merchantId}:${kept.refundId}:refund`, amount: 200n }]);
     expect(await refunds.retrieveRefund({ refundId: kept.refundId })).toMatchObject({ status: RefundStatus.SUCCEEDED });
     expect(await refunds.retrieveRefund({ refundId: cancelled.refundId })).toMatchObject({ status: RefundStatus.CANCELLED });
   });
@@ -141,14 +133,14 @@ describe("what is refused before anything is written", () => {
     const authorized = await payments.createPayment({
       amount: 1250n,
       currency: "EUR",
-      profileId: merchant.profileId,
+      profileId: suite.merchant.profileId,
       confirm: true,
       captureMethod: CaptureMethod.MANUAL,
       paymentMethodData: { card },
     });
 
     const message = await expectRpcError(refunds.createRefund({ paymentId: authorized.paymentId }), Code.FailedPrecondition, "IR_14");
-    await services.jobs.runDue();
+    await suite.services.jobs.runDue();
 
     expect(message).toBe("This payment cannot be refunded because its status is requires_capture; expected succeeded");
     expect((await refunds.listRefunds({ paymentId: authorized.paymentId })).totalCount).toBe(0n);

@@ -1,5 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { afterAll, beforeAll, beforeEach } from "vitest";
 import { MerchantService } from "../../gen/paymentservice/v1/merchant_pb.js";
 import { apiInterceptors, closeApp, openApp, registerJobs, routerOptions, type App } from "../../src/app.js";
 import { callerKey, type Caller, type MerchantCaller } from "../../src/auth/caller.js";
@@ -109,5 +110,45 @@ export async function startInProcess(processor: Processor, clock = new TestClock
       await deps.jobs.stop();
       await closeApp(app);
     },
+  };
+}
+
+/** The in-process services of a test file, and the merchant each of its tests acts as. */
+export interface InProcessSuite {
+  readonly services: InProcessServices;
+  /** A merchant made afresh for each test. */
+  readonly merchant: InProcessMerchant;
+  /** A client of `service` calling as this test's merchant. */
+  client<S extends DescService>(service: S): Client<S>;
+}
+
+/**
+ * Starts the in-process services with `processor` before the calling file's tests and closes them
+ * after; before each test the processor forgets what it saw and a new merchant is made, so no test
+ * sees another's payments or calls.
+ */
+export function inProcessSuite(processor: { reset(): void } & Processor): InProcessSuite {
+  let services: InProcessServices | undefined;
+  let merchant: InProcessMerchant | undefined;
+  beforeAll(async () => {
+    services = await startInProcess(processor);
+  });
+  afterAll(() => services?.close());
+  beforeEach(async () => {
+    processor.reset();
+    merchant = await services!.newMerchant();
+  });
+  const started = () => {
+    if (services === undefined || merchant === undefined) throw new Error("the in-process services are used before beforeAll and beforeEach ran");
+    return { services, merchant };
+  };
+  return {
+    get services() {
+      return started().services;
+    },
+    get merchant() {
+      return started().merchant;
+    },
+    client: (service) => started().services.client(service, started().merchant.caller),
   };
 }

@@ -508,7 +508,7 @@ describe.skipIf(!onPostgres)("keys cached by several instances (PostgreSQL only:
     // Never signal a process that is not one of those sessions (a database elsewhere shares no pids).
     const local = listeners.filter((pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("postgres"));
     expect(local, "this test freezes PostgreSQL sessions, so it needs the database on this machine").toEqual(listeners);
-    listeners.forEach((pid) => process.kill(pid, "SIGSTOP"));
+    for (const pid of listeners) process.kill(pid, "SIGSTOP");
     try {
       await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
       await waitOutTrust();
@@ -516,7 +516,7 @@ describe.skipIf(!onPostgres)("keys cached by several instances (PostgreSQL only:
         expect((await health(merchant.apiKey, url)).body).toMatchObject({ error: { code: "IR_01", message: "This API key has been revoked" } });
       }
     } finally {
-      listeners.forEach((pid) => process.kill(pid, "SIGCONT"));
+      for (const pid of listeners) process.kill(pid, "SIGCONT");
       await second.close();
     }
   });

@@ -174,7 +174,7 @@ describe("a merchant's own secret key", () => {
 
     const listed = await rest(service.url, "GET", "/api-keys", { apiKey: merchant.apiKey });
     expect(listed.status).toBe(200);
-    const ids = listed.body.data.map((k: any) => k.key_id);
+    const ids = listed.body.data.map((k: { key_id: string }) => k.key_id);
     expect(ids.sort()).toEqual([merchant.keyId, second.key_id, publishable.key_id].sort());
     expect(ids).not.toContain(production.key_id);
     expect(listed.body.total_count).toBe(3);
@@ -187,7 +187,7 @@ describe("a merchant's own secret key", () => {
 
     // The production key sees the production partition only.
     const fromProduction = await rest(service.url, "GET", "/api-keys", { apiKey: production.api_key });
-    expect(fromProduction.body.data.map((k: any) => k.key_id)).toEqual([production.key_id]);
+    expect(fromProduction.body.data.map((k: { key_id: string }) => k.key_id)).toEqual([production.key_id]);
 
     // Asking for another merchant's keys is not found, not a peek.
     const foreign = await rest(service.url, "GET", `/api-keys?merchant_id=${other.merchantId}`, { apiKey: merchant.apiKey });
@@ -226,7 +226,7 @@ describe("a merchant's own secret key", () => {
     // The other merchant's key is untouched and the other merchant got no new key.
     expect((await health(other.apiKey)).status).toBe(200);
     const otherKeys = await rest(service.url, "GET", "/api-keys", { apiKey: other.apiKey });
-    expect(otherKeys.body.data.map((k: any) => k.key_id)).toEqual([other.keyId]);
+    expect(otherKeys.body.data.map((k: { key_id: string }) => k.key_id)).toEqual([other.keyId]);
   });
 
   it("cannot issue or touch keys of the other environment", async () => {
@@ -301,7 +301,7 @@ describe("revocation", () => {
     // Gone from retrieve and list; revoking again is not found.
     expectRestError(await rest(service.url, "GET", `/api-keys/${merchant.keyId}`, { admin: true }), 404, "HE_02");
     const listed = await rest(service.url, "GET", `/api-keys?merchant_id=${merchant.merchantId}`, { admin: true });
-    expect(listed.body.data.map((k: any) => k.key_id)).not.toContain(merchant.keyId);
+    expect(listed.body.data.map((k: { key_id: string }) => k.key_id)).not.toContain(merchant.keyId);
     expectRestError(await rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, { admin: true }), 404, "HE_02");
   });
 

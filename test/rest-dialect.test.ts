@@ -335,7 +335,7 @@ describe("REST→RPC: responses", () => {
   });
 
   it("answers a missing or unknown api-key with exactly {error: {type, code, message}} (401 IR_01)", async () => {
-    for (const apiKey of [undefined, "snd_" + "x".repeat(40)]) {
+    for (const apiKey of [undefined, `snd_${"x".repeat(40)}`]) {
       const res = await rest(service.url, "GET", "/customers/list", { apiKey });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: { type: "authentication_error", code: "IR_01", message: expect.stringMatching(/\S/) } });

@@ -4,14 +4,14 @@ import { MerchantService } from "../gen/paymentservice/v1/merchant_pb.js";
 import { isoUtc } from "./support/formats.js";
 import { runningService } from "./support/running.js";
 import { adminApiKey, startService } from "./support/service.js";
-import { rest, rpcClient } from "./support/clients.js";
+import { rest, rpcClient, type JsonBody } from "./support/clients.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant } from "./support/merchant.js";
 
 const service = runningService();
 
 /** Creates a merchant over REST as the operator and returns the response body. */
-async function createMerchant(name?: string): Promise<any> {
+async function createMerchant(name?: string): Promise<JsonBody> {
   const res = await rest(service.url, "POST", "/merchants", { admin: true, body: name === undefined ? {} : { merchant_name: name } });
   expect(res.status).toBe(200);
   return res.body;
@@ -51,7 +51,7 @@ describe("admin API over REST", () => {
     const b = await createMerchant();
     expect(a.merchant_id).not.toBe(b.merchant_id);
     expect(a.default_profile_id).not.toBe(b.default_profile_id);
-    const secretOf = async (m: any) =>
+    const secretOf = async (m: { merchant_id: string; default_profile_id: string }) =>
       (await rest(service.url, "GET", `/merchants/${m.merchant_id}/profiles/${m.default_profile_id}`, { admin: true })).body.webhook_secret;
     expect(await secretOf(a)).not.toBe(await secretOf(b));
   });

@@ -174,7 +174,7 @@ describe("a merchant's own secret key", () => {
 
     const listed = await rest(service.url, "GET", "/api-keys", { apiKey: merchant.apiKey });
     expect(listed.status).toBe(200);
-    const ids = listed.body.data.map((k: any) => k.key_id);
+    const ids = listed.body.data.map((k: { key_id: string }) => k.key_id);
     expect(ids.sort()).toEqual([merchant.keyId, second.key_id, publishable.key_id].sort());
     expect(ids).not.toContain(production.key_id);
     expect(listed.body.total_count).toBe(3);
@@ -187,7 +187,7 @@ describe("a merchant's own secret key", () => {
 
     // The production key sees the production partition only.
     const fromProduction = await rest(service.url, "GET", "/api-keys", { apiKey: production.api_key });
-    expect(fromProduction.body.data.map((k: any) => k.key_id)).toEqual([production.key_id]);
+    expect(fromProduction.body.data.map((k: { key_id: string }) => k.key_id)).toEqual([production.key_id]);
 
     // Asking for another merchant's keys is not found, not a peek.
     const foreign = await rest(service.url, "GET", `/api-keys?merchant_id=${other.merchantId}`, { apiKey: merchant.apiKey });
@@ -226,7 +226,7 @@ describe("a merchant's own secret key", () => {
     // The other merchant's key is untouched and the other merchant got no new key.
     expect((await health(other.apiKey)).status).toBe(200);
     const otherKeys = await rest(service.url, "GET", "/api-keys", { apiKey: other.apiKey });
-    expect(otherKeys.body.data.map((k: any) => k.key_id)).toEqual([other.keyId]);
+    expect(otherKeys.body.data.map((k: { key_id: string }) => k.key_id)).toEqual([other.keyId]);
   });
 
   it("cannot issue or touch keys of the other environment", async () => {
@@ -301,7 +301,7 @@ describe("revocation", () => {
     // Gone from retrieve and list; revoking again is not found.
     expectRestError(await rest(service.url, "GET", `/api-keys/${merchant.keyId}`, { admin: true }), 404, "HE_02");
     const listed = await rest(service.url, "GET", `/api-keys?merchant_id=${merchant.merchantId}`, { admin: true });
-    expect(listed.body.data.map((k: any) => k.key_id)).not.toContain(merchant.keyId);
+    expect(listed.body.data.map((k: { key_id: string }) => k.key_id)).not.toContain(merchant.keyId);
     expectRestError(await rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, { admin: true }), 404, "HE_02");
   });
 
@@ -508,7 +508,7 @@ describe.skipIf(!onPostgres)("keys cached by several instances (PostgreSQL only:
     // Never signal a process that is not one of those sessions (a database elsewhere shares no pids).
     const local = listeners.filter((pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("postgres"));
     expect(local, "this test freezes PostgreSQL sessions, so it needs the database on this machine").toEqual(listeners);
-    listeners.forEach((pid) => process.kill(pid, "SIGSTOP"));
+    for (const pid of listeners) process.kill(pid, "SIGSTOP");
     try {
       await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
       await waitOutTrust();
@@ -516,7 +516,7 @@ describe.skipIf(!onPostgres)("keys cached by several instances (PostgreSQL only:
         expect((await health(merchant.apiKey, url)).body).toMatchObject({ error: { code: "IR_01", message: "This API key has been revoked" } });
       }
     } finally {
-      listeners.forEach((pid) => process.kill(pid, "SIGCONT"));
+      for (const pid of listeners) process.kill(pid, "SIGCONT");
       await second.close();
     }
   });

@@ -163,7 +163,7 @@ describe("idempotency keys on one instance", () => {
 
     it("accepts keys of 1 to 255 characters; 256 (or empty) is 400 IR_05 naming X-Idempotency-Key, under either header name, and nothing runs", async () => {
       const merchant = await newMerchant(service.url);
-      const longest = "k".repeat(254) + "!";
+      const longest = `${"k".repeat(254)}!`;
       const first = await post(merchant, "/payments", paymentBody(merchant), longest);
       expect(first.status, first.text).toBe(200);
       expectReplayOf(await post(merchant, "/payments", paymentBody(merchant), longest), first);

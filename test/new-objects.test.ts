@@ -50,20 +50,15 @@ describe("payments created in one burst", () => {
     const bodies = Array.from({ length: 48 }, (_, i) => {
       const kind = kinds[i % kinds.length]!;
       const base = { amount: 1000 + i, currency: "USD", profile_id: merchant.profileId, description: awkward, metadata: { index: String(i), note: awkward } };
-      switch (kind) {
-        case "automatic":
-          return { kind, body: { ...base, confirm: true, payment_method_data: { card } } };
-        case "manual":
-          return { kind, body: { ...base, capture_method: "manual", confirm: true, payment_method_data: { card } } };
-        case "customer":
-          return { kind, body: { ...base, customer_id: customer.body.customer_id } };
-        case "otherProfile":
-          return { kind, body: { ...base, profile_id: other.profileId } };
-        case "missingCustomer":
-          return { kind, body: { ...base, customer_id: "cus_nobody" } };
-        case "chosenId":
-          return { kind, body: { ...base, payment_id: chosenId } };
-      }
+      const bodyOf = {
+        automatic: { ...base, confirm: true, payment_method_data: { card } },
+        manual: { ...base, capture_method: "manual", confirm: true, payment_method_data: { card } },
+        customer: { ...base, customer_id: customer.body.customer_id },
+        otherProfile: { ...base, profile_id: other.profileId },
+        missingCustomer: { ...base, customer_id: "cus_nobody" },
+        chosenId: { ...base, payment_id: chosenId },
+      };
+      return { kind, body: bodyOf[kind] };
     });
 
     const responses = await Promise.all(bodies.map(({ body }) => rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body })));

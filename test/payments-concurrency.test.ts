@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { visaCard as card } from "./support/cards.js";
-import { rest, type RestResponse } from "./support/clients.js";
+import { rest, type JsonBody, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
@@ -21,7 +21,7 @@ import { noPolling, startService, type TestService } from "./support/service.js"
 type Instance = Pick<TestService, "url" | "app">;
 
 /** An authorized manual-capture payment, waiting in requires_capture. */
-async function authorizedPayment(url: string, merchant: TestMerchant): Promise<any> {
+async function authorizedPayment(url: string, merchant: TestMerchant): Promise<JsonBody> {
   const payment = await createPayment(url, merchant, { capture_method: "manual", confirm: true, payment_method_data: { card } });
   expect(payment.status).toBe("requires_capture");
   return payment;
@@ -240,7 +240,7 @@ describe.skipIf(!onPostgres)("durable jobs across a restart (PostgreSQL only: th
     const clock = new TestClock();
     const before = await startService(noPolling, clock);
     let merchant: TestMerchant;
-    let payment: any;
+    let payment: JsonBody;
     try {
       merchant = await newMerchant(before.url);
       payment = await createPayment(before.url, merchant, {

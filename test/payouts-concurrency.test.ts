@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PayoutProcessor } from "../src/processors/processor.js";
-import { rest } from "./support/clients.js";
+import { rest, type JsonBody } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { fileDatabaseUrl, onPostgres, rows, type Sql } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
@@ -38,14 +38,14 @@ const leaseSeconds = 60;
 
 const { bankPayout, cardPayout } = payoutBodies(() => new Date());
 
-async function createPayout(url: string, merchant: TestMerchant, body: Record<string, unknown>): Promise<any> {
+async function createPayout(url: string, merchant: TestMerchant, body: Record<string, unknown>): Promise<JsonBody> {
   const res = await rest(url, "POST", "/payouts/create", { apiKey: merchant.apiKey, body });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;
 }
 
 /** Every payout of a merchant, through the list API (one page of up to 100). */
-async function payoutsOf(url: string, merchant: TestMerchant): Promise<any[]> {
+async function payoutsOf(url: string, merchant: TestMerchant): Promise<JsonBody[]> {
   const res = await rest(url, "POST", "/payouts/list", { apiKey: merchant.apiKey, body: { limit: 100 } });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expect(res.body.has_more).toBe(false);
@@ -253,7 +253,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
     }
 
     /** Runs due jobs on both instances until every payout of the merchant is final. */
-    async function settle(merchant: TestMerchant): Promise<any[]> {
+    async function settle(merchant: TestMerchant): Promise<JsonBody[]> {
       return waitUntil(
         async () => {
           await Promise.all([a.jobs.runDue(), b.jobs.runDue()]);

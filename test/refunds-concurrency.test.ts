@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { visaCard as card } from "./support/cards.js";
-import { rest } from "./support/clients.js";
+import { rest, type JsonBody } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectRestError } from "./support/errors.js";
@@ -33,7 +33,7 @@ describe.skipIf(!onPostgres)("refund races between two instances on one PostgreS
   }
 
   /** Every refund of a payment, through the list API (one page of up to 100). */
-  async function refundsOf(merchant: TestMerchant, paymentId: string): Promise<any[]> {
+  async function refundsOf(merchant: TestMerchant, paymentId: string): Promise<JsonBody[]> {
     const res = await rest(b.url, "POST", "/refunds/list", { apiKey: merchant.apiKey, body: { payment_id: paymentId, limit: 100 } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.has_more).toBe(false);

@@ -3,7 +3,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
-import { rest, type RestResponse } from "./support/clients.js";
+import { rest, type JsonBody, type RestResponse } from "./support/clients.js";
 import { expectExactRestError, expectRestError } from "./support/errors.js";
 import { isoUtc } from "./support/formats.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
@@ -46,7 +46,7 @@ function rawRequest(method: string, path: string, body: string, apiKey: string):
 }
 
 /** A Connect unary call with the JSON codec, as curl or a browser would make it. */
-async function connectJson(procedure: string, body: unknown, apiKey: string): Promise<{ status: number; body: any }> {
+async function connectJson(procedure: string, body: unknown, apiKey: string): Promise<{ status: number; body: JsonBody }> {
   const res = await fetch(`${service.url}/paymentservice.v1.${procedure}`, {
     method: "POST",
     headers: { "content-type": "application/json", "connect-protocol-version": "1", "api-key": apiKey },
@@ -335,7 +335,7 @@ describe("REST→RPC: responses", () => {
   });
 
   it("answers a missing or unknown api-key with exactly {error: {type, code, message}} (401 IR_01)", async () => {
-    for (const apiKey of [undefined, "snd_" + "x".repeat(40)]) {
+    for (const apiKey of [undefined, `snd_${"x".repeat(40)}`]) {
       const res = await rest(service.url, "GET", "/customers/list", { apiKey });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: { type: "authentication_error", code: "IR_01", message: expect.stringMatching(/\S/) } });

@@ -17,7 +17,9 @@ export function addFollowUps(
   after: string,
 ): void {
   if (followUps.event !== undefined) statement.insert("event", em.connection.getMetadata(EventRow), followUps.event, after);
-  followUps.jobs.forEach((job, i) => statement.insert(`job${i}`, em.connection.getMetadata(JobRow), jobRowOf(job, clock), after));
+  for (const [i, job] of followUps.jobs.entries()) {
+    statement.insert(`job${i}`, em.connection.getMetadata(JobRow), jobRowOf(job, clock), after);
+  }
 }
 
 /** The row of a job to schedule, not yet attempted. */

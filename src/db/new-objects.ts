@@ -215,7 +215,7 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
     this.inFlight++;
     try {
       const outcomes = await this.write(batch);
-      batch.forEach((waiting, i) => waiting.resolve(outcomes[i]!));
+      for (const [i, waiting] of batch.entries()) waiting.resolve(outcomes[i]!);
     } catch (error) {
       if (batch.length > 1 && rejectedByDatabase(error)) {
         // One object broke a rule of the database that no check before caught, and took the batch

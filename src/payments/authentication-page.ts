@@ -91,7 +91,7 @@ export function createAuthenticationPages(deps: AuthenticationPageDependencies):
         .then((outcome) => {
           if (outcome === undefined) return notFoundPage();
           if (outcome.returnUrl === null) {
-            return send(200, page("Payment " + outcome.status, `<h1 id="status">Payment ${escapeHtml(outcome.status)}</h1>`));
+            return send(200, page(`Payment ${outcome.status}`, `<h1 id="status">Payment ${escapeHtml(outcome.status)}</h1>`));
           }
           const target = new URL(outcome.returnUrl);
           target.searchParams.set("payment_id", outcome.paymentId);

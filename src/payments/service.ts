@@ -2,9 +2,9 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import {
-  CaptureMethod,
+  type CaptureMethod,
   CaptureMethodSchema,
-  PaymentMethod,
+  type PaymentMethod,
   PaymentMethodSchema,
   PaymentStatusSchema,
   type PaymentMethodDataInput,
@@ -195,16 +195,13 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         throw alreadyExists("payment", "payment_id", paymentId);
       }
       const jobs = card === undefined ? [] : await confirm(deps, row, processor, card);
-      let payment;
-      try {
-        payment = await deps.newObjects.create(ctx, paymentResource, row, jobs);
-      } catch (error) {
+      const payment = await deps.newObjects.create(ctx, paymentResource, row, jobs).catch(async (error: unknown) => {
         // Nothing was written: release what the processor holds for this payment, unless the id was
         // taken meanwhile by a concurrent create, whose authorization the processor answered with.
         const taken = error instanceof ApiError && error.code === "HE_01";
         if (row.processorReference !== null && !taken) await releaseFunds(processor, row);
         throw error;
-      }
+      });
       wakeForDueJobs(deps, jobs);
       return payment;
     },

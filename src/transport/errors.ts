@@ -84,7 +84,7 @@ export function writeError(res: NodeResponse, protocol: WireProtocol, error: Con
     destroyResponse(res);
     return;
   }
-  error.metadata.forEach((value, name) => res.setHeader(name, value));
+  for (const [name, value] of error.metadata) res.setHeader(name, value);
   closeIfBodyUnread(res);
   switch (protocol) {
     case "rest": {
@@ -98,7 +98,7 @@ export function writeError(res: NodeResponse, protocol: WireProtocol, error: Con
     case "grpc":
     case "grpc-web": {
       const header = setTrailerStatus(new Headers(), error);
-      header.forEach((value, name) => res.setHeader(name, value));
+      for (const [name, value] of header) res.setHeader(name, value);
       send(res, 200, protocol === "grpc" ? "application/grpc+proto" : "application/grpc-web+proto", "");
       return;
     }

@@ -220,10 +220,22 @@ describe("deadlineInterceptor", () => {
 describe("request rules", () => {
   let ran: boolean;
   const impl: Partial<ServiceImpl<typeof PaymentService>> = {
-    retrievePayment: (req) => ((ran = true), { paymentId: req.paymentId }),
-    capturePayment: (req) => ((ran = true), { paymentId: req.paymentId }),
-    createPayment: () => ((ran = true), { paymentId: "pay_new" }),
-    listPayments: () => ((ran = true), { totalCount: 0n }),
+    retrievePayment: (req) => {
+      ran = true;
+      return { paymentId: req.paymentId };
+    },
+    capturePayment: (req) => {
+      ran = true;
+      return { paymentId: req.paymentId };
+    },
+    createPayment: () => {
+      ran = true;
+      return { paymentId: "pay_new" };
+    },
+    listPayments: () => {
+      ran = true;
+      return { totalCount: 0n };
+    },
   };
   const client = () => {
     ran = false;

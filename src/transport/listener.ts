@@ -89,7 +89,9 @@ export function createDualProtocolServer(
       h1.close(); // destroys idle keep-alive connections
       for (const session of sessions) session.close();
       for (const socket of sniffing) socket.destroy();
-      const force = setTimeout(() => sockets.forEach((socket) => socket.destroy()), graceMs);
+      const force = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, graceMs);
       await closed;
       clearTimeout(force);
     },

@@ -15,7 +15,7 @@ function checkJsonText(root: unknown): void {
     if (typeof value === "string") {
       checkText(value, path);
     } else if (Array.isArray(value)) {
-      value.forEach((item, i) => pending.push([item, `${path}[${i}]`]));
+      for (const [i, item] of value.entries()) pending.push([item, `${path}[${i}]`]);
     } else if (typeof value === "object" && value !== null) {
       for (const [key, item] of Object.entries(value)) {
         const keyPath = path === "" ? key.slice(0, 100) : `${path}.${key.slice(0, 100)}`;

@@ -1,6 +1,7 @@
 import { invalidRequest, type ApiError } from "../errors.js";
 
 /** A NUL, or a surrogate without its pair: `\uD800-\uDBFF` not followed by `\uDC00-\uDFFF`, or the reverse. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point, PostgreSQL refuses it in text
 const illFormed = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**

@@ -48,8 +48,11 @@ it(`every answer to ${settings.requests} fuzzed requests keeps the API contract`
       includeErrorInReport: true,
     });
     const endOfRun = [...logLeaks(running, check), ...memoryGrowth(summary)];
-    if (settings.collect) endOfRun.forEach((violation) => summary.collect(violation));
-    else if (endOfRun.length > 0) throw new Error(describeViolations(endOfRun));
+    if (settings.collect) {
+      for (const violation of endOfRun) summary.collect(violation);
+    } else if (endOfRun.length > 0) {
+      throw new Error(describeViolations(endOfRun));
+    }
     if (settings.collect && summary.violationKinds > 0) throw new Error(`${summary.violationKinds} distinct violations (listed in the summary above)`);
   } catch (error) {
     throw withReplayHint(error);
@@ -79,7 +82,7 @@ function property(running: FuzzTarget, check: BatchCheck, summary: RunSummary) {
     if (firstFailureAt !== undefined && Date.now() - firstFailureAt > settings.shrinkSeconds * 1000) return true;
     const violations = await check.check(batch);
     if (settings.collect) {
-      violations.forEach((violation) => summary.collect(violation));
+      for (const violation of violations) summary.collect(violation);
       return true;
     }
     if (violations.length === 0) return true;

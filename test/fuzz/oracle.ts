@@ -362,9 +362,8 @@ function answerFailureKind(failure: string): string {
 }
 
 function headerValues(headers: Headers | undefined): string[] {
-  const values: string[] = [];
-  headers?.forEach((value, name) => values.push(`${name}: ${value}`));
-  return values;
+  if (headers === undefined) return [];
+  return [...headers].map(([name, value]) => `${name}: ${value}`);
 }
 
 /** The answer in a few lines for a violation report. */

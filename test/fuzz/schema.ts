@@ -4,7 +4,7 @@ import { getOption, type DescField, type DescFile, type DescMessage, type DescMe
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
-import { Access, access } from "../../gen/paymentservice/v1/options_pb.js";
+import { type Access, access } from "../../gen/paymentservice/v1/options_pb.js";
 
 /*
  * The API surface the fuzzer attacks, read from the generated descriptors at run time: every file in

@@ -3,13 +3,19 @@ import { createClient, type Client, type Interceptor } from "@connectrpc/connect
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { adminApiKey } from "./service.js";
 
+/**
+ * A JSON body as the service sent it, parsed. Tests read arbitrary documented fields of it and
+ * their expectations check its shape, so it is deliberately left untyped: the one `any` of the tests.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the shape of an answer is what the tests check, field by field
+export type JsonBody = any;
+
 /** What a REST call returned: status, headers, the body as sent (replays compare it byte for byte) and parsed. */
 export interface RestResponse {
   readonly status: number;
   readonly headers: Headers;
   readonly text: string;
-  // Tests read arbitrary documented fields; the shape is what is under test.
-  readonly body: any;
+  readonly body: JsonBody;
 }
 
 /** Calls a REST path with fetch, as a web backend would. */

@@ -70,7 +70,7 @@ export async function onFileDatabase<T>(work: (db: pg.Client) => Promise<T>): Pr
 
 /** Something that runs SQL on the test file's database: an instance's data source or a pg client. */
 export interface Sql {
-  query(text: string, params?: unknown[]): Promise<any>;
+  query(text: string, params?: unknown[]): Promise<unknown[] | { rows: unknown[] }>;
 }
 
 /** The rows of a query, whether a data source (an array) or a pg client (`{rows}`) ran it. */

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { rest } from "./clients.js";
+import { rest, type JsonBody } from "./clients.js";
 
 /** A merchant created through the admin API, with a sandbox secret key. */
 export interface TestMerchant {
@@ -33,7 +33,7 @@ export async function newMerchant(
  * unless `fields` say otherwise. Fails the test unless it is issued; returns the answer, the only
  * one that shows the key.
  */
-export async function adminIssue(url: string, merchantId: string, fields: Record<string, unknown> = {}): Promise<any> {
+export async function adminIssue(url: string, merchantId: string, fields: Record<string, unknown> = {}): Promise<JsonBody> {
   const res = await rest(url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchantId, environment: "sandbox", ...fields } });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { rest } from "./clients.js";
+import { rest, type JsonBody } from "./clients.js";
 import type { TestMerchant } from "./merchant.js";
 
 /*
@@ -8,7 +8,7 @@ import type { TestMerchant } from "./merchant.js";
  */
 
 /** Creates a payment of 5000 USD on the merchant's default profile, or what `body` says instead; returns it. */
-export async function createPayment(url: string, merchant: TestMerchant, body: Record<string, unknown> = {}): Promise<any> {
+export async function createPayment(url: string, merchant: TestMerchant, body: Record<string, unknown> = {}): Promise<JsonBody> {
   const res = await rest(url, "POST", "/payments", {
     apiKey: merchant.apiKey,
     body: { amount: 5000, currency: "USD", profile_id: merchant.profileId, ...body },
@@ -18,7 +18,7 @@ export async function createPayment(url: string, merchant: TestMerchant, body: R
 }
 
 /** Retrieves a payment, to see what another call did to it. */
-export async function retrievePayment(url: string, merchant: TestMerchant, paymentId: string): Promise<any> {
+export async function retrievePayment(url: string, merchant: TestMerchant, paymentId: string): Promise<JsonBody> {
   const res = await rest(url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;

@@ -1,4 +1,4 @@
-import * as http from "node:http";
+import type * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";

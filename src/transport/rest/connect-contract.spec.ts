@@ -70,7 +70,15 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
       log.push(`${name} out`);
       return res;
     };
-    await invokeUnaryImplementation(retrieveSpec(() => (log.push("implementation"), {})), restContext(), request(), [named("outcome"), named("deadline"), named("rules")]);
+    await invokeUnaryImplementation(
+      retrieveSpec(() => {
+        log.push("implementation");
+        return {};
+      }),
+      restContext(),
+      request(),
+      [named("outcome"), named("deadline"), named("rules")],
+    );
     expect(log).toEqual(["outcome in", "deadline in", "rules in", "implementation", "rules out", "deadline out", "outcome out"]);
   });
 
@@ -137,7 +145,15 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
       return next(req);
     };
     let seen: string | undefined;
-    await invokeUnaryImplementation(retrieveSpec((_, ctx) => ((seen = ctx.values.get(replayKey)), {})), restContext(), request(), [setter]);
+    await invokeUnaryImplementation(
+      retrieveSpec((_, ctx) => {
+        seen = ctx.values.get(replayKey);
+        return {};
+      }),
+      restContext(),
+      request(),
+      [setter],
+    );
     expect(seen).toBe("stored response");
   });
 
@@ -183,7 +199,15 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
       trailer: new Headers(),
     } as never);
     const context = restContext();
-    const output = await invokeUnaryImplementation(retrieveSpec(() => ((ran = true), {})), context, request(), [answer]);
+    const output = await invokeUnaryImplementation(
+      retrieveSpec(() => {
+        ran = true;
+        return {};
+      }),
+      context,
+      request(),
+      [answer],
+    );
     expect({ ran, paymentId: (output as Payment).paymentId, header: context.responseHeader.get("x-stored") }).toEqual({ ran: false, paymentId: "pay_stored", header: "1" });
   });
 
@@ -231,20 +255,28 @@ describe("createServiceImplSpec and createMethodImplSpec, as ApiRouter uses them
         return { status: `${this.prefix}ok` };
       },
     };
-    const spec = createServiceImplSpec(HealthService, implementation as never).methods["check"] as UnaryMethodSpec;
+    const spec = createServiceImplSpec(HealthService, implementation as never).methods.check as UnaryMethodSpec;
     const output = await invokeUnaryImplementation(spec, { ...restContext(), method: HealthService.method.check, service: HealthService }, create(HealthService.method.check.input), []);
     expect(output).toEqual(create(CheckResponseSchema, { status: "bound:ok" }));
   });
 
   it("looks each method up by its local name on the implementation, so a Proxy (replayable) is consulted", () => {
     const asked: PropertyKey[] = [];
-    const implementation = new Proxy({}, { get: (_, property) => (asked.push(property), undefined) });
+    const implementation = new Proxy(
+      {},
+      {
+        get: (_, property) => {
+          asked.push(property);
+          return undefined;
+        },
+      },
+    );
     createServiceImplSpec(HealthService, implementation);
     expect(asked).toContain("check");
   });
 
   it("answers a method left out of the implementation unimplemented, which the service documents as IR_00", async () => {
-    const spec = createServiceImplSpec(PaymentService, {}).methods["retrievePayment"] as UnaryMethodSpec;
+    const spec = createServiceImplSpec(PaymentService, {}).methods.retrievePayment as UnaryMethodSpec;
     const rejection = await invokeUnaryImplementation(spec, restContext(), request(), []).catch((reason: unknown) => reason);
     expect(rejection).toBeInstanceOf(ConnectError);
     expect(rejection).toMatchObject({ code: Code.Unimplemented, rawMessage: "paymentservice.v1.PaymentService.RetrievePayment is not implemented" });

@@ -101,7 +101,7 @@ function requestHeaders(req: IncomingMessage | Http2ServerRequest): Headers {
 
 /** Response headers an interceptor or implementation set (Idempotent-Replayed, …). */
 function copyHeaders(header: Headers, res: NodeResponse): void {
-  header.forEach((value, name) => res.setHeader(name, value));
+  for (const [name, value] of header) res.setHeader(name, value);
 }
 
 function sendJson(res: NodeResponse, body: unknown): void {

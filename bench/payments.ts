@@ -44,7 +44,12 @@ interface Summary extends Result {
 function medianRound(results: Result[]): Summary {
   const sorted = [...results].sort((a, b) => a.paymentsPerSecond - b.paymentsPerSecond);
   const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
-  return { ...median, slowest: sorted[0]!.paymentsPerSecond, fastest: sorted.at(-1)!.paymentsPerSecond, errors: results.reduce((n, r) => n + r.errors, 0) };
+  return {
+    ...median,
+    slowest: sorted[0]!.paymentsPerSecond,
+    fastest: sorted.at(-1)!.paymentsPerSecond,
+    errors: results.reduce((n, r) => n + r.errors, 0),
+  };
 }
 
 /** Creates the database if it is missing; `fresh` drops it first (only ever the bench's own database). */
@@ -62,7 +67,16 @@ async function prepareDatabase(url: string, fresh: boolean): Promise<void> {
 async function startServer(databaseUrl: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
   const adminKey = "bench-admin-key";
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    env: { ...process.env, WORKERS: workers, PORT: "0", DATABASE_URL: databaseUrl, ADMIN_API_KEY: adminKey, API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret", DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32), RATE_LIMIT_PER_MINUTE: "1000000000" },
+    env: {
+      ...process.env,
+      WORKERS: workers,
+      PORT: "0",
+      DATABASE_URL: databaseUrl,
+      ADMIN_API_KEY: adminKey,
+      API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret",
+      DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32),
+      RATE_LIMIT_PER_MINUTE: "1000000000",
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = readline.createInterface({ input: child.stdout! });
@@ -79,7 +93,11 @@ async function startServer(databaseUrl: string): Promise<{ url: string; adminKey
 
 async function newMerchant(url: string, adminKey: string): Promise<{ apiKey: string; profileId: string }> {
   const post = async (path: string, body: unknown) => {
-    const res = await fetch(url + path, { method: "POST", headers: { "content-type": "application/json", "admin-api-key": adminKey }, body: JSON.stringify(body) });
+    const res = await fetch(url + path, {
+      method: "POST",
+      headers: { "content-type": "application/json", "admin-api-key": adminKey },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     return (await res.json()) as Record<string, string>;
   };
@@ -94,16 +112,31 @@ function protocolOf(name: "REST" | "Connect", profileId: string) {
     return {
       createPath: "/payments",
       confirmPath: (id: string) => `/payments/${id}/confirm`,
-      create: (confirm: boolean) => ({ amount: 1000, currency: "USD", profile_id: profileId, ...(confirm ? { confirm: true, payment_method_data: { card } } : {}) }),
+      create: (confirm: boolean) => ({
+        amount: 1000,
+        currency: "USD",
+        profile_id: profileId,
+        ...(confirm ? { confirm: true, payment_method_data: { card } } : {}),
+      }),
       confirm: (_id: string) => ({ payment_method_data: { card } }),
       idOf: (body: string) => (JSON.parse(body) as { payment_id: string }).payment_id,
     };
   }
-  const connectCard = { cardNumber: card.card_number, cardExpMonth: card.card_exp_month, cardExpYear: card.card_exp_year, cardCvc: card.card_cvc };
+  const connectCard = {
+    cardNumber: card.card_number,
+    cardExpMonth: card.card_exp_month,
+    cardExpYear: card.card_exp_year,
+    cardCvc: card.card_cvc,
+  };
   return {
     createPath: "/paymentservice.v1.PaymentService/CreatePayment",
     confirmPath: (_id: string) => "/paymentservice.v1.PaymentService/ConfirmPayment",
-    create: (confirm: boolean) => ({ amount: "1000", currency: "USD", profileId, ...(confirm ? { confirm: true, paymentMethodData: { card: connectCard } } : {}) }),
+    create: (confirm: boolean) => ({
+      amount: "1000",
+      currency: "USD",
+      profileId,
+      ...(confirm ? { confirm: true, paymentMethodData: { card: connectCard } } : {}),
+    }),
     confirm: (id: string) => ({ paymentId: id, paymentMethodData: { card: connectCard } }),
     idOf: (body: string) => (JSON.parse(body) as { paymentId: string }).paymentId,
   };
@@ -168,7 +201,19 @@ async function main(): Promise<void> {
     const rounds: Result[][] = [];
     // Warm-up, as long as a scenario: JIT, connection pools, caches and the first growth of the
     // fresh tables, not measured.
-    await autocannon({ url, connections, duration: seconds, requests: [{ method: "POST", path: "/payments", headers: { "content-type": "application/json", "api-key": apiKey }, body: JSON.stringify(protocolOf("REST", profileId).create(true)) }] });
+    await autocannon({
+      url,
+      connections,
+      duration: seconds,
+      requests: [
+        {
+          method: "POST",
+          path: "/payments",
+          headers: { "content-type": "application/json", "api-key": apiKey },
+          body: JSON.stringify(protocolOf("REST", profileId).create(true)),
+        },
+      ],
+    });
     for (let round = 0; round < roundCount; round++) {
       const results: Result[] = [];
       for (const protocol of ["REST", "Connect"] as const) {
@@ -196,7 +241,8 @@ const endMarker = "<!-- bench:end -->";
 async function writeReport(results: Summary[], database: string): Promise<void> {
   const cpus = os.cpus();
   const rows = results.map(
-    (r) => `| ${r.scenario} | ${r.protocol} | ${r.paymentsPerSecond} | ${r.slowest}–${r.fastest} | ${r.requestsPerSecond} | ${r.p50} | ${r.p99} | ${r.errors} |`,
+    (r) =>
+      `| ${r.scenario} | ${r.protocol} | ${r.paymentsPerSecond} | ${r.slowest}–${r.fastest} | ${r.requestsPerSecond} | ${r.p50} | ${r.p99} | ${r.errors} |`,
   );
   const measured = `${startMarker}
 Measured by \`npm run bench\` (bench/payments.ts): autocannon with ${connections} concurrent

@@ -102,8 +102,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const embeddedDataDir = config.databaseUrl === undefined ? config.dataDir : undefined;
   const hashSecret = await resolveServerSecret(apiKeyHashSecret, config.apiKeyHashSecret, embeddedDataDir);
   const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
-  const embedded =
-    config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
+  const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
     if (embedded === undefined) useNamedStatements(dataSource);

@@ -10,70 +10,82 @@ import type { StateMachine } from "./state-machine.js";
 const machines: [StateMachine<string, string>, readonly string[]][] = [
   [
     paymentStates,
-    ["requires_payment_method", "requires_confirmation", "requires_action", "processing", "requires_capture", "succeeded", "failed", "cancelled"],
+    [
+      "requires_payment_method",
+      "requires_confirmation",
+      "requires_action",
+      "processing",
+      "requires_capture",
+      "succeeded",
+      "failed",
+      "cancelled",
+    ],
   ],
   [refundStates, ["pending", "succeeded", "failed", "cancelled", "manual_review"]],
   [payoutStates, ["pending", "requires_fulfillment", "success", "failed", "cancelled"]],
   [disputeStates, ["opened", "challenged", "accepted", "won", "lost", "expired"]],
 ];
 
-describe.each(machines.map(([machine, statuses]) => [machine.object, machine, statuses] as const))("the %s state machine", (_, machine, statuses) => {
-  const operations = Object.keys(machine.transitions);
+describe.each(machines.map(([machine, statuses]) => [machine.object, machine, statuses] as const))(
+  "the %s state machine",
+  (_, machine, statuses) => {
+    const operations = Object.keys(machine.transitions);
 
-  it("leads only to statuses the resource has", () => {
-    for (const transition of Object.values(machine.transitions)) {
-      expect(statuses).toEqual(expect.arrayContaining([...transition.from, ...transition.to]));
-    }
-  });
-
-  it("never moves an object out of a final status", () => {
-    for (const transition of Object.values(machine.transitions)) {
-      if (transition.from.some((status) => machine.isFinal(status))) expect(transition.to).toEqual([]);
-    }
-  });
-
-  it.each(operations.flatMap((operation) => statuses.map((status) => [operation, status] as const)))(
-    "%s from %s: allowed exactly when the table says so, else the structured unexpected-state error",
-    (operation, status) => {
-      const transition = machine.transitions[operation]!;
-      const allowed = transition.from.includes(status);
-      expect(machine.allows(operation, status)).toBe(allowed);
-      if (allowed) {
-        expect(() => machine.guard(operation, status)).not.toThrow();
-        return;
+    it("leads only to statuses the resource has", () => {
+      for (const transition of Object.values(machine.transitions)) {
+        expect(statuses).toEqual(expect.arrayContaining([...transition.from, ...transition.to]));
       }
-      let thrown: unknown;
-      try {
-        machine.guard(operation, status);
-      } catch (error) {
-        thrown = error;
-      }
-      expect(thrown).toBeInstanceOf(ApiError);
-      expect((thrown as ApiError).code).toBe(transition.code ?? "IR_16");
-      expect((thrown as ApiError).message).toBe(
-        `This ${machine.object} cannot be ${transition.action} because its status is ${status}; expected ${transition.from.join(" or ")}`,
-      );
-    },
-  );
+    });
 
-  it("moves only along the table, and treats any other move as a fault of ours", () => {
-    for (const [operation, transition] of Object.entries(machine.transitions)) {
-      for (const from of statuses) {
-        for (const to of statuses) {
-          const row = { status: from };
-          if (transition.from.includes(from) && transition.to.includes(to)) {
-            machine.move(row, operation, to);
-            expect(row.status).toBe(to);
-          } else {
-            expect(() => machine.move(row, operation, to)).toThrow(Error);
-            expect(() => machine.move(row, operation, to)).not.toThrow(ApiError);
-            expect(row.status).toBe(from);
+    it("never moves an object out of a final status", () => {
+      for (const transition of Object.values(machine.transitions)) {
+        if (transition.from.some((status) => machine.isFinal(status))) expect(transition.to).toEqual([]);
+      }
+    });
+
+    it.each(operations.flatMap((operation) => statuses.map((status) => [operation, status] as const)))(
+      "%s from %s: allowed exactly when the table says so, else the structured unexpected-state error",
+      (operation, status) => {
+        const transition = machine.transitions[operation]!;
+        const allowed = transition.from.includes(status);
+        expect(machine.allows(operation, status)).toBe(allowed);
+        if (allowed) {
+          expect(() => machine.guard(operation, status)).not.toThrow();
+          return;
+        }
+        let thrown: unknown;
+        try {
+          machine.guard(operation, status);
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(ApiError);
+        expect((thrown as ApiError).code).toBe(transition.code ?? "IR_16");
+        expect((thrown as ApiError).message).toBe(
+          `This ${machine.object} cannot be ${transition.action} because its status is ${status}; expected ${transition.from.join(" or ")}`,
+        );
+      },
+    );
+
+    it("moves only along the table, and treats any other move as a fault of ours", () => {
+      for (const [operation, transition] of Object.entries(machine.transitions)) {
+        for (const from of statuses) {
+          for (const to of statuses) {
+            const row = { status: from };
+            if (transition.from.includes(from) && transition.to.includes(to)) {
+              machine.move(row, operation, to);
+              expect(row.status).toBe(to);
+            } else {
+              expect(() => machine.move(row, operation, to)).toThrow(Error);
+              expect(() => machine.move(row, operation, to)).not.toThrow(ApiError);
+              expect(row.status).toBe(from);
+            }
           }
         }
       }
-    }
-  });
-});
+    });
+  },
+);
 
 describe("the documented codes of a wrong status (decisions §5)", () => {
   it.each([

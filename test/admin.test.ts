@@ -83,7 +83,10 @@ describe("admin API over REST", () => {
     expect(updated.status).toBe(200);
     expect(updated.body).toEqual({ ...created.body, webhook_url: "https://hooks.example.com/v2" });
 
-    const renamed = await rest(service.url, "POST", path, { admin: true, body: { profile_name: "shop 2", return_url: "https://shop.example.com/r" } });
+    const renamed = await rest(service.url, "POST", path, {
+      admin: true,
+      body: { profile_name: "shop 2", return_url: "https://shop.example.com/r" },
+    });
     expect(renamed.body).toEqual({
       ...created.body,
       profile_name: "shop 2",
@@ -147,7 +150,9 @@ describe("admin API over REST", () => {
     const foreign = `/merchants/${merchant.merchant_id}/profiles/${other.default_profile_id}`;
     expectRestError(await rest(service.url, "GET", foreign, { admin: true }), 404, "HE_02");
     expectRestError(await rest(service.url, "POST", foreign, { admin: true, body: { profile_name: "hijack" } }), 404, "HE_02");
-    const untouched = await rest(service.url, "GET", `/merchants/${other.merchant_id}/profiles/${other.default_profile_id}`, { admin: true });
+    const untouched = await rest(service.url, "GET", `/merchants/${other.merchant_id}/profiles/${other.default_profile_id}`, {
+      admin: true,
+    });
     expect(untouched.body.profile_name).not.toBe("hijack");
   });
 
@@ -182,7 +187,10 @@ describe("admin API over REST", () => {
         expectRestError(await rest(disabled.url, "POST", "/merchants", { headers: { "admin-api-key": "" }, body: {} }), 401, "IR_01");
         expectRestError(await rest(disabled.url, "GET", `/merchants/${merchant.merchantId}`, { admin: true }), 401, "IR_01");
         expectRestError(
-          await rest(disabled.url, "POST", "/api-keys", { admin: true, body: { merchant_id: merchant.merchantId, environment: "sandbox" } }),
+          await rest(disabled.url, "POST", "/api-keys", {
+            admin: true,
+            body: { merchant_id: merchant.merchantId, environment: "sandbox" },
+          }),
           401,
           "IR_01",
         );
@@ -245,11 +253,7 @@ describe.each(["connect", "grpc"] as const)("admin API over %s", (protocol) => {
       "IR_05",
     );
     await expectRpcError(admin().retrieveMerchant({ merchantId: "mer_doesnotexist" }), Code.NotFound, "HE_02");
-    await expectRpcError(
-      rpcClient(MerchantService, service.url, protocol).createMerchant({}),
-      Code.Unauthenticated,
-      "IR_01",
-    );
+    await expectRpcError(rpcClient(MerchantService, service.url, protocol).createMerchant({}), Code.Unauthenticated, "IR_01");
     const { apiKey } = await newMerchant(service.url);
     await expectRpcError(
       rpcClient(MerchantService, service.url, protocol, { apiKey }).retrieveMerchant({ merchantId: merchant.merchantId }),

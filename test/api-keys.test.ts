@@ -129,18 +129,27 @@ describe("issuing keys", () => {
       body: { merchant_id: merchant.merchantId, environment: "sandbox", expires_at: past },
     });
     expect(expectRestError(asAdmin, 400, "IR_05")).toContain("expires_at");
-    const asMerchant = await rest(service.url, "POST", "/api-keys", { apiKey: merchant.apiKey, body: { environment: "sandbox", expires_at: past } });
+    const asMerchant = await rest(service.url, "POST", "/api-keys", {
+      apiKey: merchant.apiKey,
+      body: { environment: "sandbox", expires_at: past },
+    });
     expect(expectRestError(asMerchant, 400, "IR_05")).toContain("expires_at");
   });
 
   it("requires merchant_id and environment from the admin (IR_04) and answers HE_02 for an unknown merchant", async () => {
     const missing = await rest(service.url, "POST", "/api-keys", { admin: true, body: { environment: "sandbox" } });
     expect(expectRestError(missing, 400, "IR_04")).toContain("merchant_id");
-    const noEnvironment = await rest(service.url, "POST", "/api-keys", { admin: true, body: { merchant_id: (await newMerchant(service.url)).merchantId } });
+    const noEnvironment = await rest(service.url, "POST", "/api-keys", {
+      admin: true,
+      body: { merchant_id: (await newMerchant(service.url)).merchantId },
+    });
     expect(expectRestError(noEnvironment, 400, "IR_04")).toContain("environment");
     const listMissing = await rest(service.url, "GET", "/api-keys", { admin: true });
     expect(expectRestError(listMissing, 400, "IR_04")).toContain("merchant_id");
-    const unknown = await rest(service.url, "POST", "/api-keys", { admin: true, body: { merchant_id: "mer_doesnotexist", environment: "sandbox" } });
+    const unknown = await rest(service.url, "POST", "/api-keys", {
+      admin: true,
+      body: { merchant_id: "mer_doesnotexist", environment: "sandbox" },
+    });
     expectRestError(unknown, 404, "HE_02");
   });
 });
@@ -148,7 +157,10 @@ describe("issuing keys", () => {
 describe("a merchant's own secret key", () => {
   it("creates keys for its own merchant (merchant_id implied) that authenticate", async () => {
     const merchant = await newMerchant(service.url);
-    const created = await rest(service.url, "POST", "/api-keys", { apiKey: merchant.apiKey, body: { name: "server 2", environment: "sandbox" } });
+    const created = await rest(service.url, "POST", "/api-keys", {
+      apiKey: merchant.apiKey,
+      body: { name: "server 2", environment: "sandbox" },
+    });
     expect(created.status).toBe(200);
     expect(created.body).toMatchObject({ merchant_id: merchant.merchantId, name: "server 2", environment: "sandbox", kind: "secret" });
     expect(created.body.api_key).toMatch(keyFormats["sandbox secret"]);
@@ -285,7 +297,6 @@ describe("a merchant's own secret key", () => {
 });
 
 describe("revocation", () => {
-
   it("revokes with the admin key: {key_id, deleted: true}, then 401 IR_01 on the very next request", async () => {
     const merchant = await newMerchant(service.url);
     expect((await health(merchant.apiKey)).status).toBe(200);
@@ -348,7 +359,9 @@ describe("revocation", () => {
 describe("expiry", () => {
   it("a key works until its expires_at, then fails with 401 IR_01", async () => {
     const merchant = await newMerchant(service.url);
-    const issued = await adminIssue(service.url, merchant.merchantId, { expires_at: new Date(clock.now().getTime() + 60_000).toISOString() });
+    const issued = await adminIssue(service.url, merchant.merchantId, {
+      expires_at: new Date(clock.now().getTime() + 60_000).toISOString(),
+    });
 
     expect((await health(issued.api_key)).status).toBe(200);
     clock.advance(59_000);
@@ -429,11 +442,7 @@ describe("keys that do not authenticate", () => {
   it.each(cases)("answers Unauthenticated with an IR_01 detail to %s over gRPC", async (_, key) => {
     const apiKey = key();
     await expectRpcError(rpcClient(HealthService, service.url, "grpc", { apiKey }).check({}), Code.Unauthenticated, "IR_01");
-    await expectRpcError(
-      rpcClient(ApiKeyService, service.url, "grpc", { apiKey }).listApiKeys({}),
-      Code.Unauthenticated,
-      "IR_01",
-    );
+    await expectRpcError(rpcClient(ApiKeyService, service.url, "grpc", { apiKey }).listApiKeys({}), Code.Unauthenticated, "IR_01");
   });
 
   it("does not accept a merchant key in the admin-api-key header for an API key operation", async () => {
@@ -452,72 +461,82 @@ describe("keys that do not authenticate", () => {
  * tests above prove the API path). These prove the two ways a stale copy could otherwise survive:
  * a change made outside the API, and an instance that stops hearing about changes.
  */
-describe.skipIf(!onPostgres)("keys cached by several instances (PostgreSQL only: the embedded database serves one instance and caches nothing)", () => {
-  const waitOutTrust = () => new Promise((resolve) => setTimeout(resolve, 1_200));
+describe.skipIf(!onPostgres)(
+  "keys cached by several instances (PostgreSQL only: the embedded database serves one instance and caches nothing)",
+  () => {
+    const waitOutTrust = () => new Promise((resolve) => setTimeout(resolve, 1_200));
 
-  async function twoWarmInstances(): Promise<{ second: TestService; merchant: TestMerchant }> {
-    const second = await startService();
-    const merchant = await newMerchant(service.url);
-    for (const url of [service.url, second.url]) expect((await health(merchant.apiKey, url)).status).toBe(200);
-    return { second, merchant };
-  }
-
-  it("a key revoked by an operator in SQL stops working on every instance within a second", async () => {
-    const { second, merchant } = await twoWarmInstances();
-    try {
-      await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
-      await waitOutTrust();
-      for (const url of [service.url, second.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
-    } finally {
-      await second.close();
+    async function twoWarmInstances(): Promise<{ second: TestService; merchant: TestMerchant }> {
+      const second = await startService();
+      const merchant = await newMerchant(service.url);
+      for (const url of [service.url, second.url]) expect((await health(merchant.apiKey, url)).status).toBe(200);
+      return { second, merchant };
     }
-  });
 
-  it("an idempotent revocation applies on every instance on the very next request, and its replay answers the same", async () => {
-    const { second, merchant } = await twoWarmInstances();
-    try {
-      const revoke = () =>
-        rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, { apiKey: merchant.apiKey, headers: { "Idempotency-Key": `revoke-${merchant.keyId}` } });
-      const first = await revoke();
-      expect(first.body).toEqual({ key_id: merchant.keyId, deleted: true });
-      for (const url of [second.url, service.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
-      const spare = await adminIssue(service.url, merchant.merchantId);
-      const replay = await rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, {
-        apiKey: spare.api_key,
-        headers: { "Idempotency-Key": `revoke-${merchant.keyId}` },
-      });
-      // Keys are scoped by merchant and environment, so the spare key of the same merchant replays it.
-      expect(replay.body).toEqual(first.body);
-      expect(replay.headers.get("idempotent-replayed")).toBe("true");
-    } finally {
-      await second.close();
-    }
-  });
-
-  it("an instance that stops hearing about changes stops trusting the keys it cached", async () => {
-    const { second, merchant } = await twoWarmInstances();
-    // Freeze the listening sessions of both instances (the database runs on this machine in CI):
-    // no notification reaches them and their heartbeats stop answering.
-    const listeners = await onFileDatabase(async (db) => {
-      const rows = await db.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'payment-service key cache' AND datname = current_database()",
-      );
-      return rows.rows.map((r) => r.pid);
-    });
-    expect(listeners.length).toBeGreaterThanOrEqual(2);
-    // Never signal a process that is not one of those sessions (a database elsewhere shares no pids).
-    const local = listeners.filter((pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("postgres"));
-    expect(local, "this test freezes PostgreSQL sessions, so it needs the database on this machine").toEqual(listeners);
-    for (const pid of listeners) process.kill(pid, "SIGSTOP");
-    try {
-      await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
-      await waitOutTrust();
-      for (const url of [service.url, second.url]) {
-        expect((await health(merchant.apiKey, url)).body).toMatchObject({ error: { code: "IR_01", message: "This API key has been revoked" } });
+    it("a key revoked by an operator in SQL stops working on every instance within a second", async () => {
+      const { second, merchant } = await twoWarmInstances();
+      try {
+        await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
+        await waitOutTrust();
+        for (const url of [service.url, second.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
+      } finally {
+        await second.close();
       }
-    } finally {
-      for (const pid of listeners) process.kill(pid, "SIGCONT");
-      await second.close();
-    }
-  });
-});
+    });
+
+    it("an idempotent revocation applies on every instance on the very next request, and its replay answers the same", async () => {
+      const { second, merchant } = await twoWarmInstances();
+      try {
+        const revoke = () =>
+          rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, {
+            apiKey: merchant.apiKey,
+            headers: { "Idempotency-Key": `revoke-${merchant.keyId}` },
+          });
+        const first = await revoke();
+        expect(first.body).toEqual({ key_id: merchant.keyId, deleted: true });
+        for (const url of [second.url, service.url]) expectRestError(await health(merchant.apiKey, url), 401, "IR_01");
+        const spare = await adminIssue(service.url, merchant.merchantId);
+        const replay = await rest(service.url, "DELETE", `/api-keys/${merchant.keyId}/revoke`, {
+          apiKey: spare.api_key,
+          headers: { "Idempotency-Key": `revoke-${merchant.keyId}` },
+        });
+        // Keys are scoped by merchant and environment, so the spare key of the same merchant replays it.
+        expect(replay.body).toEqual(first.body);
+        expect(replay.headers.get("idempotent-replayed")).toBe("true");
+      } finally {
+        await second.close();
+      }
+    });
+
+    it("an instance that stops hearing about changes stops trusting the keys it cached", async () => {
+      const { second, merchant } = await twoWarmInstances();
+      // Freeze the listening sessions of both instances (the database runs on this machine in CI):
+      // no notification reaches them and their heartbeats stop answering.
+      const listeners = await onFileDatabase(async (db) => {
+        const rows = await db.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE application_name = 'payment-service key cache' AND datname = current_database()",
+        );
+        return rows.rows.map((r) => r.pid);
+      });
+      expect(listeners.length).toBeGreaterThanOrEqual(2);
+      // Never signal a process that is not one of those sessions (a database elsewhere shares no pids).
+      const local = listeners.filter(
+        (pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("postgres"),
+      );
+      expect(local, "this test freezes PostgreSQL sessions, so it needs the database on this machine").toEqual(listeners);
+      for (const pid of listeners) process.kill(pid, "SIGSTOP");
+      try {
+        await onFileDatabase((db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1", [merchant.keyId]));
+        await waitOutTrust();
+        for (const url of [service.url, second.url]) {
+          expect((await health(merchant.apiKey, url)).body).toMatchObject({
+            error: { code: "IR_01", message: "This API key has been revoked" },
+          });
+        }
+      } finally {
+        for (const pid of listeners) process.kill(pid, "SIGCONT");
+        await second.close();
+      }
+    });
+  },
+);

@@ -134,7 +134,13 @@ describe("card data (decisions §4)", () => {
       confirm: true,
       payment_method: "card",
       payment_method_data: {
-        card: { card_number: number, card_exp_month: "07", card_exp_year: expYear, card_cvc: number === cards.amex ? amexCvc : cvc, card_holder_name: "Jo Doe" },
+        card: {
+          card_number: number,
+          card_exp_month: "07",
+          card_exp_year: expYear,
+          card_cvc: number === cards.amex ? amexCvc : cvc,
+          card_holder_name: "Jo Doe",
+        },
       },
       ...extra,
     });
@@ -199,7 +205,9 @@ describe("card data (decisions §4)", () => {
       });
     const record = (reason: unknown) => {
       const error = reason as ConnectError;
-      responses.push(`${error.rawMessage} ${JSON.stringify(error.findDetails(ErrorDetailSchema))} ${JSON.stringify(Object.fromEntries(error.metadata))}`);
+      responses.push(
+        `${error.rawMessage} ${JSON.stringify(error.findDetails(ErrorDetailSchema))} ${JSON.stringify(Object.fromEntries(error.metadata))}`,
+      );
       return error;
     };
 
@@ -280,7 +288,10 @@ describe("card data (decisions §4)", () => {
   it("writes no card number or CVC to the log or to any table", async () => {
     // Waiting for the exit makes sure every line the server wrote has been read.
     await server.stop();
-    const lines = server.output().split("\n").filter((line) => line.trim() !== "");
+    const lines = server
+      .output()
+      .split("\n")
+      .filter((line) => line.trim() !== "");
     const calls = lines.filter((line) => line.includes('"procedure":"/paymentservice.v1.PaymentService/CreatePayment"'));
     expect(calls.some((line) => line.includes('"protocol":"rest"'))).toBe(true);
     expect(calls.some((line) => /"protocol":"(connect|grpc|grpc-web)"/.test(line))).toBe(true);

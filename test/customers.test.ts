@@ -67,8 +67,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): CustomerApi {
   const client = rpcClient(CustomerService, service.url, protocol, { apiKey });
   return {
     create: async (body) => asRest(await client.createCustomer(fromJson(CreateCustomerRequestSchema, body))),
-    update: async (id, body) =>
-      asRest(await client.updateCustomer(fromJson(UpdateCustomerRequestSchema, { ...body, customer_id: id }))),
+    update: async (id, body) => asRest(await client.updateCustomer(fromJson(UpdateCustomerRequestSchema, { ...body, customer_id: id }))),
     retrieve: async (id) => asRest(await client.retrieveCustomer({ customerId: id })),
     list: async (params) => {
       const page = await client.listCustomers(fromJson(ListCustomersRequestSchema, params));
@@ -168,7 +167,7 @@ describe.each(protocols)("customers over %s", (protocol) => {
       await expectError(api.create({ customer_id: "x".repeat(65) }), "IR_05", "customer_id");
     });
 
-    it("refuses customer_id \"list\", which /customers/list would make unreachable over REST", async () => {
+    it('refuses customer_id "list", which /customers/list would make unreachable over REST', async () => {
       const { api } = await merchantApi(protocol);
       await expectError(api.create({ customer_id: "list" }), "IR_05", "customer_id");
       expect((await api.list({})).total_count).toBe(0);
@@ -220,7 +219,7 @@ describe.each(protocols)("customers over %s", (protocol) => {
   });
 
   describe("update", () => {
-    it("keeps unsent fields, clears fields sent as \"\", merges metadata, moves updated but not created", async () => {
+    it('keeps unsent fields, clears fields sent as "", merges metadata, moves updated but not created', async () => {
       const { api } = await merchantApi(protocol);
       const before = await api.create({ ...fullBody, metadata: { keep: "1", change: "old", drop: "x" } });
       await pastMillisecond(before.updated);

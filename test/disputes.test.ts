@@ -16,7 +16,19 @@ import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, type Json, parityApis, type Protocol, protocols, protoJson, restCaller, restList, restPage, word } from "./support/parity.js";
+import {
+  expectError,
+  iso,
+  type Json,
+  parityApis,
+  type Protocol,
+  protocols,
+  protoJson,
+  restCaller,
+  restList,
+  restPage,
+  word,
+} from "./support/parity.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
 import { runningService, servicePair } from "./support/running.js";
 import { noPolling, type TestService } from "./support/service.js";
@@ -212,12 +224,17 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       expect(Date.parse(dispute.evidence_due_by as string) - Date.parse(dispute.created as string)).toBe(evidenceWindowMs);
       expect(await api.retrieve(dispute.dispute_id as string)).toEqual(dispute);
       // The payment itself stays succeeded.
-      expect(await retrievePayment(service.url, merchant, payment.payment_id as string)).toMatchObject({ status: "succeeded", amount_received: 4321 });
+      expect(await retrievePayment(service.url, merchant, payment.payment_id as string)).toMatchObject({
+        status: "succeeded",
+        amount_received: 4321,
+      });
 
       // The job ran once: running due jobs again opens no second dispute.
       await service.jobs.runDue();
       expect(await api.list({ payment_id: payment.payment_id as string })).toEqual({ data: [dispute], total_count: 1, has_more: false });
-      expect(await eventsOf(service, merchant.merchantId, dispute.dispute_id as string)).toEqual([{ type: "dispute.opened", object: dispute }]);
+      expect(await eventsOf(service, merchant.merchantId, dispute.dispute_id as string)).toEqual([
+        { type: "dispute.opened", object: dispute },
+      ]);
     });
 
     it("card 4000000000000259 with manual capture: no dispute until the capture, then one for the captured amount", async () => {
@@ -238,7 +255,10 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
       // An authorization cancelled before capture never gets a dispute.
       const cancelledPayment = await paymentWith(merchant, disputeCard, { capture_method: "manual" });
-      const cancelled = await rest(service.url, "POST", `/payments/${cancelledPayment.payment_id}/cancel`, { apiKey: merchant.apiKey, body: {} });
+      const cancelled = await rest(service.url, "POST", `/payments/${cancelledPayment.payment_id}/cancel`, {
+        apiKey: merchant.apiKey,
+        body: {},
+      });
       expect(cancelled.body.status).toBe("cancelled");
       await service.jobs.runDue();
       expect((await api.list({ payment_id: cancelledPayment.payment_id as string })).total_count).toBe(0);
@@ -480,7 +500,10 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       // Expired is final.
       await expectError(api.accept(disputeId), "IR_16", "expired");
       await expectError(api.evidence(disputeId, { evidence: fullEvidence }), "IR_16", "expired");
-      expect((await eventsOf(service, dispute.merchant_id as string, disputeId)).at(-1)).toEqual({ type: "dispute.expired", object: expired });
+      expect((await eventsOf(service, dispute.merchant_id as string, disputeId)).at(-1)).toEqual({
+        type: "dispute.expired",
+        object: expired,
+      });
     });
 
     it("evidence sent after evidence_due_by is refused with 400 IR_16, even before the expiry has run", async () => {
@@ -559,7 +582,11 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
     expect(await api.list({ limit: 2, offset: 2 })).toEqual({ data: [d1], total_count: 3, has_more: false });
     expect(await api.list({ limit: 1, offset: 1 })).toEqual({ data: [d2], total_count: 3, has_more: true });
     expect(await api.list({ offset: 3 })).toEqual({ data: [], total_count: 3, has_more: false });
-    expect(await api.list({ created_gte: d2!.created!, created_lte: d2!.created! })).toEqual({ data: [d2], total_count: 1, has_more: false });
+    expect(await api.list({ created_gte: d2!.created!, created_lte: d2!.created! })).toEqual({
+      data: [d2],
+      total_count: 1,
+      has_more: false,
+    });
   });
 
   it("filters by status and payment_id, alone and together", async () => {
@@ -576,7 +603,11 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
     expect(await api.list({ status: "accepted" })).toEqual({ data: [accepted], total_count: 1, has_more: false });
     expect(await api.list({ status: "won" })).toEqual({ data: [], total_count: 0, has_more: false });
     expect(await api.list({ payment_id: d2!.payment_id! })).toEqual({ data: [accepted], total_count: 1, has_more: false });
-    expect(await api.list({ payment_id: d2!.payment_id!, status: "accepted" })).toEqual({ data: [accepted], total_count: 1, has_more: false });
+    expect(await api.list({ payment_id: d2!.payment_id!, status: "accepted" })).toEqual({
+      data: [accepted],
+      total_count: 1,
+      has_more: false,
+    });
     expect(await api.list({ payment_id: d2!.payment_id!, status: "opened" })).toEqual({ data: [], total_count: 0, has_more: false });
     expect(await api.list({ payment_id: "pay_none" })).toEqual({ data: [], total_count: 0, has_more: false });
     expect(ids(await api.list({ limit: 2 }))).toEqual([d3!.dispute_id, d2!.dispute_id]);
@@ -662,14 +693,17 @@ describe("disputes and refunds (decisions §4 'full amount', §9)", () => {
 });
 
 describe("disputes over RPC only", () => {
-  it.each(["connect", "grpc"] as const)("an explicit DISPUTE_OUTCOME_UNSPECIFIED over %s is no outcome: IR_04, still challenged", async (protocol) => {
-    const { merchant, dispute } = await openedDispute(protocol);
-    const disputeId = dispute.dispute_id as string;
-    const challenged = await apiFor(protocol, merchant.apiKey).evidence(disputeId, { evidence: fullEvidence });
-    const sandbox = rpcClient(SandboxService, service.url, protocol, { apiKey: merchant.apiKey });
-    await expectRpcError(sandbox.resolveDispute({ disputeId, outcome: DisputeOutcome.UNSPECIFIED }), Code.InvalidArgument, "IR_04");
-    expect(await apiFor("rest", merchant.apiKey).retrieve(disputeId)).toEqual(challenged);
-  });
+  it.each(["connect", "grpc"] as const)(
+    "an explicit DISPUTE_OUTCOME_UNSPECIFIED over %s is no outcome: IR_04, still challenged",
+    async (protocol) => {
+      const { merchant, dispute } = await openedDispute(protocol);
+      const disputeId = dispute.dispute_id as string;
+      const challenged = await apiFor(protocol, merchant.apiKey).evidence(disputeId, { evidence: fullEvidence });
+      const sandbox = rpcClient(SandboxService, service.url, protocol, { apiKey: merchant.apiKey });
+      await expectRpcError(sandbox.resolveDispute({ disputeId, outcome: DisputeOutcome.UNSPECIFIED }), Code.InvalidArgument, "IR_04");
+      expect(await apiFor("rest", merchant.apiKey).retrieve(disputeId)).toEqual(challenged);
+    },
+  );
 });
 
 /*
@@ -704,7 +738,9 @@ describe.skipIf(!onPostgres)(
           const opened = await call(instance(i), merchant, "POST", `/sandbox/payments/${paymentId}/dispute`);
           expect(opened.status, JSON.stringify(opened.body)).toBe(200);
           if (!challenge) return opened.body;
-          const challenged = await call(instance(i + 1), merchant, "POST", `/disputes/${opened.body.dispute_id}/evidence`, { evidence: fullEvidence });
+          const challenged = await call(instance(i + 1), merchant, "POST", `/disputes/${opened.body.dispute_id}/evidence`, {
+            evidence: fullEvidence,
+          });
           expect(challenged.body.status).toBe("challenged");
           return challenged.body;
         }),
@@ -820,7 +856,9 @@ describe.skipIf(!onPostgres)(
         const stored = await call(a, merchant, "GET", `/disputes/${d.dispute_id}`);
         expect(stored.body).toEqual(winners[0]!.body);
         expect(stored.body.status).toBe(final);
-        expect(await eventTypes(merchant, d.dispute_id as string)).toEqual(["dispute.opened", "dispute.challenged", `dispute.${final}`].sort());
+        expect(await eventTypes(merchant, d.dispute_id as string)).toEqual(
+          ["dispute.opened", "dispute.challenged", `dispute.${final}`].sort(),
+        );
       }
     });
 
@@ -850,7 +888,13 @@ describe.skipIf(!onPostgres)(
         Array.from({ length: trials }, (_, i) =>
           rest(instance(i).url, "POST", "/payments", {
             apiKey: merchant.apiKey,
-            body: { amount: 700 + i, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(disputeCard) },
+            body: {
+              amount: 700 + i,
+              currency: "USD",
+              profile_id: merchant.profileId,
+              confirm: true,
+              payment_method_data: card(disputeCard),
+            },
           }),
         ),
       );

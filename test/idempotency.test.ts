@@ -109,7 +109,11 @@ async function eventCount(service: TestService, merchantId: string, objectId: st
 /** Asserts that `again` is a replay of `first`: same status, byte-identical body, the replay header (and not on the first). */
 function expectReplayOf(again: RestResponse, first: RestResponse): void {
   expect(replayed(first)).toBeNull();
-  expect({ status: again.status, replayed: replayed(again), text: again.text }).toEqual({ status: first.status, replayed: "true", text: first.text });
+  expect({ status: again.status, replayed: replayed(again), text: again.text }).toEqual({
+    status: first.status,
+    replayed: "true",
+    text: first.text,
+  });
   expect(again.headers.get("content-type")).toBe(first.headers.get("content-type"));
 }
 
@@ -203,12 +207,20 @@ describe("idempotency keys on one instance", () => {
         id: created.body.payment_id,
       });
       const listed = await post(merchant, "/payments/list", { limit: 10 }, key);
-      expect({ status: listed.status, replayed: replayed(listed), count: listed.body.total_count }).toEqual({ status: 200, replayed: null, count: 1 });
+      expect({ status: listed.status, replayed: replayed(listed), count: listed.body.total_count }).toEqual({
+        status: 200,
+        replayed: null,
+        count: 1,
+      });
 
       const adminKey = uniqueId("admin");
       const merchants = [];
       for (let i = 0; i < 2; i++) {
-        const res = await rest(service.url, "POST", "/merchants", { admin: true, body: { merchant_name: "Same" }, headers: { "X-Idempotency-Key": adminKey } });
+        const res = await rest(service.url, "POST", "/merchants", {
+          admin: true,
+          body: { merchant_name: "Same" },
+          headers: { "X-Idempotency-Key": adminKey },
+        });
         expect(res.status).toBe(200);
         expect(res.headers.get("idempotent-replayed")).toBeNull();
         merchants.push(res.body.merchant_id);
@@ -248,7 +260,10 @@ describe("idempotency keys on one instance", () => {
       const overRest = await post(merchant, "/payments", paymentBody(merchant), restKey);
       expect(overRest.status).toBe(200);
       let header: Headers | undefined;
-      const overGrpc = await client.createPayment(rpcPayment(merchant), { headers: { "x-idempotency-key": restKey }, onHeader: (h) => (header = h) });
+      const overGrpc = await client.createPayment(rpcPayment(merchant), {
+        headers: { "x-idempotency-key": restKey },
+        onHeader: (h) => (header = h),
+      });
       expect(overGrpc.paymentId).toBe(overRest.body.payment_id);
       expect(overGrpc.amountReceived).toBe(1000n);
       expect(header?.get("idempotent-replayed")).toBe("true");
@@ -275,7 +290,10 @@ describe("idempotency keys on one instance", () => {
         "IK_02",
       );
       await expectRpcError(
-        rpcClient(CustomerService, service.url, "connect", { apiKey: merchant.apiKey }).createCustomer({}, { headers: { "x-idempotency-key": key } }),
+        rpcClient(CustomerService, service.url, "connect", { apiKey: merchant.apiKey }).createCustomer(
+          {},
+          { headers: { "x-idempotency-key": key } },
+        ),
         Code.InvalidArgument,
         "IK_02",
       );
@@ -312,12 +330,13 @@ describe("idempotency keys on one instance", () => {
 
     it("counts path parameters as part of the request: cancelling another payment with the key is IK_02 and leaves it alone", async () => {
       const merchant = await newMerchant(service.url);
-      const open = async () => (await post(merchant, "/payments", { amount: 700, currency: "USD", profile_id: merchant.profileId })).body.payment_id as string;
+      const open = async () =>
+        (await post(merchant, "/payments", { amount: 700, currency: "USD", profile_id: merchant.profileId })).body.payment_id as string;
       const [one, two] = [await open(), await open()];
       const key = uniqueId("cancel");
       const cancelled = await post(merchant, `/payments/${one}/cancel`, {}, key);
       expect(cancelled.body).toMatchObject({ payment_id: one, status: "cancelled" });
-      expectRestError((await post(merchant, `/payments/${two}/cancel`, {}, key)), 422, "IK_02");
+      expectRestError(await post(merchant, `/payments/${two}/cancel`, {}, key), 422, "IK_02");
       const other = await send(service.url, "GET", `/payments/${two}`, { apiKey: merchant.apiKey });
       expect(other.body.status).toBe("requires_payment_method");
       // Replaying a cancel is not an IR_16 "already cancelled": it is the first answer again.
@@ -334,7 +353,11 @@ describe("idempotency keys on one instance", () => {
         [await post(merchant, "/payments", noAmount, key), 400, "IR_04"],
         [await post(merchant, "/payments", paymentBody(merchant, { amount: -5 }), key), 400, "IR_05"],
         [await post(merchant, "/payments", paymentBody(merchant, { profile_id: "pro_doesnotexist" }), key), 404, "HE_02"],
-        [await post(merchant, "/payments", paymentBody(merchant, { payment_method_data: { card: card("4000000000000077") } }), key), 400, "IR_05"],
+        [
+          await post(merchant, "/payments", paymentBody(merchant, { payment_method_data: { card: card("4000000000000077") } }), key),
+          400,
+          "IR_05",
+        ],
       ];
       for (const [res, status, code] of refusals) {
         expectRestError(res, status, code);
@@ -351,7 +374,12 @@ describe("idempotency keys on one instance", () => {
 
     it("frees the key of a request that failed on the object's state (IR_16): after fixing the state the same request runs", async () => {
       const merchant = await newMerchant(service.url);
-      const created = await post(merchant, "/payments", { amount: 900, currency: "USD", profile_id: merchant.profileId, capture_method: "manual" });
+      const created = await post(merchant, "/payments", {
+        amount: 900,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        capture_method: "manual",
+      });
       const paymentId = created.body.payment_id as string;
       const key = uniqueId("capture");
       // Capture before confirmation: the wrong status.
@@ -387,18 +415,20 @@ describe("idempotency keys on one instance", () => {
       const busy = await post(merchant, "/payments", paymentBody(merchant), key);
       expectExactRestError(busy, 409, "IK_01");
       await expectRpcError(
-        rpcClient(PaymentService, service.url, "grpc", { apiKey: merchant.apiKey }).createPayment(rpcPayment(merchant), { headers: { "x-idempotency-key": key } }),
+        rpcClient(PaymentService, service.url, "grpc", { apiKey: merchant.apiKey }).createPayment(rpcPayment(merchant), {
+          headers: { "x-idempotency-key": key },
+        }),
         Code.Aborted,
         "IK_01",
       );
-      expectRestError((await post(merchant, "/payments", paymentBody(merchant, { amount: 1001 }), key)), 422, "IK_02");
+      expectRestError(await post(merchant, "/payments", paymentBody(merchant, { amount: 1001 }), key), 422, "IK_02");
       clock.advance(59_000);
-      expectRestError((await post(merchant, "/payments", paymentBody(merchant), key)), 409, "IK_01");
+      expectRestError(await post(merchant, "/payments", paymentBody(merchant), key), 409, "IK_01");
       expect(await effectsOf(service, merchant.merchantId)).toEqual(before);
 
       // Lease over: nothing of that claim committed, so the same request runs (and another request still may not).
       clock.advance(1_000);
-      expectRestError((await post(merchant, "/payments", paymentBody(merchant, { amount: 1001 }), key)), 422, "IK_02");
+      expectRestError(await post(merchant, "/payments", paymentBody(merchant, { amount: 1001 }), key), 422, "IK_02");
       const takenOver = await post(merchant, "/payments", paymentBody(merchant), key);
       expect({ status: takenOver.status, replayed: replayed(takenOver) }).toEqual({ status: 200, replayed: null });
       expect(takenOver.body.payment_id).not.toBe(first.body.payment_id);
@@ -472,7 +502,8 @@ describe("idempotency keys on one instance", () => {
       const key = uniqueId("env");
       const inSandbox = await post(merchant, "/customers", { name: "Ada" }, key);
       const inProduction = await post(production, "/customers", { name: "Ada" }, key);
-      for (const res of [inSandbox, inProduction]) expect({ status: res.status, replayed: replayed(res) }).toEqual({ status: 200, replayed: null });
+      for (const res of [inSandbox, inProduction])
+        expect({ status: res.status, replayed: replayed(res) }).toEqual({ status: 200, replayed: null });
       expect(inProduction.body.customer_id).not.toBe(inSandbox.body.customer_id);
       expectReplayOf(await post(merchant, "/customers", { name: "Ada" }, key), inSandbox);
       expectReplayOf(await post(production, "/customers", { name: "Ada" }, key), inProduction);
@@ -524,7 +555,7 @@ describe("idempotency keys on one instance", () => {
       expect(await effectsOf(service, merchant.merchantId)).toEqual(after);
       expect(after.refunds).toBe(1);
       expect(await eventCount(service, merchant.merchantId, refundId)).toBe(refundEvents);
-      expectRestError((await post(merchant, "/refunds", { ...body, amount: 1300 }, key)), 422, "IK_02");
+      expectRestError(await post(merchant, "/refunds", { ...body, amount: 1300 }, key), 422, "IK_02");
       expect((await effectsOf(service, merchant.merchantId)).refunds).toBe(1);
     });
 
@@ -537,7 +568,9 @@ describe("idempotency keys on one instance", () => {
         profile_id: merchant.profileId,
         payout_type: "bank",
         confirm: false,
-        payout_method_data: { bank: { bank_account_number: "000123456789", bank_routing_number: "110000000", bank_account_holder_name: "Ada Lovelace" } },
+        payout_method_data: {
+          bank: { bank_account_number: "000123456789", bank_routing_number: "110000000", bank_account_holder_name: "Ada Lovelace" },
+        },
       };
       const first = await post(merchant, "/payouts/create", body, key);
       expect(first.status, first.text).toBe(200);
@@ -582,7 +615,11 @@ describe("idempotency keys on one instance", () => {
       // No runDue: the row is still there, expired.
       expect(await keyRow(service, merchant.merchantId, key)).toMatchObject({ state: "completed" });
       const other = await post(merchant, "/customers", { name: "after" }, key);
-      expect({ status: other.status, replayed: replayed(other), name: other.body.name }).toEqual({ status: 200, replayed: null, name: "after" });
+      expect({ status: other.status, replayed: replayed(other), name: other.body.name }).toEqual({
+        status: 200,
+        replayed: null,
+        name: "after",
+      });
       expect(await effectsOf(service, merchant.merchantId)).toMatchObject({ customers: 2 });
     });
   });
@@ -627,7 +664,9 @@ describe("idempotency keys on one instance", () => {
             profile_id: merchant.profileId,
             payout_type: "bank",
             confirm: false,
-            payout_method_data: { bank: { bank_account_number: "000123456789", bank_routing_number: "110000000", bank_account_holder_name: "Ada" } },
+            payout_method_data: {
+              bank: { bank_account_number: "000123456789", bank_routing_number: "110000000", bank_account_holder_name: "Ada" },
+            },
           },
         ],
         ["DELETE", `/customers/${customer.body.customer_id}`, undefined],
@@ -654,7 +693,12 @@ describe("idempotency keys on one instance", () => {
         { number: amex, cvc: amexCvc },
       ];
       for (const { number, cvc } of cards) {
-        const res = await post(merchant, "/payments", paymentBody(merchant, { payment_method_data: { card: card(number, cvc) } }), uniqueId("card"));
+        const res = await post(
+          merchant,
+          "/payments",
+          paymentBody(merchant, { payment_method_data: { card: card(number, cvc) } }),
+          uniqueId("card"),
+        );
         expect(res.body.status).toBe("succeeded");
       }
       const payout = await post(
@@ -666,7 +710,9 @@ describe("idempotency keys on one instance", () => {
           profile_id: merchant.profileId,
           payout_type: "card",
           confirm: false,
-          payout_method_data: { card: { card_number: visa, card_exp_month: "12", card_exp_year: "2035", card_holder_name: "Ada Lovelace" } },
+          payout_method_data: {
+            card: { card_number: visa, card_exp_month: "12", card_exp_year: "2035", card_holder_name: "Ada Lovelace" },
+          },
         },
         uniqueId("card-payout"),
       );
@@ -728,111 +774,128 @@ function expectOneEffect(responses: RestResponse[]): RestResponse {
   return first;
 }
 
-describe.skipIf(!onPostgres)("idempotency races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)", () => {
-  const { a, b, instance } = servicePair(noPolling);
+describe.skipIf(!onPostgres)(
+  "idempotency races between two instances on one PostgreSQL (PostgreSQL only: the embedded database serializes)",
+  () => {
+    const { a, b, instance } = servicePair(noPolling);
 
-  it("16 concurrent creates (confirm, card 4242) with one key over both instances: exactly one payment, the others byte-identical replays or IK_01", async () => {
-    const merchant = await newMerchant(a.url);
-    const reference = await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 1 }) });
-    const eventsPerPayment = await eventCount(a, merchant.merchantId, reference.body.payment_id);
-    expect(eventsPerPayment).toBeGreaterThan(0);
-    const outcomes = { replays: 0, inFlight: 0 };
+    it("16 concurrent creates (confirm, card 4242) with one key over both instances: exactly one payment, the others byte-identical replays or IK_01", async () => {
+      const merchant = await newMerchant(a.url);
+      const reference = await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 1 }) });
+      const eventsPerPayment = await eventCount(a, merchant.merchantId, reference.body.payment_id);
+      expect(eventsPerPayment).toBeGreaterThan(0);
+      const outcomes = { replays: 0, inFlight: 0 };
 
-    for (let trial = 1; trial <= 5; trial++) {
-      const key = uniqueId(`race${trial}`);
-      const responses = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => send(instance(i).url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key })),
-      );
-      const first = expectOneEffect(responses);
-      outcomes.replays += responses.filter((r) => replayed(r) === "true").length;
-      outcomes.inFlight += responses.filter((r) => r.status === 409).length;
+      for (let trial = 1; trial <= 5; trial++) {
+        const key = uniqueId(`race${trial}`);
+        const responses = await Promise.all(
+          Array.from({ length: 16 }, (_, i) =>
+            send(instance(i).url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }),
+          ),
+        );
+        const first = expectOneEffect(responses);
+        outcomes.replays += responses.filter((r) => replayed(r) === "true").length;
+        outcomes.inFlight += responses.filter((r) => r.status === 409).length;
 
-      expect(await effectsOf(a, merchant.merchantId)).toMatchObject({ payments: 1 + trial, events: eventsPerPayment * (1 + trial) });
-      expect(await eventCount(a, merchant.merchantId, first.body.payment_id)).toBe(eventsPerPayment);
-      // Once it is over, every instance replays it.
-      expectReplayOf(await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
-      expectReplayOf(await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
-    }
-    // Sixteen calls at once do overlap: the race was real.
-    expect(outcomes.inFlight).toBeGreaterThan(0);
-  });
-
-  it("a mismatch race: 16 concurrent requests with one key and two different bodies over both instances — one payment; the other body always gets IK_02", async () => {
-    const merchant = await newMerchant(a.url);
-    for (let trial = 1; trial <= 4; trial++) {
-      const key = uniqueId(`mix${trial}`);
-      const bodies = [paymentBody(merchant, { amount: 1000 }), paymentBody(merchant, { amount: 2000 })];
-      // Body by i % 2, instance by (i >> 1) % 2: both bodies reach both instances.
-      const responses = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => send(instance(i >> 1).url, "POST", "/payments", { apiKey: merchant.apiKey, body: bodies[i % 2], key })),
-      );
-      const firsts = responses.filter((r) => r.status === 200 && replayed(r) === null);
-      expect(firsts, summary(responses)).toHaveLength(1);
-      const first = firsts[0]!;
-      const winner = responses.indexOf(first) % 2;
-      for (const [i, res] of responses.entries()) {
-        if (res === first) continue;
-        if (i % 2 !== winner) {
-          expectRestError(res, 422, "IK_02");
-        } else if (res.status === 200) {
-          expectReplayOf(res, first);
-        } else {
-          expectRestError(res, 409, "IK_01");
-        }
+        expect(await effectsOf(a, merchant.merchantId)).toMatchObject({ payments: 1 + trial, events: eventsPerPayment * (1 + trial) });
+        expect(await eventCount(a, merchant.merchantId, first.body.payment_id)).toBe(eventsPerPayment);
+        // Once it is over, every instance replays it.
+        expectReplayOf(await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
+        expectReplayOf(await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key }), first);
       }
-      expect(first.body.amount).toBe(winner === 0 ? 1000 : 2000);
-      expect((await effectsOf(a, merchant.merchantId)).payments).toBe(trial);
-    }
-  });
+      // Sixteen calls at once do overlap: the race was real.
+      expect(outcomes.inFlight).toBeGreaterThan(0);
+    });
 
-  it("a request really in flight (held on a table lock on instance A) gets IK_01 on instance B over REST and gRPC, IK_02 with another body; once it commits it is replayed", async () => {
-    const merchant = await newMerchant(a.url);
-    const key = uniqueId("held");
-    const body = paymentBody(merchant);
-    const locker = new pg.Client({ connectionString: await fileDatabaseUrl() });
-    await locker.connect();
-    let firstCall: Promise<RestResponse> | undefined;
-    try {
-      await locker.query("BEGIN");
-      // Inserting a payment needs ROW EXCLUSIVE, which SHARE blocks: the create waits inside its transaction.
-      await locker.query("LOCK TABLE payments IN SHARE MODE");
-      firstCall = send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
-      await waitUntil(
-        async () => {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-          return keyRow(b, merchant.merchantId, key);
-        },
-        (row) => row?.state === "in_flight",
+    it("a mismatch race: 16 concurrent requests with one key and two different bodies over both instances — one payment; the other body always gets IK_02", async () => {
+      const merchant = await newMerchant(a.url);
+      for (let trial = 1; trial <= 4; trial++) {
+        const key = uniqueId(`mix${trial}`);
+        const bodies = [paymentBody(merchant, { amount: 1000 }), paymentBody(merchant, { amount: 2000 })];
+        // Body by i % 2, instance by (i >> 1) % 2: both bodies reach both instances.
+        const responses = await Promise.all(
+          Array.from({ length: 16 }, (_, i) =>
+            send(instance(i >> 1).url, "POST", "/payments", { apiKey: merchant.apiKey, body: bodies[i % 2], key }),
+          ),
+        );
+        const firsts = responses.filter((r) => r.status === 200 && replayed(r) === null);
+        expect(firsts, summary(responses)).toHaveLength(1);
+        const first = firsts[0]!;
+        const winner = responses.indexOf(first) % 2;
+        for (const [i, res] of responses.entries()) {
+          if (res === first) continue;
+          if (i % 2 !== winner) {
+            expectRestError(res, 422, "IK_02");
+          } else if (res.status === 200) {
+            expectReplayOf(res, first);
+          } else {
+            expectRestError(res, 409, "IK_01");
+          }
+        }
+        expect(first.body.amount).toBe(winner === 0 ? 1000 : 2000);
+        expect((await effectsOf(a, merchant.merchantId)).payments).toBe(trial);
+      }
+    });
+
+    it("a request really in flight (held on a table lock on instance A) gets IK_01 on instance B over REST and gRPC, IK_02 with another body; once it commits it is replayed", async () => {
+      const merchant = await newMerchant(a.url);
+      const key = uniqueId("held");
+      const body = paymentBody(merchant);
+      const locker = new pg.Client({ connectionString: await fileDatabaseUrl() });
+      await locker.connect();
+      let firstCall: Promise<RestResponse> | undefined;
+      try {
+        await locker.query("BEGIN");
+        // Inserting a payment needs ROW EXCLUSIVE, which SHARE blocks: the create waits inside its transaction.
+        await locker.query("LOCK TABLE payments IN SHARE MODE");
+        firstCall = send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
+        await waitUntil(
+          async () => {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            return keyRow(b, merchant.merchantId, key);
+          },
+          (row) => row?.state === "in_flight",
+        );
+
+        const busy = await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
+        expectRestError(busy, 409, "IK_01");
+        await expectRpcError(
+          rpcClient(PaymentService, b.url, "grpc", { apiKey: merchant.apiKey }).createPayment(rpcPayment(merchant), {
+            headers: { "x-idempotency-key": key },
+          }),
+          Code.Aborted,
+          "IK_01",
+        );
+        expectRestError(
+          await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 5 }), key }),
+          422,
+          "IK_02",
+        );
+      } finally {
+        await locker.query("ROLLBACK").catch(() => undefined);
+        await locker.end();
+      }
+      const first = await firstCall!;
+      expect({ status: first.status, replayed: replayed(first) }).toEqual({ status: 200, replayed: null });
+      expectReplayOf(await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key }), first);
+      expect(await effectsOf(a, merchant.merchantId)).toMatchObject({ payments: 1 });
+    });
+
+    it("merchants racing with the same key string each get their own payment", async () => {
+      const merchants = await Promise.all(Array.from({ length: 4 }, () => newMerchant(a.url)));
+      const key = uniqueId("everyone");
+      const responses = await Promise.all(
+        merchants.flatMap((m, j) =>
+          Array.from({ length: 4 }, (_, i) =>
+            send(instance(i + j).url, "POST", "/payments", { apiKey: m.apiKey, body: paymentBody(m), key }),
+          ),
+        ),
       );
-
-      const busy = await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key });
-      expectRestError(busy, 409, "IK_01");
-      await expectRpcError(
-        rpcClient(PaymentService, b.url, "grpc", { apiKey: merchant.apiKey }).createPayment(rpcPayment(merchant), { headers: { "x-idempotency-key": key } }),
-        Code.Aborted,
-        "IK_01",
-      );
-      expectRestError((await send(a.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 5 }), key })), 422, "IK_02");
-    } finally {
-      await locker.query("ROLLBACK").catch(() => undefined);
-      await locker.end();
-    }
-    const first = await firstCall!;
-    expect({ status: first.status, replayed: replayed(first) }).toEqual({ status: 200, replayed: null });
-    expectReplayOf(await send(b.url, "POST", "/payments", { apiKey: merchant.apiKey, body, key }), first);
-    expect(await effectsOf(a, merchant.merchantId)).toMatchObject({ payments: 1 });
-  });
-
-  it("merchants racing with the same key string each get their own payment", async () => {
-    const merchants = await Promise.all(Array.from({ length: 4 }, () => newMerchant(a.url)));
-    const key = uniqueId("everyone");
-    const responses = await Promise.all(
-      merchants.flatMap((m, j) => Array.from({ length: 4 }, (_, i) => send(instance(i + j).url, "POST", "/payments", { apiKey: m.apiKey, body: paymentBody(m), key }))),
-    );
-    for (const [j, m] of merchants.entries()) {
-      const first = expectOneEffect(responses.slice(j * 4, j * 4 + 4));
-      expect(first.body.merchant_id).toBe(m.merchantId);
-      expect((await effectsOf(a, m.merchantId)).payments).toBe(1);
-    }
-  });
-});
+      for (const [j, m] of merchants.entries()) {
+        const first = expectOneEffect(responses.slice(j * 4, j * 4 + 4));
+        expect(first.body.merchant_id).toBe(m.merchantId);
+        expect((await effectsOf(a, m.merchantId)).payments).toBe(1);
+      }
+    });
+  },
+);

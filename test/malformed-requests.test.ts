@@ -50,7 +50,11 @@ const grpcProcedure = "/paymentservice.v1.HealthService/Check";
 
 /** The documented gRPC refusal: status 3 (invalid_argument) with an IR_06 ErrorDetail. */
 function expectGrpcInvalid(answer: GrpcAnswer, mentions?: string): void {
-  expect({ http: answer.httpStatus, grpc: answer.grpcStatus, code: answer.detail?.code }).toEqual({ http: 200, grpc: Code.InvalidArgument, code: "IR_06" });
+  expect({ http: answer.httpStatus, grpc: answer.grpcStatus, code: answer.detail?.code }).toEqual({
+    http: 200,
+    grpc: Code.InvalidArgument,
+    code: "IR_06",
+  });
   if (mentions !== undefined) expect(answer.detail?.message).toContain(mentions);
 }
 
@@ -73,17 +77,20 @@ describe("1. a request target new URL() cannot parse", () => {
     await expectAlive();
   });
 
-  it.each(["1.0", "1.1"])("an RPC over HTTP/%s without a Host header, or with one that is no host, is 400 IR_06 in Connect's shape, and the service keeps serving", async (version) => {
-    for (const host of ["", "Host: [\r\n"]) {
-      const res = await rawHttp1(
-        service.url,
-        `POST ${grpcProcedure} HTTP/${version}\r\n${host}content-type: application/json\r\napi-key: ${merchant.apiKey}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
-      );
-      expect(res.status).toBe(400);
-      expect(res.json).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("Host") });
-    }
-    await expectAlive();
-  });
+  it.each(["1.0", "1.1"])(
+    "an RPC over HTTP/%s without a Host header, or with one that is no host, is 400 IR_06 in Connect's shape, and the service keeps serving",
+    async (version) => {
+      for (const host of ["", "Host: [\r\n"]) {
+        const res = await rawHttp1(
+          service.url,
+          `POST ${grpcProcedure} HTTP/${version}\r\n${host}content-type: application/json\r\napi-key: ${merchant.apiKey}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
+        );
+        expect(res.status).toBe(400);
+        expect(res.json).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("Host") });
+      }
+      await expectAlive();
+    },
+  );
 
   it("an error to a HEAD request has no body, so the client reads the next answer rightly", async () => {
     const res = await rawHttp1(service.url, "HEAD \\payments HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
@@ -99,10 +106,28 @@ describe("2. text PostgreSQL cannot hold, on every route", () => {
   it.each([
     ["customers", "POST", "/customers", (text: string) => ({ name: text }), "name"],
     ["customer metadata keys", "POST", "/customers", (text: string) => ({ metadata: { [text]: "x" } }), "metadata"],
-    ["payments", "POST", "/payments", (text: string) => ({ amount: 100, currency: "USD", profile_id: merchant.profileId, description: text }), "description"],
-    ["payment metadata values", "POST", "/payments", (text: string) => ({ amount: 100, currency: "USD", profile_id: merchant.profileId, metadata: { k: text } }), "metadata.k"],
+    [
+      "payments",
+      "POST",
+      "/payments",
+      (text: string) => ({ amount: 100, currency: "USD", profile_id: merchant.profileId, description: text }),
+      "description",
+    ],
+    [
+      "payment metadata values",
+      "POST",
+      "/payments",
+      (text: string) => ({ amount: 100, currency: "USD", profile_id: merchant.profileId, metadata: { k: text } }),
+      "metadata.k",
+    ],
     ["refunds", "POST", "/refunds", (text: string) => ({ payment_id: text }), "payment_id"],
-    ["payouts", "POST", "/payouts/create", (text: string) => ({ amount: 100, currency: "USD", profile_id: merchant.profileId, payout_type: "bank", name: text }), "name"],
+    [
+      "payouts",
+      "POST",
+      "/payouts/create",
+      (text: string) => ({ amount: 100, currency: "USD", profile_id: merchant.profileId, payout_type: "bank", name: text }),
+      "name",
+    ],
     ["api keys", "POST", "/api-keys", (text: string) => ({ name: text }), "name"],
     ["list filters", "POST", "/payments/list", (text: string) => ({ customer_id: text }), "customer_id"],
   ])("%s: NUL and an unpaired surrogate are 400 IR_06 naming the field, and nothing is written", async (_, method, path, body, field) => {
@@ -148,10 +173,19 @@ describe("2. text PostgreSQL cannot hold, on every route", () => {
   it.each([
     ["gRPC", grpcRaw, "application/grpc+json"],
     ["gRPC-Web", grpcWebRaw, "application/grpc-web+json"],
-  ] as const)("%s JSON with an unpaired surrogate in an unknown key is IR_06, not a status connect cannot encode", async (_, send, contentType) => {
-    const body = frame(Buffer.from('{"n\\ud800me":"x"}'));
-    expectGrpcInvalid(await send(service.url, "/paymentservice.v1.CustomerService/CreateCustomer", body, { "api-key": merchant.apiKey, "content-type": contentType }), "key");
-  });
+  ] as const)(
+    "%s JSON with an unpaired surrogate in an unknown key is IR_06, not a status connect cannot encode",
+    async (_, send, contentType) => {
+      const body = frame(Buffer.from('{"n\\ud800me":"x"}'));
+      expectGrpcInvalid(
+        await send(service.url, "/paymentservice.v1.CustomerService/CreateCustomer", body, {
+          "api-key": merchant.apiKey,
+          "content-type": contentType,
+        }),
+        "key",
+      );
+    },
+  );
 
   it("Connect JSON that is not UTF-8 is 400 IR_06, not read with replacement characters", async () => {
     const res = await fetch(`${service.url}/paymentservice.v1.CustomerService/CreateCustomer`, {
@@ -241,7 +275,9 @@ describe("3. bodies connect cannot read are the caller's mistake, on every RPC p
   });
 
   it("a Connect GET whose message does not decode is 400 invalid_argument IR_06 naming the message parameter", async () => {
-    const res = await fetch(`${service.url}${grpcProcedure}?connect=v1&encoding=proto&base64=1&message=!!!!`, { headers: { "api-key": merchant.apiKey } });
+    const res = await fetch(`${service.url}${grpcProcedure}?connect=v1&encoding=proto&base64=1&message=!!!!`, {
+      headers: { "api-key": merchant.apiKey },
+    });
     expect(res.status).toBe(400);
     const json = (await res.json()) as { code: string; message: string };
     expect(json).toMatchObject({ code: "invalid_argument" });
@@ -249,8 +285,12 @@ describe("3. bodies connect cannot read are the caller's mistake, on every RPC p
   });
 
   it.each(unparseable)("gRPC and gRPC-Web, %s: status 3 with the IR_06 detail", async (_, body) => {
-    expectGrpcInvalid(await grpcRaw(service.url, "/paymentservice.v1.CustomerService/CreateCustomer", frame(body), { "api-key": merchant.apiKey }));
-    expectGrpcInvalid(await grpcWebRaw(service.url, "/paymentservice.v1.CustomerService/CreateCustomer", frame(body), { "api-key": merchant.apiKey }));
+    expectGrpcInvalid(
+      await grpcRaw(service.url, "/paymentservice.v1.CustomerService/CreateCustomer", frame(body), { "api-key": merchant.apiKey }),
+    );
+    expectGrpcInvalid(
+      await grpcWebRaw(service.url, "/paymentservice.v1.CustomerService/CreateCustomer", frame(body), { "api-key": merchant.apiKey }),
+    );
   });
 
   it.each([
@@ -272,7 +312,9 @@ describe("3. bodies connect cannot read are the caller's mistake, on every RPC p
   });
 
   it("a Connect GET with an encoding Connect does not have is 415 with the Connect error JSON, IR_06", async () => {
-    const res = await fetch(`${service.url}${grpcProcedure}?connect=v1&encoding=xml&message=%7B%7D`, { headers: { "api-key": merchant.apiKey } });
+    const res = await fetch(`${service.url}${grpcProcedure}?connect=v1&encoding=xml&message=%7B%7D`, {
+      headers: { "api-key": merchant.apiKey },
+    });
     expect(res.status).toBe(415);
     expect(await res.json()).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("encoding") });
   });
@@ -286,7 +328,9 @@ describe("3. bodies connect cannot read are the caller's mistake, on every RPC p
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toContain("created_gte");
-    const answer = await grpcRaw(service.url, "/paymentservice.v1.PaymentService/ListPayments", frame(body), { "api-key": merchant.apiKey });
+    const answer = await grpcRaw(service.url, "/paymentservice.v1.PaymentService/ListPayments", frame(body), {
+      "api-key": merchant.apiKey,
+    });
     expect({ grpc: answer.grpcStatus, code: answer.detail?.code }).toEqual({ grpc: Code.InvalidArgument, code: "IR_05" });
   });
 
@@ -304,7 +348,11 @@ describe("3. bodies connect cannot read are the caller's mistake, on every RPC p
   });
 
   it("an RPC path with a content type no RPC protocol uses is 415 with the Connect error JSON, IR_06", async () => {
-    const res = await fetch(`${service.url}${grpcProcedure}`, { method: "POST", headers: { "content-type": "text/plain", "api-key": merchant.apiKey }, body: "{}" });
+    const res = await fetch(`${service.url}${grpcProcedure}`, {
+      method: "POST",
+      headers: { "content-type": "text/plain", "api-key": merchant.apiKey },
+      body: "{}",
+    });
     expect(res.status).toBe(415);
     expect(await res.json()).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("text/plain") });
   });
@@ -335,7 +383,9 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
       socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
       socket.on("error", (error) => resolve({ text, error: error.message }));
       socket.on("close", () => resolve({ text }));
-      socket.write("POST \\payments\\pay_1\\capture HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: 12\r\n\r\n");
+      socket.write(
+        "POST \\payments\\pay_1\\capture HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: 12\r\n\r\n",
+      );
       setTimeout(() => socket.write('{"amount":1}'), 50);
     });
     expect(answer.text).toMatch(/^HTTP\/1\.1 400/);
@@ -349,7 +399,10 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   });
 
   it("Content-Length together with Transfer-Encoding (request smuggling) is 400 with the REST error object", async () => {
-    const res = await rawHttp1(service.url, "POST /customers HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    const res = await rawHttp1(
+      service.url,
+      "POST /customers HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    );
     expect(res.status).toBe(400);
     expect(res.json).toMatchObject({ error: { code: "IR_06" } });
   });
@@ -378,7 +431,9 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
         }
       });
       socket.on("close", () => resolve(received));
-      socket.write(`POST /customers HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`);
+      socket.write(
+        `POST /customers HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`,
+      );
     });
     expect(text).toMatch(/^HTTP\/1\.1 401/);
     expect(text.split("\r\n\r\n", 1)[0]).not.toMatch(/connection: close/i);
@@ -402,7 +457,9 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
         done = true;
         resolve({ text, sentBytes });
       });
-      socket.write(`POST /customers HTTP/1.1\r\nHost: localhost\r\napi-key: ${merchant.apiKey}\r\ncontent-type: application/json\r\n${length}\r\n`);
+      socket.write(
+        `POST /customers HTTP/1.1\r\nHost: localhost\r\napi-key: ${merchant.apiKey}\r\ncontent-type: application/json\r\n${length}\r\n`,
+      );
       const chunk = Buffer.alloc(64 * 1024, 0x20);
       const chunked = length.startsWith("Transfer");
       const pump = (): void => {
@@ -433,7 +490,9 @@ describe("5. every JSON codec refuses what it does not understand", () => {
     };
     const options = { baseUrl: service.url, useBinaryFormat: false, interceptors: [withKey] };
     if (protocol === "grpc") return createGrpcTransport(options);
-    return protocol === "connect" ? createConnectTransport({ ...options, httpVersion: "1.1" }) : createGrpcWebTransport({ ...options, httpVersion: "1.1" });
+    return protocol === "connect"
+      ? createConnectTransport({ ...options, httpVersion: "1.1" })
+      : createGrpcWebTransport({ ...options, httpVersion: "1.1" });
   }
 
   /** Sends `json` as it is over Connect JSON, the way curl or a browser would. */
@@ -475,20 +534,29 @@ describe("5. every JSON codec refuses what it does not understand", () => {
     expect(res.body.message).toMatch(/Unknown field: (nmae|address\.citty)/);
   });
 
-  it.each(["connect", "grpc", "grpc-web"] as const)("over %s, with JSON or binary, an enum number the enum lacks is invalid_argument IR_05 naming the field", async (protocol) => {
-    // A typed client cannot send an unknown field; an enum number outside the enum it can (proto enums are open).
-    for (const payments of [createClient(PaymentService, jsonTransport(protocol)), rpcClient(PaymentService, service.url, protocol, { apiKey: merchant.apiKey })]) {
-      const error = await expectRpcError(payments.listPayments({ status: 99 as PaymentStatus }), Code.InvalidArgument, "IR_05");
-      expect(error).toContain("status");
-    }
-  });
+  it.each(["connect", "grpc", "grpc-web"] as const)(
+    "over %s, with JSON or binary, an enum number the enum lacks is invalid_argument IR_05 naming the field",
+    async (protocol) => {
+      // A typed client cannot send an unknown field; an enum number outside the enum it can (proto enums are open).
+      for (const payments of [
+        createClient(PaymentService, jsonTransport(protocol)),
+        rpcClient(PaymentService, service.url, protocol, { apiKey: merchant.apiKey }),
+      ]) {
+        const error = await expectRpcError(payments.listPayments({ status: 99 as PaymentStatus }), Code.InvalidArgument, "IR_05");
+        expect(error).toContain("status");
+      }
+    },
+  );
 
   it("gRPC+json and gRPC-Web+json bodies with an unknown field are refused naming it", async () => {
     const body = frame(Buffer.from('{"amount":"100","currency":"USD","captureMehtod":"CAPTURE_METHOD_MANUAL"}'));
     const header = { "api-key": merchant.apiKey, "content-type": "application/grpc+json" };
     const viaGrpc = await grpcRaw(service.url, "/paymentservice.v1.PaymentService/CreatePayment", body, header);
     expectGrpcInvalid(viaGrpc, "captureMehtod");
-    const viaWeb = await grpcWebRaw(service.url, "/paymentservice.v1.PaymentService/CreatePayment", body, { ...header, "content-type": "application/grpc-web+json" });
+    const viaWeb = await grpcWebRaw(service.url, "/paymentservice.v1.PaymentService/CreatePayment", body, {
+      ...header,
+      "content-type": "application/grpc-web+json",
+    });
     expectGrpcInvalid(viaWeb, "captureMehtod");
   });
 });
@@ -507,30 +575,38 @@ describe("6. order and precision of refusals", () => {
     expectExactRestError(await call("GET", "/payments/list?limit=ten&colour=blue", { apiKey: publishableKey }), 403, "IR_22");
   });
 
-  it.each(["connect", "grpc", "grpc-web"] as const)("over %s, a publishable key on capture is IR_22 even with a body that does not parse", async (protocol) => {
-    const body = new Uint8Array([0x0a, 0x05, 0x61]);
-    if (protocol === "connect") {
-      const res = await fetch(`${service.url}/paymentservice.v1.PaymentService/CapturePayment`, {
-        method: "POST",
-        headers: { "content-type": "application/proto", "api-key": publishableKey },
-        body,
+  it.each(["connect", "grpc", "grpc-web"] as const)(
+    "over %s, a publishable key on capture is IR_22 even with a body that does not parse",
+    async (protocol) => {
+      const body = new Uint8Array([0x0a, 0x05, 0x61]);
+      if (protocol === "connect") {
+        const res = await fetch(`${service.url}/paymentservice.v1.PaymentService/CapturePayment`, {
+          method: "POST",
+          headers: { "content-type": "application/proto", "api-key": publishableKey },
+          body,
+        });
+        expect(res.status).toBe(403);
+        expect(((await res.json()) as { code: string }).code).toBe("permission_denied");
+        return;
+      }
+      const send = protocol === "grpc" ? grpcRaw : grpcWebRaw;
+      const answer = await send(service.url, "/paymentservice.v1.PaymentService/CapturePayment", frame(body), {
+        "api-key": publishableKey,
       });
-      expect(res.status).toBe(403);
-      expect(((await res.json()) as { code: string }).code).toBe("permission_denied");
-      return;
-    }
-    const send = protocol === "grpc" ? grpcRaw : grpcWebRaw;
-    const answer = await send(service.url, "/paymentservice.v1.PaymentService/CapturePayment", frame(body), { "api-key": publishableKey });
-    expect({ grpc: answer.grpcStatus, code: answer.detail?.code }).toEqual({ grpc: Code.PermissionDenied, code: "IR_22" });
-  });
+      expect({ grpc: answer.grpcStatus, code: answer.detail?.code }).toEqual({ grpc: Code.PermissionDenied, code: "IR_22" });
+    },
+  );
 
-  it.each(["connect", "grpc", "grpc-web"] as RpcProtocol[])("over %s, an empty id is invalid_argument IR_04 naming the field, not not_found", async (protocol) => {
-    const payments = rpcClient(PaymentService, service.url, protocol, { apiKey: merchant.apiKey });
-    expect(await expectRpcError(payments.retrievePayment({ paymentId: "" }), Code.InvalidArgument, "IR_04")).toContain("payment_id");
-    expect(await expectRpcError(payments.capturePayment({ paymentId: "" }), Code.InvalidArgument, "IR_04")).toContain("payment_id");
-    const customers = rpcClient(CustomerService, service.url, protocol, { apiKey: merchant.apiKey });
-    expect(await expectRpcError(customers.deleteCustomer({ customerId: "" }), Code.InvalidArgument, "IR_04")).toContain("customer_id");
-  });
+  it.each(["connect", "grpc", "grpc-web"] as RpcProtocol[])(
+    "over %s, an empty id is invalid_argument IR_04 naming the field, not not_found",
+    async (protocol) => {
+      const payments = rpcClient(PaymentService, service.url, protocol, { apiKey: merchant.apiKey });
+      expect(await expectRpcError(payments.retrievePayment({ paymentId: "" }), Code.InvalidArgument, "IR_04")).toContain("payment_id");
+      expect(await expectRpcError(payments.capturePayment({ paymentId: "" }), Code.InvalidArgument, "IR_04")).toContain("payment_id");
+      const customers = rpcClient(CustomerService, service.url, protocol, { apiKey: merchant.apiKey });
+      expect(await expectRpcError(customers.deleteCustomer({ customerId: "" }), Code.InvalidArgument, "IR_04")).toContain("customer_id");
+    },
+  );
 
   it.each([
     ["a string", { limit: "ten" }],
@@ -546,7 +622,11 @@ describe("6. order and precision of refusals", () => {
     const card = "4242424242424242";
     const messages = [
       expectRestError(await call("POST", "/customers/list", { body: { offset: 1e12 } }), 400, "IR_05"),
-      expectRestError(await call("POST", "/payments", { body: { amount: Number(card), currency: "USD", profile_id: merchant.profileId } }), 400, "IR_05"),
+      expectRestError(
+        await call("POST", "/payments", { body: { amount: Number(card), currency: "USD", profile_id: merchant.profileId } }),
+        400,
+        "IR_05",
+      ),
       expectRestError(await call("GET", `/nowhere/${card}`), 404, "IR_02"),
       expectRestError(await call("POST", "/customers", { body: { email: card } }), 400, "IR_05"),
     ];
@@ -561,7 +641,10 @@ describe("6. order and precision of refusals", () => {
     const res = await fetch(`${service.url}/paymentservice.v1.PaymentService/CreatePayment`, {
       method: "POST",
       headers: { "content-type": "application/proto", "api-key": merchant.apiKey, "connect-timeout-ms": "0" },
-      body: toBinary(CreatePaymentRequestSchema, create(CreatePaymentRequestSchema, { amount: 100n, currency: "USD", profileId: merchant.profileId })),
+      body: toBinary(
+        CreatePaymentRequestSchema,
+        create(CreatePaymentRequestSchema, { amount: 100n, currency: "USD", profileId: merchant.profileId }),
+      ),
     });
     expect(res.status).toBe(504);
     const json = (await res.json()) as { code: string; details: { debug: { code: string } }[] };
@@ -578,7 +661,10 @@ describe("6. order and precision of refusals", () => {
 
 describe.skipIf(!onPostgres)("a deadline that passes while the call runs (PostgreSQL: needs a second session)", () => {
   /** Sends a capture with a 300 ms deadline as a client would, but without the client's own timer, so the server's answer is what arrives. */
-  const captureWithDeadline: Record<"connect" | "grpc", (paymentId: string) => Promise<{ code: number | undefined; detail: string | undefined }>> = {
+  const captureWithDeadline: Record<
+    "connect" | "grpc",
+    (paymentId: string) => Promise<{ code: number | undefined; detail: string | undefined }>
+  > = {
     async connect(paymentId) {
       const res = await fetch(`${service.url}/paymentservice.v1.PaymentService/CapturePayment`, {
         method: "POST",
@@ -590,33 +676,41 @@ describe.skipIf(!onPostgres)("a deadline that passes while the call runs (Postgr
     },
     async grpc(paymentId) {
       const body = frame(toBinary(CapturePaymentRequestSchema, create(CapturePaymentRequestSchema, { paymentId })));
-      const answer = await grpcRaw(service.url, "/paymentservice.v1.PaymentService/CapturePayment", body, { "api-key": merchant.apiKey, "grpc-timeout": "300m" });
+      const answer = await grpcRaw(service.url, "/paymentservice.v1.PaymentService/CapturePayment", body, {
+        "api-key": merchant.apiKey,
+        "grpc-timeout": "300m",
+      });
       return { code: answer.grpcStatus, detail: answer.detail?.code };
     },
   };
 
-  it.each(["connect", "grpc"] as const)("over %s it is answered TO_01 at the deadline, and the capture still completes", async (protocol) => {
-    const payments = rpcClient(PaymentService, service.url, protocol, { apiKey: merchant.apiKey });
-    const payment = await payments.createPayment({
-      amount: 1500n,
-      currency: "USD",
-      profileId: merchant.profileId,
-      captureMethod: CaptureMethod.MANUAL,
-      confirm: true,
-      paymentMethodData: { card: { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: "2030", cardCvc: "123" } },
-    });
-    expect(payment.status).toBe(PaymentStatus.REQUIRES_CAPTURE);
-    // Another session holds the payment's row, so the capture waits past its deadline.
-    await onFileDatabase(async (db) => {
-      await db.query("BEGIN");
-      await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [payment.paymentId]);
-      const started = Date.now();
-      expect(await captureWithDeadline[protocol](payment.paymentId)).toEqual({ code: Code.DeadlineExceeded, detail: "TO_01" });
-      expect(Date.now() - started).toBeLessThan(2_000);
-      await db.query("COMMIT");
-    });
-    await expect.poll(async () => (await payments.retrievePayment({ paymentId: payment.paymentId })).status, { timeout: 5_000 }).toBe(PaymentStatus.SUCCEEDED);
-  });
+  it.each(["connect", "grpc"] as const)(
+    "over %s it is answered TO_01 at the deadline, and the capture still completes",
+    async (protocol) => {
+      const payments = rpcClient(PaymentService, service.url, protocol, { apiKey: merchant.apiKey });
+      const payment = await payments.createPayment({
+        amount: 1500n,
+        currency: "USD",
+        profileId: merchant.profileId,
+        captureMethod: CaptureMethod.MANUAL,
+        confirm: true,
+        paymentMethodData: { card: { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: "2030", cardCvc: "123" } },
+      });
+      expect(payment.status).toBe(PaymentStatus.REQUIRES_CAPTURE);
+      // Another session holds the payment's row, so the capture waits past its deadline.
+      await onFileDatabase(async (db) => {
+        await db.query("BEGIN");
+        await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [payment.paymentId]);
+        const started = Date.now();
+        expect(await captureWithDeadline[protocol](payment.paymentId)).toEqual({ code: Code.DeadlineExceeded, detail: "TO_01" });
+        expect(Date.now() - started).toBeLessThan(2_000);
+        await db.query("COMMIT");
+      });
+      await expect
+        .poll(async () => (await payments.retrievePayment({ paymentId: payment.paymentId })).status, { timeout: 5_000 })
+        .toBe(PaymentStatus.SUCCEEDED);
+    },
+  );
 });
 
 describe("a failure of ours", () => {
@@ -635,7 +729,9 @@ describe("a failure of ours", () => {
     try {
       const res = await rest(broken.url, "POST", "/customers", { apiKey, body: { name: "Jane" } });
       expect(res.status).toBe(500);
-      expect(res.body).toEqual({ error: { type: "api_error", code: "HE_00", message: expect.stringContaining(res.headers.get("x-request-id")!) } });
+      expect(res.body).toEqual({
+        error: { type: "api_error", code: "HE_00", message: expect.stringContaining(res.headers.get("x-request-id")!) },
+      });
       for (const protocol of ["connect", "grpc", "grpc-web"] as const) {
         const customers = rpcClient(CustomerService, broken.url, protocol, { apiKey });
         expect(await expectRpcError(customers.listCustomers({}), Code.Internal, "HE_00")).toMatch(/\(request req_\w+\)/);

@@ -49,7 +49,13 @@ describe("payments created in one burst", () => {
     const kinds = ["automatic", "manual", "customer", "otherProfile", "missingCustomer", "chosenId"] as const;
     const bodies = Array.from({ length: 48 }, (_, i) => {
       const kind = kinds[i % kinds.length]!;
-      const base = { amount: 1000 + i, currency: "USD", profile_id: merchant.profileId, description: awkward, metadata: { index: String(i), note: awkward } };
+      const base = {
+        amount: 1000 + i,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        description: awkward,
+        metadata: { index: String(i), note: awkward },
+      };
       const bodyOf = {
         automatic: { ...base, confirm: true, payment_method_data: { card } },
         manual: { ...base, capture_method: "manual", confirm: true, payment_method_data: { card } },
@@ -61,11 +67,16 @@ describe("payments created in one burst", () => {
       return { kind, body: bodyOf[kind] };
     });
 
-    const responses = await Promise.all(bodies.map(({ body }) => rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body })));
+    const responses = await Promise.all(
+      bodies.map(({ body }) => rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body })),
+    );
 
     const created: { id: string; status: string }[] = [];
     const chosen = responses.filter((_, i) => bodies[i]!.kind === "chosenId");
-    expect(chosen.filter((r) => r.status === 200), summary(chosen)).toHaveLength(1);
+    expect(
+      chosen.filter((r) => r.status === 200),
+      summary(chosen),
+    ).toHaveLength(1);
     for (const [i, res] of responses.entries()) {
       const { kind, body } = bodies[i]!;
       if (kind === "otherProfile") {
@@ -101,7 +112,14 @@ describe("payments created in one burst", () => {
     const stamp = Date.now();
     const pairs = Array.from({ length: 12 }, (_, i) => ({
       id: `order_${stamp}_${i}`,
-      valid: { amount: 700 + i, currency: "USD", profile_id: merchant.profileId, capture_method: "manual", confirm: true, payment_method_data: { card } },
+      valid: {
+        amount: 700 + i,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        capture_method: "manual",
+        confirm: true,
+        payment_method_data: { card },
+      },
       refused: { amount: 9000 + i, currency: "USD", profile_id: merchant.profileId, customer_id: "cus_nobody" },
     }));
     // Whichever of a pair reaches the writer first, the refused one is refused (the guard comes before
@@ -129,7 +147,10 @@ describe("payments created in one burst", () => {
   it("an id taken before the burst is 409 for its calls alone, whichever batch they share", async () => {
     const merchant = await newMerchant(service.url);
     const taken = `order_${Date.now()}_taken`;
-    const first = await rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { payment_id: taken, amount: 100, currency: "USD", profile_id: merchant.profileId } });
+    const first = await rest(service.url, "POST", "/payments", {
+      apiKey: merchant.apiKey,
+      body: { payment_id: taken, amount: 100, currency: "USD", profile_id: merchant.profileId },
+    });
     expect(first.status).toBe(200);
     const bodies = Array.from({ length: 30 }, (_, i) => ({
       amount: 200 + i,
@@ -160,7 +181,14 @@ describe("payments created in one burst", () => {
       Array.from({ length: 20 }, () =>
         rest(service.url, "POST", "/payments", {
           apiKey: merchant.apiKey,
-          body: { amount: 500, currency: "USD", profile_id: merchant.profileId, capture_method: "manual", confirm: true, payment_method_data: { card } },
+          body: {
+            amount: 500,
+            currency: "USD",
+            profile_id: merchant.profileId,
+            capture_method: "manual",
+            confirm: true,
+            payment_method_data: { card },
+          },
         }),
       ),
     );
@@ -188,8 +216,13 @@ describe("objects written in one turn", () => {
   /** A stored payment of a new merchant, to copy rows from. */
   async function paymentTemplate(): Promise<{ merchant: TestMerchant; template: PaymentRow }> {
     const merchant = await newMerchant(service.url);
-    const created = await rest(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: { amount: 100, currency: "USD", profile_id: merchant.profileId } });
-    const template = await service.app.dataSource.getRepository(PaymentRow).findOneByOrFail({ merchantId: merchant.merchantId, paymentId: created.body.payment_id });
+    const created = await rest(service.url, "POST", "/payments", {
+      apiKey: merchant.apiKey,
+      body: { amount: 100, currency: "USD", profile_id: merchant.profileId },
+    });
+    const template = await service.app.dataSource
+      .getRepository(PaymentRow)
+      .findOneByOrFail({ merchantId: merchant.merchantId, paymentId: created.body.payment_id });
     return { merchant, template };
   }
 
@@ -245,11 +278,18 @@ describe("payouts created in one burst", () => {
       confirm: i % 2 === 0,
       payout_type: "bank",
       payout_method_data: {
-        bank: { bank_name: "Sandbox Bank", bank_account_number: payoutAccounts.succeeds, bank_routing_number: "110000000", bank_account_holder_name: "Ada" },
+        bank: {
+          bank_name: "Sandbox Bank",
+          bank_account_number: payoutAccounts.succeeds,
+          bank_routing_number: "110000000",
+          bank_account_holder_name: "Ada",
+        },
       },
     }));
 
-    const responses = await Promise.all(bodies.map((body) => rest(service.url, "POST", "/payouts/create", { apiKey: merchant.apiKey, body })));
+    const responses = await Promise.all(
+      bodies.map((body) => rest(service.url, "POST", "/payouts/create", { apiKey: merchant.apiKey, body })),
+    );
     await service.jobs.runDue();
 
     for (const [i, res] of responses.entries()) {

@@ -109,10 +109,7 @@ const retrieve = (paymentId: string) => retrievePayment(service.url, merchant, p
 
 /** Clicks a button on the 3DS page and waits until the browser is back on the merchant's site. */
 async function clickAndReturn(button: "Complete" | "Fail"): Promise<URL> {
-  await Promise.all([
-    page.waitForURL((url) => url.href.startsWith(site.url)),
-    page.getByRole("button", { name: button }).click(),
-  ]);
+  await Promise.all([page.waitForURL((url) => url.href.startsWith(site.url)), page.getByRole("button", { name: button }).click()]);
   return new URL(page.url());
 }
 

@@ -179,9 +179,7 @@ describe.skipIf(!onPostgres)("races between two instances on one PostgreSQL (Pos
     const merchant = await newMerchant(a.url);
     const stamp = Date.now();
     const ids = Array.from({ length: 10 }, (_, i) => `order_${stamp}_${i}`);
-    const sends = ids.flatMap((id) =>
-      Array.from({ length: 6 }, (_, i) => ({ id, amount: 1000 + i, instance: instance(i) })),
-    );
+    const sends = ids.flatMap((id) => Array.from({ length: 6 }, (_, i) => ({ id, amount: 1000 + i, instance: instance(i) })));
 
     const responses = await Promise.all(
       sends.map(({ id, amount, instance }) =>
@@ -264,7 +262,10 @@ describe.skipIf(!onPostgres)("durable jobs across a restart (PostgreSQL only: th
         amount_received: 5000,
         amount_capturable: 0,
       });
-      expect(await eventTypes(after.app.dataSource, merchant, payment.payment_id)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect(await eventTypes(after.app.dataSource, merchant, payment.payment_id)).toEqual([
+        "payment.requires_capture",
+        "payment.succeeded",
+      ]);
       expect(await jobCount(after, merchant, payment.payment_id)).toBe(0);
     } finally {
       await after.close();

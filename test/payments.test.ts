@@ -21,7 +21,21 @@ import { TestClock } from "./support/clock.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
-import { expectError, iso, type Json, parityApis, protocols, protoJson, query, restCaller, RestFailure, restList, restPage, uniqueId, word } from "./support/parity.js";
+import {
+  expectError,
+  iso,
+  type Json,
+  parityApis,
+  protocols,
+  protoJson,
+  query,
+  restCaller,
+  RestFailure,
+  restList,
+  restPage,
+  uniqueId,
+  word,
+} from "./support/parity.js";
 import { runningService } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 
@@ -133,8 +147,7 @@ function rpcApi(apiKey: string, protocol: RpcProtocol): PaymentApi {
       asRest(await client.confirmPayment(fromJson(ConfirmPaymentRequestSchema, protoJson({ ...body, payment_id: id }, enumPrefixes)))),
     capture: async (id, body = {}) =>
       asRest(await client.capturePayment(fromJson(CapturePaymentRequestSchema, { ...body, payment_id: id }))),
-    cancel: async (id, body = {}) =>
-      asRest(await client.cancelPayment(fromJson(CancelPaymentRequestSchema, { ...body, payment_id: id }))),
+    cancel: async (id, body = {}) => asRest(await client.cancelPayment(fromJson(CancelPaymentRequestSchema, { ...body, payment_id: id }))),
     list: async (params) => {
       const page = await client.listPayments(fromJson(ListPaymentsRequestSchema, protoJson(params, enumPrefixes)));
       return restPage(page, asRest);
@@ -304,7 +317,13 @@ describe.each(protocols)("payments over %s", (protocol) => {
     it("refuses a Luhn-valid card the sandbox does not know: 400 IR_05 naming the card number", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const message = await expectError(
-        api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card("4012888888881881") }),
+        api.create({
+          amount: 100,
+          currency: "USD",
+          profile_id: merchant.profileId,
+          confirm: true,
+          payment_method_data: card("4012888888881881"),
+        }),
         "IR_05",
         "payment_method_data.card.card_number",
       );
@@ -326,7 +345,13 @@ describe.each(protocols)("payments over %s", (protocol) => {
     ] as const)("refuses a card with %s (%s)", async (_, overrides, code, field) => {
       const { merchant, api } = await merchantApi(protocol);
       await expectError(
-        api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(visa, overrides) }),
+        api.create({
+          amount: 100,
+          currency: "USD",
+          profile_id: merchant.profileId,
+          confirm: true,
+          payment_method_data: card(visa, overrides),
+        }),
         code,
         field,
       );
@@ -385,9 +410,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
     it("accepts the bounds 1 and 999999999999", async () => {
       const { merchant, api } = await merchantApi(protocol);
       expect((await api.create({ amount: 1, currency: "USD", profile_id: merchant.profileId })).amount).toBe(1);
-      expect((await api.create({ amount: 999_999_999_999, currency: "USD", profile_id: merchant.profileId })).amount).toBe(
-        999_999_999_999,
-      );
+      expect((await api.create({ amount: 999_999_999_999, currency: "USD", profile_id: merchant.profileId })).amount).toBe(999_999_999_999);
     });
 
     it.each([
@@ -441,7 +464,14 @@ describe.each(protocols)("payments over %s", (protocol) => {
       expect(first.payment_id).toBe(id);
       await expectError(api.create({ payment_id: id, amount: 999, currency: "EUR", profile_id: merchant.profileId }), "HE_01", id);
       await expectError(
-        api.create({ payment_id: id, amount: 999, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(visa) }),
+        api.create({
+          payment_id: id,
+          amount: 999,
+          currency: "USD",
+          profile_id: merchant.profileId,
+          confirm: true,
+          payment_method_data: card(visa),
+        }),
         "HE_01",
         id,
       );
@@ -450,13 +480,23 @@ describe.each(protocols)("payments over %s", (protocol) => {
 
       // Ids are per merchant: another merchant may choose the same one.
       const other = await merchantApi(protocol);
-      expect((await other.api.create({ payment_id: id, amount: 1, currency: "USD", profile_id: other.merchant.profileId })).payment_id).toBe(id);
+      expect(
+        (await other.api.create({ payment_id: id, amount: 1, currency: "USD", profile_id: other.merchant.profileId })).payment_id,
+      ).toBe(id);
     });
 
-    it("refuses a payment_id that is not URL-safe, or the reserved \"list\", with 400 IR_05", async () => {
+    it('refuses a payment_id that is not URL-safe, or the reserved "list", with 400 IR_05', async () => {
       const { merchant, api } = await merchantApi(protocol);
-      await expectError(api.create({ payment_id: "has space", amount: 1, currency: "USD", profile_id: merchant.profileId }), "IR_05", "payment_id");
-      await expectError(api.create({ payment_id: "list", amount: 1, currency: "USD", profile_id: merchant.profileId }), "IR_05", "payment_id");
+      await expectError(
+        api.create({ payment_id: "has space", amount: 1, currency: "USD", profile_id: merchant.profileId }),
+        "IR_05",
+        "payment_id",
+      );
+      await expectError(
+        api.create({ payment_id: "list", amount: 1, currency: "USD", profile_id: merchant.profileId }),
+        "IR_05",
+        "payment_id",
+      );
     });
 
     it("answers 404 HE_02 for an unknown payment on every operation", async () => {
@@ -563,7 +603,12 @@ describe.each(protocols)("payments over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const id = (await api.create({ amount: 1000, currency: "USD", profile_id: merchant.profileId })).payment_id as string;
       const failed = await api.confirm(id, { payment_method_data: card(insufficientFunds) });
-      expect(failed).toMatchObject({ status: "failed", error_code: "insufficient_funds", error_message: expect.any(String), amount_received: null });
+      expect(failed).toMatchObject({
+        status: "failed",
+        error_code: "insufficient_funds",
+        error_message: expect.any(String),
+        amount_received: null,
+      });
       await expectError(api.confirm(id, { payment_method_data: card(visa) }), "IR_16", "failed");
       expect(await api.retrieve(id)).toEqual(failed);
     });
@@ -585,7 +630,12 @@ describe.each(protocols)("payments over %s", (protocol) => {
     it("confirm → requires_capture with amount_capturable = amount; a full capture → succeeded", async () => {
       const { merchant, api } = await merchantApi(protocol);
       const payment = await authorized(api, merchant, 1000);
-      expect(payment).toMatchObject({ status: "requires_capture", capture_method: "manual", amount_capturable: 1000, amount_received: null });
+      expect(payment).toMatchObject({
+        status: "requires_capture",
+        capture_method: "manual",
+        amount_capturable: 1000,
+        amount_received: null,
+      });
       const captured = await api.capture(payment.payment_id as string);
       expect(captured).toMatchObject({ status: "succeeded", amount_received: 1000, amount_capturable: 0 });
       expect(await api.retrieve(payment.payment_id as string)).toEqual(captured);
@@ -624,7 +674,13 @@ describe.each(protocols)("payments over %s", (protocol) => {
 
     it("capture of a payment that is not in requires_capture is 400 IR_14 naming current and expected statuses", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const succeeded = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(visa) });
+      const succeeded = await api.create({
+        amount: 100,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        confirm: true,
+        payment_method_data: card(visa),
+      });
       await expectError(api.capture(succeeded.payment_id as string), "IR_14", "succeeded", "requires_capture");
       const unconfirmed = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, capture_method: "manual" });
       await expectError(api.capture(unconfirmed.payment_id as string), "IR_14", "requires_payment_method", "requires_capture");
@@ -657,7 +713,13 @@ describe.each(protocols)("payments over %s", (protocol) => {
 
     it("cancel of a succeeded payment is 400 IR_16", async () => {
       const { merchant, api } = await merchantApi(protocol);
-      const payment = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(visa) });
+      const payment = await api.create({
+        amount: 100,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        confirm: true,
+        payment_method_data: card(visa),
+      });
       await expectError(api.cancel(payment.payment_id as string), "IR_16", "succeeded");
       expect(await api.retrieve(payment.payment_id as string)).toEqual(payment);
     });
@@ -665,13 +727,23 @@ describe.each(protocols)("payments over %s", (protocol) => {
 
   describe("terminal statuses never change", () => {
     const terminal: Record<string, (api: PaymentApi, merchant: TestMerchant) => Promise<Json>> = {
-      succeeded: (api, m) => api.create({ amount: 100, currency: "USD", profile_id: m.profileId, confirm: true, payment_method_data: card(visa) }),
+      succeeded: (api, m) =>
+        api.create({ amount: 100, currency: "USD", profile_id: m.profileId, confirm: true, payment_method_data: card(visa) }),
       "succeeded after a manual capture": async (api, m) => {
-        const p = await api.create({ amount: 100, currency: "USD", profile_id: m.profileId, capture_method: "manual", confirm: true, payment_method_data: card(visa) });
+        const p = await api.create({
+          amount: 100,
+          currency: "USD",
+          profile_id: m.profileId,
+          capture_method: "manual",
+          confirm: true,
+          payment_method_data: card(visa),
+        });
         return api.capture(p.payment_id as string, { amount_to_capture: 50 });
       },
-      failed: (api, m) => api.create({ amount: 100, currency: "USD", profile_id: m.profileId, confirm: true, payment_method_data: card(declined) }),
-      cancelled: async (api, m) => api.cancel((await api.create({ amount: 100, currency: "USD", profile_id: m.profileId })).payment_id as string),
+      failed: (api, m) =>
+        api.create({ amount: 100, currency: "USD", profile_id: m.profileId, confirm: true, payment_method_data: card(declined) }),
+      cancelled: async (api, m) =>
+        api.cancel((await api.create({ amount: 100, currency: "USD", profile_id: m.profileId })).payment_id as string),
     };
 
     it.each(Object.keys(terminal))("a %s payment refuses update, confirm, capture and cancel, and stays as it was", async (name) => {
@@ -798,10 +870,18 @@ describe.each(protocols)("payments over %s", (protocol) => {
       ["failed", insufficientFunds],
     ])("create with confirm true writes one payment.%s event with the object as retrieved", async (status, number) => {
       const { merchant, api } = await merchantApi(protocol);
-      const payment = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: card(number) });
+      const payment = await api.create({
+        amount: 100,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        confirm: true,
+        payment_method_data: card(number),
+      });
       expect(payment.status).toBe(status);
       const retrieved = await api.retrieve(payment.payment_id as string);
-      expect(await eventsOf(service, merchant.merchantId, payment.payment_id as string)).toEqual([{ type: `payment.${status}`, object: retrieved }]);
+      expect(await eventsOf(service, merchant.merchantId, payment.payment_id as string)).toEqual([
+        { type: `payment.${status}`, object: retrieved },
+      ]);
     });
 
     it("cancel writes payment.cancelled with the object as retrieved", async () => {
@@ -913,7 +993,10 @@ describe.each(protocols)("payments over %s", (protocol) => {
       clock.advance(5 * day);
       await service.jobs.runDue();
       expect(await api.retrieve(id)).toEqual(captured);
-      expect((await eventsOf(service, merchant.merchantId, id)).map((e) => e.type)).toEqual(["payment.requires_capture", "payment.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id)).map((e) => e.type)).toEqual([
+        "payment.requires_capture",
+        "payment.succeeded",
+      ]);
     });
 
     it("a payment cancelled before capture_on is not captured when the time comes", async () => {
@@ -1009,7 +1092,13 @@ describe.each([...protocols, "rest-get"] as const)("listing payments over %s", (
     const other = await merchantApi(protocol);
     const mine = await api.create({ amount: 100, currency: "USD", profile_id: merchant.profileId });
     await other.api.create({ amount: 100, currency: "USD", profile_id: other.merchant.profileId });
-    await other.api.create({ amount: 200, currency: "USD", profile_id: other.merchant.profileId, confirm: true, payment_method_data: card(visa) });
+    await other.api.create({
+      amount: 200,
+      currency: "USD",
+      profile_id: other.merchant.profileId,
+      confirm: true,
+      payment_method_data: card(visa),
+    });
     expect(await api.list({})).toEqual({ data: [mine], total_count: 1, has_more: false });
     expect(await api.list({ status: "succeeded" })).toEqual({ data: [], total_count: 0, has_more: false });
   });
@@ -1021,7 +1110,8 @@ describe.each([...protocols, "rest-get"] as const)("listing payments over %s", (
       (error: unknown) => error,
     );
     if (failure instanceof RestFailure) expect(expectRestError(failure.response, 400, "IR_06")).toContain("limit");
-    else expect(await expectRpcError(Promise.reject(failure ?? new Error("should fail")), Code.InvalidArgument, "IR_06")).toContain("limit");
+    else
+      expect(await expectRpcError(Promise.reject(failure ?? new Error("should fail")), Code.InvalidArgument, "IR_06")).toContain("limit");
   });
 
   it("refuses offset -1 with 400 IR_05 naming offset, and an unknown currency filter with IR_05", async () => {

@@ -80,7 +80,9 @@ interface StoredPayout {
 }
 
 function storedPayouts(db: Sql, merchant: TestMerchant): Promise<StoredPayout[]> {
-  return rows<StoredPayout>(db, "SELECT payout_id, status, attempts FROM payouts WHERE merchant_id = $1 ORDER BY payout_id", [merchant.merchantId]);
+  return rows<StoredPayout>(db, "SELECT payout_id, status, attempts FROM payouts WHERE merchant_id = $1 ORDER BY payout_id", [
+    merchant.merchantId,
+  ]);
 }
 
 /** payout.send jobs still stored for a merchant. */
@@ -102,7 +104,10 @@ async function expectBooksMatch(db: Sql, payout: StoredPayout): Promise<Transfer
     // What the service recorded is the bank's one answer to that key.
     expect(attempt.processor_reference, context).toBe(transfer.reference);
   }
-  expect(transfers.filter((t) => t.status === "succeeded"), context).toHaveLength(payout.status === "success" ? 1 : 0);
+  expect(
+    transfers.filter((t) => t.status === "succeeded"),
+    context,
+  ).toHaveLength(payout.status === "success" ? 1 : 0);
   return transfers;
 }
 
@@ -135,7 +140,9 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       const first = await startServer(databaseUrl);
       const merchant = await newMerchant(first.url);
       const count = 8;
-      const created = await Promise.all(Array.from({ length: count }, () => createPayout(first.url, merchant, bankPayout(merchant, accounts.slow))));
+      const created = await Promise.all(
+        Array.from({ length: count }, () => createPayout(first.url, merchant, bankPayout(merchant, accounts.slow))),
+      );
       for (const payout of created) expect(payout).toMatchObject({ status: "pending", processor: "sandbox_ach", attempts: [] });
 
       // The slow bank has booked a transfer whose payout is still pending: the server is inside the processor call.
@@ -180,7 +187,9 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       for (const [payoutId, { attemptId }] of interrupted) {
         const job = jobsAtKill.find((j) => j.object_id === payoutId);
         expect(job, `the job of ${payoutId} is still there`).toBeDefined();
-        const attemptCreated = Date.parse(inFlight.find((p) => p.payout_id === payoutId)!.attempts.find((a) => a.attempt_id === attemptId)!.created);
+        const attemptCreated = Date.parse(
+          inFlight.find((p) => p.payout_id === payoutId)!.attempts.find((a) => a.attempt_id === attemptId)!.created,
+        );
         const leasedFor = job!.run_at.getTime() - attemptCreated;
         expect(leasedFor).toBeGreaterThan((leaseSeconds - 5) * 1000);
         expect(leasedFor).toBeLessThanOrEqual(leaseSeconds * 1000);
@@ -204,7 +213,12 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
         await second.stop();
       }
       // Taking over needed no retry: no job failed on the restarted server.
-      expect(second.output().split("\n").filter((line) => line.includes('"level":"error"'))).toEqual([]);
+      expect(
+        second
+          .output()
+          .split("\n")
+          .filter((line) => line.includes('"level":"error"')),
+      ).toEqual([]);
 
       const final = await storedPayouts(db, merchant);
       let transfers = 0;
@@ -220,7 +234,9 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       // The interrupted attempt was sent again under the same id and got the answer the bank gave before the kill.
       for (const [payoutId, { attemptId, reference }] of interrupted) {
         const payout = final.find((p) => p.payout_id === payoutId)!;
-        expect(payout.attempts).toEqual([expect.objectContaining({ attempt_id: attemptId, status: "success", processor_reference: reference })]);
+        expect(payout.attempts).toEqual([
+          expect.objectContaining({ attempt_id: attemptId, status: "success", processor_reference: reference }),
+        ]);
       }
       expect(await sendJobs(db, merchant)).toEqual([]);
       const [{ n }] = await rows<{ n: number }>(db, "SELECT count(*)::int AS n FROM jobs WHERE kind = 'payout.send'");
@@ -305,7 +321,10 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
         const payout = stored.find((p) => p.payout_id === payoutId)!;
         const context = JSON.stringify(payout);
         expect(payout.status, context).toBe(status);
-        expect(payout.attempts.map((at) => at.processor), context).toEqual(rails);
+        expect(
+          payout.attempts.map((at) => at.processor),
+          context,
+        ).toEqual(rails);
         // Every attempt but the last failed retryably (a failover); the last one decided.
         for (const attempt of payout.attempts.slice(0, -1)) expect(attempt.status, context).toBe("failed");
         expect(payout.attempts.at(-1)!.status, context).toBe(status);
@@ -330,7 +349,10 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       const none = await createPayout(a.url, merchant, bankPayout(merchant, accounts.allUnavailable));
       await settle(merchant);
 
-      const check = async (payoutId: string, expected: { status: string; rails: [string, string]; firstError: string; lastError?: string }) => {
+      const check = async (
+        payoutId: string,
+        expected: { status: string; rails: [string, string]; firstError: string; lastError?: string },
+      ) => {
         const res = await rest(b.url, "GET", `/payouts/${payoutId}`, { apiKey: merchant.apiKey });
         expect(res.status).toBe(200);
         const payout = res.body;
@@ -366,7 +388,9 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       const merchant = await newMerchant(a.url);
       const trials = 20;
       const held = await Promise.all(
-        Array.from({ length: trials }, (_, i) => createPayout(instance(i).url, merchant, bankPayout(merchant, accounts.succeeds, { confirm: false }))),
+        Array.from({ length: trials }, (_, i) =>
+          createPayout(instance(i).url, merchant, bankPayout(merchant, accounts.succeeds, { confirm: false })),
+        ),
       );
       for (const payout of held) expect(payout.status).toBe("requires_fulfillment");
 
@@ -398,7 +422,11 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
         if (fulfilled) {
           expect(res.body).toMatchObject({ status: "success", processor: "sandbox_ach" });
           expect(payout!.attempts).toHaveLength(1);
-          expect(await eventTypes(a.app.dataSource, merchant, payoutId)).toEqual(["payout.pending", "payout.requires_fulfillment", "payout.success"]);
+          expect(await eventTypes(a.app.dataSource, merchant, payoutId)).toEqual([
+            "payout.pending",
+            "payout.requires_fulfillment",
+            "payout.success",
+          ]);
         } else {
           expect(res.body).toEqual(cancel.body);
           expect(payout!.attempts).toEqual([]);
@@ -414,13 +442,17 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       const merchant = await newMerchant(a.url);
       const trials = 20;
       const held = await Promise.all(
-        Array.from({ length: trials }, (_, i) => createPayout(instance(i).url, merchant, bankPayout(merchant, accounts.succeeds, { confirm: false }))),
+        Array.from({ length: trials }, (_, i) =>
+          createPayout(instance(i).url, merchant, bankPayout(merchant, accounts.succeeds, { confirm: false })),
+        ),
       );
       const action = (i: number) => (i < trials / 2 ? "fulfill" : "cancel");
       const raced = await Promise.all(
         held.map(async (payout, i) => {
           const responses = await Promise.all(
-            [0, 1].map((side) => rest(instance(i + side).url, "POST", `/payouts/${payout.payout_id}/${action(i)}`, { apiKey: merchant.apiKey })),
+            [0, 1].map((side) =>
+              rest(instance(i + side).url, "POST", `/payouts/${payout.payout_id}/${action(i)}`, { apiKey: merchant.apiKey }),
+            ),
           );
           return { payoutId: payout.payout_id as string, responses };
         }),
@@ -437,7 +469,11 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
           // One job, one attempt, one transfer.
           expect(payout).toMatchObject({ status: "success" });
           expect(payout!.attempts).toHaveLength(1);
-          expect(await eventTypes(a.app.dataSource, merchant, payoutId)).toEqual(["payout.pending", "payout.requires_fulfillment", "payout.success"]);
+          expect(await eventTypes(a.app.dataSource, merchant, payoutId)).toEqual([
+            "payout.pending",
+            "payout.requires_fulfillment",
+            "payout.success",
+          ]);
         } else {
           expect(won[0]!.body.status).toBe("cancelled");
           expect(payout).toMatchObject({ status: "cancelled", attempts: [] });
@@ -455,7 +491,10 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
         async () => {
           await sleep(20);
           const [stored] = await storedPayouts(a.app.dataSource, merchant);
-          return transfersFor(a.app.dataSource, stored!.attempts.map((at) => at.attempt_id));
+          return transfersFor(
+            a.app.dataSource,
+            stored!.attempts.map((at) => at.attempt_id),
+          );
         },
         (found) => found.length === 1,
       );
@@ -471,7 +510,10 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
         ["b", "sandbox_ach", true],
       ]);
       const afterTakeover = await rest(b.url, "GET", `/payouts/${payout.payout_id}`, { apiKey: merchant.apiKey });
-      expect(afterTakeover.body).toMatchObject({ status: "success", attempts: [{ attempt_id: transfer!.idempotency_key, status: "success" }] });
+      expect(afterTakeover.body).toMatchObject({
+        status: "success",
+        attempts: [{ attempt_id: transfer!.idempotency_key, status: "success" }],
+      });
 
       // a's call answers at last; its outcome finds the payout final and changes nothing.
       await waitUntil(

@@ -18,7 +18,20 @@ import { eventsOf } from "./support/events.js";
 import { isoUtc } from "./support/formats.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutBodies, payoutCards as cards } from "./support/payout-destinations.js";
-import { addressAsRest, expectError, iso, type Json, parityApis, protocols, protoJson, query, restCaller, restList, restPage, word } from "./support/parity.js";
+import {
+  addressAsRest,
+  expectError,
+  iso,
+  type Json,
+  parityApis,
+  protocols,
+  protoJson,
+  query,
+  restCaller,
+  restList,
+  restPage,
+  word,
+} from "./support/parity.js";
 import { runningService } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
@@ -255,7 +268,14 @@ describe.each(protocols)("payouts over %s", (protocol) => {
         phone: "020 7946 0000",
         payout_method_data: { card: { last4: "4242", exp_month: "12", exp_year: yearFromNow(3) }, bank: null },
         billing: {
-          address: { line1: "1 Analytical Way", line2: null, city: "London", state: "Greater London", postal_code: "N1 9GU", country: "GB" },
+          address: {
+            line1: "1 Analytical Way",
+            line2: null,
+            city: "London",
+            state: "Greater London",
+            postal_code: "N1 9GU",
+            country: "GB",
+          },
           phone: null,
           email: "billing@example.com",
         },
@@ -363,7 +383,12 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const done = await settled(api, created.payout_id as string);
       expect(done).toMatchObject({ status: "success", processor: "sandbox_instant", attempts: [attempt("sandbox_instant", "success")] });
 
-      await expectError(api.create(cardPayout(merchant, cards.succeeds, { amount: 500_001, priority: "instant" })), "IR_05", "amount", "500000");
+      await expectError(
+        api.create(cardPayout(merchant, cards.succeeds, { amount: 500_001, priority: "instant" })),
+        "IR_05",
+        "amount",
+        "500000",
+      );
       expect((await api.list({})).total_count).toBe(1);
     });
 
@@ -479,7 +504,7 @@ describe.each(protocols)("payouts over %s", (protocol) => {
   });
 
   describe("update", () => {
-    it("merges metadata (a key set to \"\" is removed) without an event, also on a final payout", async () => {
+    it('merges metadata (a key set to "" is removed) without an event, also on a final payout', async () => {
       const { merchant, api } = await merchantApi(protocol);
       const created = await api.create(cardPayout(merchant, cards.succeeds, { metadata: { keep: "1", change: "old", drop: "x" } }));
       const id = created.payout_id as string;
@@ -532,7 +557,9 @@ describe.each(protocols)("payouts over %s", (protocol) => {
         "payout_method_data.bank.bank_routing_number",
       );
       await expectError(
-        api.create(cardPayout(merchant, cards.succeeds, { payout_method_data: cardMethod(cards.succeeds, { card_exp_year: yearFromNow(-1) }) })),
+        api.create(
+          cardPayout(merchant, cards.succeeds, { payout_method_data: cardMethod(cards.succeeds, { card_exp_year: yearFromNow(-1) }) }),
+        ),
         "IR_16",
         "expired",
       );
@@ -598,7 +625,9 @@ describe.each(protocols)("payouts over %s", (protocol) => {
       const { merchant, api } = await merchantApi(protocol);
       const held = await api.create(bankPayout(merchant, accounts.succeeds, { confirm: false }));
       const id = held.payout_id as string;
-      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([{ type: "payout.requires_fulfillment", object: held }]);
+      expect(await eventsOf(service, merchant.merchantId, id, payoutOrder)).toEqual([
+        { type: "payout.requires_fulfillment", object: held },
+      ]);
       clock.tick();
       const fulfilled = await api.fulfill(id);
       const done = await settled(api, id);
@@ -697,7 +726,13 @@ describe.each([...protocols, "rest-get"] as const)("listing payouts over %s", (p
 
 describe("payout validation over REST", () => {
   /** A request the service must refuse: how to build it, and the error that names the field. */
-  type Refusal = [label: string, body: (m: TestMerchant) => Json | Promise<Json>, status: number, code: "IR_04" | "IR_05" | "IR_16" | "HE_02", mention: string];
+  type Refusal = [
+    label: string,
+    body: (m: TestMerchant) => Json | Promise<Json>,
+    status: number,
+    code: "IR_04" | "IR_05" | "IR_16" | "HE_02",
+    mention: string,
+  ];
 
   const refusals: Refusal[] = [
     ["amount missing", (m) => without(cardPayout(m, cards.succeeds), "amount"), 400, "IR_04", "amount"],
@@ -705,7 +740,13 @@ describe("payout validation over REST", () => {
     ["profile_id missing", (m) => without(cardPayout(m, cards.succeeds), "profile_id"), 400, "IR_04", "profile_id"],
     ["payout_type missing", (m) => without(cardPayout(m, cards.succeeds), "payout_type"), 400, "IR_04", "payout_type"],
     ["payout_method_data missing", (m) => without(cardPayout(m, cards.succeeds), "payout_method_data"), 400, "IR_04", "payout_method_data"],
-    ["payout_method_data without the card", (m) => cardPayout(m, cards.succeeds, { payout_method_data: {} }), 400, "IR_04", "payout_method_data.card"],
+    [
+      "payout_method_data without the card",
+      (m) => cardPayout(m, cards.succeeds, { payout_method_data: {} }),
+      400,
+      "IR_04",
+      "payout_method_data.card",
+    ],
     ["amount 0", (m) => cardPayout(m, cards.succeeds, { amount: 0 }), 400, "IR_05", "amount"],
     ["a fractional amount", (m) => cardPayout(m, cards.succeeds, { amount: 10.5 }), 400, "IR_05", "amount"],
     ["an amount as a string", (m) => cardPayout(m, cards.succeeds, { amount: "1000" }), 400, "IR_05", "amount"],
@@ -810,7 +851,8 @@ describe("payout validation over REST", () => {
     ],
     [
       "a customer of the merchant's production partition",
-      async (m) => cardPayout(m, cards.succeeds, { customer_id: await newCustomer(await issueKey(service.url, m.merchantId, "production")) }),
+      async (m) =>
+        cardPayout(m, cards.succeeds, { customer_id: await newCustomer(await issueKey(service.url, m.merchantId, "production")) }),
       404,
       "HE_02",
       "customer_id",

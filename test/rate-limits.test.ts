@@ -128,7 +128,8 @@ describe("one instance with RATE_LIMIT_PER_MINUTE=5", () => {
     const { merchant, allowed, refused, key, headers } = await inOneWindow(async () => {
       const merchant = await newMerchant(service.url);
       const allowed: RestResponse[] = [];
-      for (let i = 0; i < 5; i++) allowed.push(await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, body: { name: `c${i}` } }));
+      for (let i = 0; i < 5; i++)
+        allowed.push(await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, body: { name: `c${i}` } }));
       const key = uniqueId("limited");
       const refused = [
         await timed(() =>
@@ -239,7 +240,11 @@ describe("the end of a window (RATE_LIMIT_PER_MINUTE=3 on a TestClock)", () => {
   it("serves the key again once the window ends, with a fresh window; the refused calls never took their idempotency key", async () => {
     const merchant = await newMerchant(service.url);
     const reset = (minute + windowMs) / 1000;
-    const allowed = [await health(service.url, merchant.apiKey), await health(service.url, merchant.apiKey), await health(service.url, merchant.apiKey)];
+    const allowed = [
+      await health(service.url, merchant.apiKey),
+      await health(service.url, merchant.apiKey),
+      await health(service.url, merchant.apiKey),
+    ];
     expect(allowed.map((r) => windowOf(r.headers))).toEqual([2, 1, 0].map((remaining) => ({ limit: 3, remaining, reset })));
 
     const key = uniqueId("after-reset");
@@ -269,7 +274,10 @@ describe("the end of a window (RATE_LIMIT_PER_MINUTE=3 on a TestClock)", () => {
     expect(windowOf(created.headers)).toEqual({ limit: 3, remaining: 2, reset: reset + 60 });
     // A replay is a call like any other: it is counted, and carries the window too.
     const replay = await create();
-    expect({ replayed: replay.headers.get("idempotent-replayed"), id: replay.body.payment_id }).toEqual({ replayed: "true", id: created.body.payment_id });
+    expect({ replayed: replay.headers.get("idempotent-replayed"), id: replay.body.payment_id }).toEqual({
+      replayed: "true",
+      id: created.body.payment_id,
+    });
     expect(windowOf(replay.headers)).toEqual({ limit: 3, remaining: 1, reset: reset + 60 });
   });
 });

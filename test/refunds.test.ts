@@ -120,7 +120,8 @@ async function paidPayment(merchant: TestMerchant, amount = 10_000): Promise<str
 /** Payments of the merchant in each status a refund refuses. */
 const unrefundable: Record<string, (merchant: TestMerchant) => Promise<Json>> = {
   requires_payment_method: (m) => createPayment(service.url, m, { amount: 1000 }),
-  requires_capture: (m) => createPayment(service.url, m, { amount: 1000, capture_method: "manual", confirm: true, payment_method_data: card(visa) }),
+  requires_capture: (m) =>
+    createPayment(service.url, m, { amount: 1000, capture_method: "manual", confirm: true, payment_method_data: card(visa) }),
   failed: (m) => createPayment(service.url, m, { amount: 1000, confirm: true, payment_method_data: card(declined) }),
   cancelled: async (m) => {
     const created = await createPayment(service.url, m, { amount: 1000 });
@@ -324,7 +325,10 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       await service.jobs.runDue();
       const done = await api.retrieve(id);
       expect(done).toEqual({ ...created, status: "succeeded", updated: dueAt });
-      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual([
+        "refund.pending",
+        "refund.succeeded",
+      ]);
     });
 
     it("cancelling a pending scheduled refund → cancelled; it is never processed and its amount is refundable again", async () => {
@@ -381,7 +385,7 @@ describe.each(protocols)("refunds over %s", (protocol) => {
   });
 
   describe("update", () => {
-    it("changes reason and merges metadata (\"\" removes a key) without a new event", async () => {
+    it('changes reason and merges metadata ("" removes a key) without a new event', async () => {
       const { merchant, api } = await merchantApi(protocol);
       const paymentId = await paidPayment(merchant, 1000);
       const created = await api.create({
@@ -406,7 +410,10 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       // Fields not sent stay as they are.
       const again = await api.update(id, { metadata: { more: "3" } });
       expect(again).toMatchObject({ reason: "fraudulent", metadata: { keep: "1", change: "new", added: "2", more: "3" } });
-      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual(["refund.pending", "refund.succeeded"]);
+      expect((await eventsOf(service, merchant.merchantId, id, pendingFirst)).map((e) => e.type)).toEqual([
+        "refund.pending",
+        "refund.succeeded",
+      ]);
     });
 
     it("sending amount or payment_id is 400 IR_06 naming the field, and nothing changes", async () => {

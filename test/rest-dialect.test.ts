@@ -19,7 +19,10 @@ import { runningService } from "./support/running.js";
 const service = runningService();
 
 /** A REST call with a fresh merchant's sandbox secret key. */
-async function withMerchant(): Promise<{ merchant: TestMerchant; call: (method: string, path: string, body?: unknown) => Promise<RestResponse> }> {
+async function withMerchant(): Promise<{
+  merchant: TestMerchant;
+  call: (method: string, path: string, body?: unknown) => Promise<RestResponse>;
+}> {
   const merchant = await newMerchant(service.url);
   return { merchant, call: (method, path, body) => rest(service.url, method, path, { apiKey: merchant.apiKey, body }) };
 }
@@ -252,10 +255,13 @@ describe("REST→RPC: query parameters", () => {
     expectExactRestError(await call("GET", `/customers/list?${query}`), 400, "IR_05", field);
   });
 
-  it.each([["limit=ten"], ["limit=1.5"], ["limit=1&limit=2"], ["limit=99999999999"]])("refuses ?%s with 400 IR_06 naming limit", async (query) => {
-    const { call } = await withMerchant();
-    expectExactRestError(await call("GET", `/customers/list?${query}`), 400, "IR_06", "limit");
-  });
+  it.each([["limit=ten"], ["limit=1.5"], ["limit=1&limit=2"], ["limit=99999999999"]])(
+    "refuses ?%s with 400 IR_06 naming limit",
+    async (query) => {
+      const { call } = await withMerchant();
+      expectExactRestError(await call("GET", `/customers/list?${query}`), 400, "IR_06", "limit");
+    },
+  );
 
   it("applies the list limits to query parameters too (limit 0 → IR_06, offset -1 → IR_05)", async () => {
     const { call } = await withMerchant();
@@ -362,7 +368,8 @@ function comparable(value: unknown, key = ""): unknown {
   const entries = Object.entries(value).flatMap(([k, v]) => {
     const name = snake(k);
     const mapped = name === "metadata" ? v : comparable(v, name);
-    const isDefault = mapped === null || mapped === false || mapped === 0 || (typeof mapped === "object" && Object.keys(mapped as object).length === 0);
+    const isDefault =
+      mapped === null || mapped === false || mapped === 0 || (typeof mapped === "object" && Object.keys(mapped as object).length === 0);
     return isDefault ? [] : [[name, mapped] as const];
   });
   return Object.fromEntries(entries);
@@ -438,9 +445,7 @@ describe("RPC↔REST parity: Connect JSON and REST carry the same data", () => {
     const viaConnect = await connectJson(procedure, connectBody, merchant.apiKey);
     expect(viaRest.status).toBe(status);
     expect(viaConnect.status).toBe(status);
-    const details = (viaConnect.body.details as { type: string; value: string }[]).filter(
-      (d) => d.type === ErrorDetailSchema.typeName,
-    );
+    const details = (viaConnect.body.details as { type: string; value: string }[]).filter((d) => d.type === ErrorDetailSchema.typeName);
     expect(details).toHaveLength(1);
     const detail = fromBinary(ErrorDetailSchema, base64Decode(details[0]!.value));
     expect({ type: detail.type, code: detail.code, message: detail.message }).toEqual(viaRest.body.error);

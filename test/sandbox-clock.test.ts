@@ -23,13 +23,24 @@ const day = 86_400;
 async function authorized(service: TestService, merchant: TestMerchant): Promise<string> {
   const res = await rest(service.url, "POST", "/payments", {
     apiKey: merchant.apiKey,
-    body: { amount: 1500, currency: "USD", profile_id: merchant.profileId, confirm: true, capture_method: "manual", payment_method_data: { card } },
+    body: {
+      amount: 1500,
+      currency: "USD",
+      profile_id: merchant.profileId,
+      confirm: true,
+      capture_method: "manual",
+      payment_method_data: { card },
+    },
   });
   expect(res.body.status).toBe("requires_capture");
   return res.body.payment_id;
 }
 
-async function status(service: TestService, merchant: TestMerchant, paymentId: string): Promise<{ status: string; cancellation_reason: string | null }> {
+async function status(
+  service: TestService,
+  merchant: TestMerchant,
+  paymentId: string,
+): Promise<{ status: string; cancellation_reason: string | null }> {
   const res = await rest(service.url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
   return { status: res.body.status, cancellation_reason: res.body.cancellation_reason };
 }
@@ -66,29 +77,32 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
     // Advancing also wakes the instance's runner, which may be the one that runs the expiry.
     expect((await advance(first, 2 * day)).status).toBe(200);
     await first.jobs.runDue();
-    const expired = await waitUntil(() => status(first, merchant, paymentId), (s) => s.status !== "requires_capture");
+    const expired = await waitUntil(
+      () => status(first, merchant, paymentId),
+      (s) => s.status !== "requires_capture",
+    );
     expect(expired).toEqual({ status: "cancelled", cancellation_reason: "expired" });
   });
 
-  it.skipIf(!onPostgres)(
-    "moves every instance on the database (PostgreSQL only: two instances)",
-    async () => {
-      const merchant = await newMerchant(first.url);
-      const paymentId = await authorized(first, merchant);
-      expect((await advance(first, 8 * day)).status).toBe(200);
-      await second.jobs.runDue();
-      const expired = await waitUntil(() => status(second, merchant, paymentId), (s) => s.status !== "requires_capture");
-      expect(expired).toEqual({ status: "cancelled", cancellation_reason: "expired" });
+  it.skipIf(!onPostgres)("moves every instance on the database (PostgreSQL only: two instances)", async () => {
+    const merchant = await newMerchant(first.url);
+    const paymentId = await authorized(first, merchant);
+    expect((await advance(first, 8 * day)).status).toBe(200);
+    await second.jobs.runDue();
+    const expired = await waitUntil(
+      () => status(second, merchant, paymentId),
+      (s) => s.status !== "requires_capture",
+    );
+    expect(expired).toEqual({ status: "cancelled", cancellation_reason: "expired" });
 
-      // The second instance's own clock moved too: a capture_on one real day ahead is in its past now.
-      const tomorrow = new Date(Date.now() + day * 1000).toISOString();
-      const scheduled = await rest(second.url, "POST", "/payments", {
-        apiKey: merchant.apiKey,
-        body: { amount: 1500, currency: "USD", profile_id: merchant.profileId, capture_method: "scheduled", capture_on: tomorrow },
-      });
-      expect(expectRestError(scheduled, 400, "IR_05")).toContain("capture_on");
-    },
-  );
+    // The second instance's own clock moved too: a capture_on one real day ahead is in its past now.
+    const tomorrow = new Date(Date.now() + day * 1000).toISOString();
+    const scheduled = await rest(second.url, "POST", "/payments", {
+      apiKey: merchant.apiKey,
+      body: { amount: 1500, currency: "USD", profile_id: merchant.profileId, capture_method: "scheduled", capture_on: tomorrow },
+    });
+    expect(expectRestError(scheduled, 400, "IR_05")).toContain("capture_on");
+  });
 
   it("answers the same over gRPC, with the new time", async () => {
     const client = rpcClient(SandboxService, first.url, "grpc", { admin: true });
@@ -115,6 +129,10 @@ describe("without SANDBOX_TEST_CLOCK", () => {
 
   it("refuses to move time with IR_16 on REST and gRPC", async () => {
     expect(expectRestError(await advance(service, 60), 400, "IR_16")).toContain("SANDBOX_TEST_CLOCK");
-    await expectRpcError(rpcClient(SandboxService, service.url, "grpc", { admin: true }).advanceClock({ seconds: 60n }), Code.FailedPrecondition, "IR_16");
+    await expectRpcError(
+      rpcClient(SandboxService, service.url, "grpc", { admin: true }).advanceClock({ seconds: 60n }),
+      Code.FailedPrecondition,
+      "IR_16",
+    );
   });
 });

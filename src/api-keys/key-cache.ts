@@ -88,7 +88,9 @@ export class KeyCache {
         const sent = performance.now();
         if ((await backendOf(this.client.pg)) !== this.client.backend) {
           // A pooler (PgBouncer in transaction mode) moved us: this session never LISTENed.
-          throw new Error("the listening connection is not the session that LISTENs; it needs a direct connection, not a transaction pooler");
+          throw new Error(
+            "the listening connection is not the session that LISTENs; it needs a direct connection, not a transaction pooler",
+          );
         }
         this.trustedUntil = sent + trustMs;
         if (this.failing) log.info("api key cache is listening again");
@@ -142,7 +144,9 @@ export class KeyCache {
     const client = this.client;
     this.client = undefined;
     if (error !== undefined && !this.stopped && !this.failing) {
-      log.warn("api key cache lost its notifications; reading keys from the database", { error: error instanceof Error ? error.message : String(error) });
+      log.warn("api key cache lost its notifications; reading keys from the database", {
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
     if (error !== undefined) this.failing = true;
     await client?.pg.end().catch(() => undefined);

@@ -90,9 +90,7 @@ export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiK
   async function loadActive(ctx: HandlerContext, keyId: string): Promise<ApiKeyRow> {
     const caller = callerOf(ctx);
     const row = await dataSource.getRepository(ApiKeyRow).findOneBy({ keyId, revokedAt: IsNull() });
-    const visible =
-      row !== null &&
-      (caller.kind === "admin" || (row.merchantId === caller.merchantId && row.livemode === caller.livemode));
+    const visible = row !== null && (caller.kind === "admin" || (row.merchantId === caller.merchantId && row.livemode === caller.livemode));
     if (!visible) throw notFound("API key", keyId);
     return row;
   }
@@ -141,7 +139,11 @@ export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiK
         .andWhere("k.revoked_at IS NULL");
       if (scope.livemode !== undefined) query.andWhere("k.livemode = :livemode", { livemode: scope.livemode });
       const [rows, total] = await fetchPage(query, "key_id", page);
-      return envelope(rows.map((row) => toApiKey(row)), total, page);
+      return envelope(
+        rows.map((row) => toApiKey(row)),
+        total,
+        page,
+      );
     },
 
     async revokeApiKey(req, ctx) {

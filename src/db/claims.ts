@@ -40,7 +40,13 @@ function isClaimed(row: ClaimableRow, now: Date): boolean {
 }
 
 /** The SQL condition on an object's key columns, with its parameters from `firstParam` on. */
-function keyCondition<Row extends ClaimableRow>(em: EntityManager, resource: Resource<Row, DescMessage>, scope: Scope, id: string, firstParam: number) {
+function keyCondition<Row extends ClaimableRow>(
+  em: EntityManager,
+  resource: Resource<Row, DescMessage>,
+  scope: Scope,
+  id: string,
+  firstParam: number,
+) {
   const metadata = em.connection.getMetadata(resource.entity);
   const key = { merchantId: scope.merchantId, livemode: scope.livemode, [resource.idProperty]: id } as Record<string, unknown>;
   const columns = Object.keys(key).map((property) => metadata.findColumnWithPropertyName(property)!);
@@ -134,12 +140,16 @@ export async function claimObject<Row extends ClaimableRow>(
 }
 
 /** Ends a claim without an outcome to write: the processor failed, or the operation decided not to go on. */
-export async function releaseClaim<Row extends ClaimableRow>(dataSource: DataSource, resource: Resource<Row, DescMessage>, claim: Claimed<Row>): Promise<void> {
+export async function releaseClaim<Row extends ClaimableRow>(
+  dataSource: DataSource,
+  resource: Resource<Row, DescMessage>,
+  claim: Claimed<Row>,
+): Promise<void> {
   const key = keyCondition(dataSource.manager, resource, claim.row, idOf(resource, claim.row), 2);
-  await dataSource.query(`UPDATE "${key.metadata.tableName}" SET claim_token = NULL, claimed_until = NULL WHERE ${key.sql} AND claim_token = $1`, [
-    claim.token,
-    ...key.params,
-  ]);
+  await dataSource.query(
+    `UPDATE "${key.metadata.tableName}" SET claim_token = NULL, claimed_until = NULL WHERE ${key.sql} AND claim_token = $1`,
+    [claim.token, ...key.params],
+  );
 }
 
 /**

@@ -105,8 +105,14 @@ async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
   const rows = objects.map((o) => o.row);
   const params = [
     ...arraysOf(em.connection.getMetadata(resource.entity), rows),
-    ...arraysOf(em.connection.getMetadata(EventRow), rows.map((row) => eventOf(resource, row, clock))),
-    ...arraysOf(em.connection.getMetadata(JobRow), objects.flatMap((o) => o.jobs.map((job) => jobRowOf(job, clock)))),
+    ...arraysOf(
+      em.connection.getMetadata(EventRow),
+      rows.map((row) => eventOf(resource, row, clock)),
+    ),
+    ...arraysOf(
+      em.connection.getMetadata(JobRow),
+      objects.flatMap((o) => o.jobs.map((job) => jobRowOf(job, clock))),
+    ),
     objects.flatMap((o, i) => o.jobs.map(() => i + 1)),
   ];
   const verdicts = new Map((await query(statementText(em, resource), params)).map((v) => [Number(v.position), v]));
@@ -117,7 +123,12 @@ async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
 }
 
 /** One object's answer: written (true) or refused by the guard (false); a taken id is HE_01. */
-function answerOf<Row extends StatusRow, Desc extends DescMessage>(em: EntityManager, resource: Resource<Row, Desc>, row: Row, outcome: Outcome): boolean {
+function answerOf<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  resource: Resource<Row, Desc>,
+  row: Row,
+  outcome: Outcome,
+): boolean {
   if (outcome === "taken") {
     const idColumn = em.connection.getMetadata(resource.entity).findColumnWithPropertyName(resource.idProperty)!.databaseName;
     throw alreadyExists(resource.name, idColumn, idOf(resource, row));
@@ -283,7 +294,12 @@ export class NewObjectWriter {
 }
 
 /** The error answering a new object its resource's guard stopped. */
-async function refusalOf<Row extends StatusRow, Desc extends DescMessage>(em: EntityManager, resource: Resource<Row, Desc>, row: Row): Promise<ApiError> {
-  if (resource.refusal === undefined) throw new Error(`${resource.name}: its guard stopped a new object, and it has no refusal to answer with`);
+async function refusalOf<Row extends StatusRow, Desc extends DescMessage>(
+  em: EntityManager,
+  resource: Resource<Row, Desc>,
+  row: Row,
+): Promise<ApiError> {
+  if (resource.refusal === undefined)
+    throw new Error(`${resource.name}: its guard stopped a new object, and it has no refusal to answer with`);
   return resource.refusal(em, row);
 }

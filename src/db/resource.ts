@@ -111,7 +111,15 @@ export async function writeObjectChange<Row extends StatusRow, Desc extends Desc
   previousStatus: Row["status"],
   jobs: readonly NewJob[] = [],
 ): Promise<void> {
-  await runChange(em, clock, resource, row, previousStatus, jobs, new Statement().update("object", em.connection.getMetadata(resource.entity), row));
+  await runChange(
+    em,
+    clock,
+    resource,
+    row,
+    previousStatus,
+    jobs,
+    new Statement().update("object", em.connection.getMetadata(resource.entity), row),
+  );
 }
 
 /**
@@ -120,7 +128,10 @@ export async function writeObjectChange<Row extends StatusRow, Desc extends Desc
  * this operation's: its lease ran out mid-call and another operation took the object, so this
  * outcome must not overwrite what that one did: the request is answered IK_01.
  */
-export async function writeClaimedChange<Row extends StatusRow & { claimToken: string | null; claimedUntil: Date | null }, Desc extends DescMessage>(
+export async function writeClaimedChange<
+  Row extends StatusRow & { claimToken: string | null; claimedUntil: Date | null },
+  Desc extends DescMessage,
+>(
   em: EntityManager,
   clock: Clock,
   resource: Resource<Row, Desc>,

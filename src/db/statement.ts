@@ -75,9 +75,7 @@ export class Statement {
     const set = metadata.columns
       .filter((c) => !c.isPrimary)
       .map((c) => `"${c.databaseName}" = ${this.param(columnValue(c, entity), sqlType(c))}`);
-    const where = metadata.primaryColumns.map(
-      (c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true), sqlType(c))}`,
-    );
+    const where = metadata.primaryColumns.map((c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true), sqlType(c))}`);
     if (claimToken !== undefined) where.push(`claim_token = ${this.param(claimToken, "varchar")}`);
     this.parts.push(`${name} AS (UPDATE "${metadata.tableName}" SET ${set.join(", ")} WHERE ${where.join(" AND ")} RETURNING 1)`);
     return this;

@@ -13,7 +13,9 @@ export interface ResponseRecorder {
  * The recorder of a call that carries an idempotency key, set by the idempotency interceptor
  * (src/idempotency/interceptor.ts) for the handler's `UnitOfWork.commit`.
  */
-export const responseRecorderKey = createContextKey<ResponseRecorder | undefined>(undefined, { description: "idempotent response recorder" });
+export const responseRecorderKey = createContextKey<ResponseRecorder | undefined>(undefined, {
+  description: "idempotent response recorder",
+});
 
 /**
  * How an API call's effect reaches the database: a handler commits it once, with `commit`, in one

@@ -6,7 +6,10 @@ export type DisputeStatusWord = "opened" | "challenged" | "accepted" | "won" | "
 
 /** Evidence as stored; keys are the API's snake_case names. */
 export type StoredEvidence = Partial<
-  Record<"uncategorized_text" | "customer_communication" | "receipt" | "shipping_documentation" | "product_description" | "refund_policy", string>
+  Record<
+    "uncategorized_text" | "customer_communication" | "receipt" | "shipping_documentation" | "product_description" | "refund_policy",
+    string
+  >
 >;
 
 /** A cardholder's dispute of a payment, reported by the processor. */

@@ -31,4 +31,3 @@ export function newEvent<Desc extends DescMessage>(subject: EventSubject<Desc>, 
     created: clock.now(),
   });
 }
-

@@ -26,7 +26,8 @@ const replayKey = createContextKey<Message | undefined>(undefined);
 export function replayable<T extends object>(impl: T): T {
   const wrapped = Object.entries(impl).map(([name, handler]) => [
     name,
-    (req: unknown, ctx: HandlerContext) => ctx.values.get(replayKey) ?? (handler as (req: unknown, ctx: HandlerContext) => unknown)(req, ctx),
+    (req: unknown, ctx: HandlerContext) =>
+      ctx.values.get(replayKey) ?? (handler as (req: unknown, ctx: HandlerContext) => unknown)(req, ctx),
   ]);
   return Object.fromEntries(wrapped) as T;
 }
@@ -75,7 +76,8 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
         return res;
       }
     }
-    const responseOf = (response: unknown) => toBinary(req.method.output, storable(req.method.output, create(req.method.output, response as MessageInitShape<DescMessage>)));
+    const responseOf = (response: unknown) =>
+      toBinary(req.method.output, storable(req.method.output, create(req.method.output, response as MessageInitShape<DescMessage>)));
     let recorded = false;
     req.contextValues.set(responseRecorderKey, {
       async record(em, response) {

@@ -43,7 +43,16 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
          WHERE k.expires_at <= $7
             OR (k.state = 'in_flight' AND k.locked_until <= $7 AND k.fingerprint = EXCLUDED.fingerprint)
        RETURNING claim_token`,
-      [ref.merchantId, ref.livemode, ref.key, fingerprint, token, new Date(now.getTime() + claimLeaseMs), now, new Date(now.getTime() + keyLifetimeMs)],
+      [
+        ref.merchantId,
+        ref.livemode,
+        ref.key,
+        fingerprint,
+        token,
+        new Date(now.getTime() + claimLeaseMs),
+        now,
+        new Date(now.getTime() + keyLifetimeMs),
+      ],
     )) as unknown[];
     if (claimed.length === 1) return { kind: "claimed", token };
     const [existing] = (await dataSource.query(
@@ -72,7 +81,9 @@ export async function completeKey(manager: EntityManager, ref: KeyRef, token: st
   if (affected !== 1) {
     // This request outlived its claim's lease and a retry with the key has taken it over: its effect
     // is rolled back with this throw, and the retry's is the one that counts.
-    throw idempotencyConflict("This request ran longer than its idempotency key's claim, and a retry with the key took it over; its effect was not kept. Retry to learn the outcome.");
+    throw idempotencyConflict(
+      "This request ran longer than its idempotency key's claim, and a retry with the key took it over; its effect was not kept. Retry to learn the outcome.",
+    );
   }
 }
 

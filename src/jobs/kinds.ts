@@ -21,4 +21,3 @@ export const jobKinds = {
 
 /** A kind of job. */
 export type JobKind = (typeof jobKinds)[keyof typeof jobKinds];
-

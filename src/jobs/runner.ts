@@ -132,14 +132,15 @@ export class JobRunner implements JobWaker {
     let leased: LeasedJobHandler | undefined;
     try {
       await this.dataSource.transaction(async (em) => {
-        claimed = await em
-          .createQueryBuilder(JobRow, "j")
-          .where("j.run_at <= :now", { now })
-          .orderBy("j.run_at")
-          .limit(1)
-          .setLock("pessimistic_write")
-          .setOnLocked("skip_locked")
-          .getOne() ?? undefined;
+        claimed =
+          (await em
+            .createQueryBuilder(JobRow, "j")
+            .where("j.run_at <= :now", { now })
+            .orderBy("j.run_at")
+            .limit(1)
+            .setLock("pessimistic_write")
+            .setOnLocked("skip_locked")
+            .getOne()) ?? undefined;
         if (claimed === undefined) return;
         const handler = this.handlers.get(claimed.kind);
         if (handler === undefined) throw new Error(`no handler for job kind ${claimed.kind}`);
@@ -167,9 +168,6 @@ export class JobRunner implements JobWaker {
     log.error("job failed", { kind: job.kind, object_id: job.objectId, attempts, error: String(error) });
     await this.dataSource
       .getRepository(JobRow)
-      .update(
-        { jobId: job.jobId },
-        { attempts, lastError: String(error), runAt: new Date(now.getTime() + retryDelayMs(attempts)) },
-      );
+      .update({ jobId: job.jobId }, { attempts, lastError: String(error), runAt: new Date(now.getTime() + retryDelayMs(attempts)) });
   }
 }

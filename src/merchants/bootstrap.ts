@@ -13,7 +13,11 @@ export interface SandboxStart {
 }
 
 /** Creates a sandbox merchant with a default profile and a secret key, all in one transaction. */
-export async function bootstrapSandbox(deps: { readonly dataSource: DataSource; readonly clock: Clock; readonly hasher: ApiKeyHasher }): Promise<SandboxStart> {
+export async function bootstrapSandbox(deps: {
+  readonly dataSource: DataSource;
+  readonly clock: Clock;
+  readonly hasher: ApiKeyHasher;
+}): Promise<SandboxStart> {
   return deps.dataSource.transaction(async (em) => {
     const { merchant, profile } = await createMerchant(em, deps.clock, "Sandbox merchant");
     const key = await issueApiKey(em, deps, {

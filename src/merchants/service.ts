@@ -142,4 +142,3 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
     },
   };
 }
-

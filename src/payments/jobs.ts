@@ -25,7 +25,9 @@ const leaseMs = 60_000;
 export function paymentJobHandlers(deps: PaymentJobDependencies): Map<JobKind, LeasedJobHandler> {
   /** Claims the job's payment if `operation` may still run on it, makes the move and writes its outcome. */
   async function moveIfStillDue(job: JobRow, operation: PaymentOperation, move: (row: PaymentRow) => Promise<NewJob[]>): Promise<void> {
-    const claim = await claimObject(deps.dataSource, deps.clock, paymentResource, job, job.objectId, (row) => paymentStates.allows(operation, row.status));
+    const claim = await claimObject(deps.dataSource, deps.clock, paymentResource, job, job.objectId, (row) =>
+      paymentStates.allows(operation, row.status),
+    );
     if (claim === undefined) return;
     const previous = claim.row.status;
     await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
@@ -36,6 +38,9 @@ export function paymentJobHandlers(deps: PaymentJobDependencies): Map<JobKind, L
 
   return new Map<JobKind, LeasedJobHandler>([
     [jobKinds.capturePayment, { leaseMs, run: (job) => moveIfStillDue(job, "capture", (row) => capture(deps, row, row.amountCapturable)) }],
-    [jobKinds.expireAuthorization, { leaseMs, run: (job) => moveIfStillDue(job, "expire", (row) => cancel(deps, row, "expire", "expired")) }],
+    [
+      jobKinds.expireAuthorization,
+      { leaseMs, run: (job) => moveIfStillDue(job, "expire", (row) => cancel(deps, row, "expire", "expired")) },
+    ],
   ]);
 }

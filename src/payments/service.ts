@@ -191,7 +191,11 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       const row = Object.assign(new PaymentRow(), fields);
       // The processor's idempotency key is made of the payment_id: with a taken one, it would answer
       // with the other payment's authorization, which must then not be released.
-      if (card !== undefined && req.paymentId !== undefined && (await dataSource.manager.existsBy(PaymentRow, { merchantId: caller.merchantId, livemode: caller.livemode, paymentId }))) {
+      if (
+        card !== undefined &&
+        req.paymentId !== undefined &&
+        (await dataSource.manager.existsBy(PaymentRow, { merchantId: caller.merchantId, livemode: caller.livemode, paymentId }))
+      ) {
         throw alreadyExists("payment", "payment_id", paymentId);
       }
       const jobs = card === undefined ? [] : await confirm(deps, row, processor, card);
@@ -219,29 +223,29 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       }
       const update = () =>
         units.commit(ctx, async (em) => {
-        const row = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId);
-        paymentStates.guard("update", row.status);
-        const previous = row.status;
-        if (req.customerId !== undefined) {
-          if (req.customerId !== "") await assertCustomer(em, caller, req.customerId);
-          changes.customerId = req.customerId || null;
-        }
-        if (req.captureMethod !== undefined || req.captureOn !== undefined) {
-          changes.captureMethod = req.captureMethod === undefined ? row.captureMethod : captureMethodWord(req.captureMethod);
-          changes.captureOn = captureOn(clock, changes.captureMethod, req.captureOn ?? undefined);
-        }
-        Object.assign(row, changes);
-        if (newAmount !== undefined) {
-          row.amount = newAmount;
-          // Interface §3: an amount on a payment without a method moves it to requires_confirmation.
-          if (row.status === "requires_payment_method") paymentStates.move(row, "update", "requires_confirmation");
-        }
-        if (newCurrency !== undefined) row.currency = newCurrency;
-        row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
-        row.modifiedAt = clock.now();
-        await writePaymentChange(em, clock, row, previous);
-        return toPayment(row);
-      });
+          const row = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId);
+          paymentStates.guard("update", row.status);
+          const previous = row.status;
+          if (req.customerId !== undefined) {
+            if (req.customerId !== "") await assertCustomer(em, caller, req.customerId);
+            changes.customerId = req.customerId || null;
+          }
+          if (req.captureMethod !== undefined || req.captureOn !== undefined) {
+            changes.captureMethod = req.captureMethod === undefined ? row.captureMethod : captureMethodWord(req.captureMethod);
+            changes.captureOn = captureOn(clock, changes.captureMethod, req.captureOn ?? undefined);
+          }
+          Object.assign(row, changes);
+          if (newAmount !== undefined) {
+            row.amount = newAmount;
+            // Interface §3: an amount on a payment without a method moves it to requires_confirmation.
+            if (row.status === "requires_payment_method") paymentStates.move(row, "update", "requires_confirmation");
+          }
+          if (newCurrency !== undefined) row.currency = newCurrency;
+          row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
+          row.modifiedAt = clock.now();
+          await writePaymentChange(em, clock, row, previous);
+          return toPayment(row);
+        });
       return waitingForClaims(update, ctx.signal);
     },
 

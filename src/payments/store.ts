@@ -27,6 +27,12 @@ export function lockPayment(em: EntityManager, scope: Scope, paymentId: string):
 }
 
 /** Writes a change to a locked payment with its event, its jobs and, once final, the end of its jobs. */
-export function writePaymentChange(em: EntityManager, clock: Clock, row: PaymentRow, previous: PaymentStatusWord, jobs: NewJob[] = []): Promise<void> {
+export function writePaymentChange(
+  em: EntityManager,
+  clock: Clock,
+  row: PaymentRow,
+  previous: PaymentStatusWord,
+  jobs: NewJob[] = [],
+): Promise<void> {
   return writeObjectChange(em, clock, paymentResource, row, previous, jobs);
 }

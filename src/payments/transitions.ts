@@ -80,10 +80,17 @@ export async function capture(deps: PaymentMoveDependencies, row: PaymentRow, am
  * Cancels a payment (`cancel`, at the merchant's request) or ends an authorization nobody captured
  * (`expire`), releasing what the processor holds. A cancelled payment needs no jobs.
  */
-export async function cancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): Promise<NewJob[]> {
+export async function cancel(
+  deps: PaymentMoveDependencies,
+  row: PaymentRow,
+  operation: "cancel" | "expire",
+  reason: string,
+): Promise<NewJob[]> {
   paymentStates.guard(operation, row.status);
   if (row.status === "requires_capture" && row.processorReference !== null) {
-    await deps.processors.ofPayment(row).void({ idempotencyKey: `${row.merchantId}:${row.paymentId}:void`, reference: row.processorReference });
+    await deps.processors
+      .ofPayment(row)
+      .void({ idempotencyKey: `${row.merchantId}:${row.paymentId}:void`, reference: row.processorReference });
   }
   paymentStates.move(row, operation, "cancelled");
   row.cancellationReason = reason;
@@ -99,7 +106,12 @@ export async function releaseFunds(processor: Processor, row: PaymentRow): Promi
   const reference = row.processorReference!;
   if (row.status === "requires_capture") await processor.void({ idempotencyKey: `${row.merchantId}:${row.paymentId}:release`, reference });
   if (row.status === "succeeded") {
-    await processor.refund({ idempotencyKey: `${row.merchantId}:${row.paymentId}:release`, reference, amount: row.amount, currency: row.currency });
+    await processor.refund({
+      idempotencyKey: `${row.merchantId}:${row.paymentId}:release`,
+      reference,
+      amount: row.amount,
+      currency: row.currency,
+    });
   }
 }
 
@@ -120,7 +132,13 @@ function applyAuthorization(
   row.nextAction = null;
   row.authenticationToken = null;
   row.modifiedAt = now;
-  const job = (kind: JobKind, runAt: Date): NewJob => ({ kind, merchantId: row.merchantId, livemode: row.livemode, objectId: row.paymentId, runAt });
+  const job = (kind: JobKind, runAt: Date): NewJob => ({
+    kind,
+    merchantId: row.merchantId,
+    livemode: row.livemode,
+    objectId: row.paymentId,
+    runAt,
+  });
   switch (result.status) {
     case "captured":
       paymentStates.move(row, operation, "succeeded");

@@ -24,7 +24,10 @@ function bankDestination(input: NonNullable<PayoutMethodDataInput["bank"]>): Pay
   if (!/^[0-9A-Za-z]{6,11}$/.test(routingNumber)) {
     throw invalidField(`${field}.bank_routing_number`, "expected 6-11 letters or digits (routing number, sort code or BIC)");
   }
-  const holderName = required(`${field}.bank_account_holder_name`, text(`${field}.bank_account_holder_name`, input.bankAccountHolderName, 100));
+  const holderName = required(
+    `${field}.bank_account_holder_name`,
+    text(`${field}.bank_account_holder_name`, input.bankAccountHolderName, 100),
+  );
   const bankName = text(`${field}.bank_name`, input.bankName, 100);
   return { type: "bank", bankName: bankName ?? "", accountNumber, routingNumber, holderName };
 }
@@ -58,7 +61,9 @@ export function readDestination(
 /** What responses show of a destination (decisions §9: last4 only). */
 export function maskDestination(destination: PayoutDestination): MaskedDestination {
   if (destination.type === "bank") {
-    return { bank: { last4: destination.accountNumber.slice(-4), ...(destination.bankName === "" ? {} : { bank_name: destination.bankName }) } };
+    return {
+      bank: { last4: destination.accountNumber.slice(-4), ...(destination.bankName === "" ? {} : { bank_name: destination.bankName }) },
+    };
   }
   const { card } = destination;
   return { card: { last4: card.number.slice(-4), exp_month: String(card.expMonth).padStart(2, "0"), exp_year: String(card.expYear) } };
@@ -70,11 +75,19 @@ function ownerOf(payout: { merchantId: string; livemode: boolean; payoutId: stri
 }
 
 /** The destination as stored until the payout is final. */
-export function sealDestination(cipher: DataCipher, payout: { merchantId: string; livemode: boolean; payoutId: string }, destination: PayoutDestination): string {
+export function sealDestination(
+  cipher: DataCipher,
+  payout: { merchantId: string; livemode: boolean; payoutId: string },
+  destination: PayoutDestination,
+): string {
   return cipher.encrypt(JSON.stringify(destination), ownerOf(payout));
 }
 
 /** The destination back from its stored ciphertext, to send the payout. */
-export function openDestination(cipher: DataCipher, payout: { merchantId: string; livemode: boolean; payoutId: string }, ciphertext: string): PayoutDestination {
+export function openDestination(
+  cipher: DataCipher,
+  payout: { merchantId: string; livemode: boolean; payoutId: string },
+  ciphertext: string,
+): PayoutDestination {
   return JSON.parse(cipher.decrypt(ciphertext, ownerOf(payout))) as PayoutDestination;
 }

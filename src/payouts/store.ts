@@ -36,7 +36,13 @@ export function lockPayout(em: EntityManager, scope: Scope, payoutId: string): P
  * Writes a change to a locked payout with the event of a new status; a final payout also drops its
  * encrypted destination, since it will never be sent again, and its pending jobs.
  */
-export function writePayoutChange(em: EntityManager, clock: Clock, row: PayoutRow, previous: PayoutStatusWord, jobs: NewJob[] = []): Promise<void> {
+export function writePayoutChange(
+  em: EntityManager,
+  clock: Clock,
+  row: PayoutRow,
+  previous: PayoutStatusWord,
+  jobs: NewJob[] = [],
+): Promise<void> {
   if (payoutStates.isFinal(row.status)) row.destinationCiphertext = null;
   return writeObjectChange(em, clock, payoutResource, row, previous, jobs);
 }

@@ -1,11 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  PayoutPrioritySchema,
-  PayoutStatusSchema,
-  PayoutTypeSchema,
-  type PayoutSchema,
-} from "../../gen/paymentservice/v1/payout_pb.js";
+import { PayoutPrioritySchema, PayoutStatusSchema, PayoutTypeSchema, type PayoutSchema } from "../../gen/paymentservice/v1/payout_pb.js";
 import { enumNumber } from "../enum-words.js";
 import { addressFromStore } from "../validation/address.js";
 import type { PayoutRow } from "./payout.entity.js";

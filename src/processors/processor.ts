@@ -78,7 +78,12 @@ export interface Processor {
   }): Promise<AuthorizeResult>;
 
   /** Captures (part of) an authorization. */
-  capture(request: { readonly idempotencyKey: string; readonly reference: string; readonly amount: bigint; readonly currency: string }): Promise<StepResult>;
+  capture(request: {
+    readonly idempotencyKey: string;
+    readonly reference: string;
+    readonly amount: bigint;
+    readonly currency: string;
+  }): Promise<StepResult>;
 
   /** Releases an authorization without capturing it. */
   void(request: { readonly idempotencyKey: string; readonly reference: string }): Promise<StepResult>;

@@ -12,7 +12,11 @@ interface ScriptedFailure {
   readonly rails?: readonly string[];
 }
 
-const unavailable = { errorCode: "processor_unavailable", errorMessage: "The payout processor is temporarily unavailable.", retryable: true };
+const unavailable = {
+  errorCode: "processor_unavailable",
+  errorMessage: "The payout processor is temporarily unavailable.",
+  retryable: true,
+};
 
 /** Bank accounts with a scripted outcome (decisions §3 and docs/payouts.md); every other account succeeds. */
 const scriptedAccounts: ReadonlyMap<string, ScriptedFailure> = new Map<string, ScriptedFailure>([
@@ -23,7 +27,15 @@ const scriptedAccounts: ReadonlyMap<string, ScriptedFailure> = new Map<string, S
 
 /** Payout-only test cards, beside the payment test cards (a payout to 4242… succeeds, to …0002 is declined). */
 const scriptedCards: ReadonlyMap<string, ScriptedFailure> = new Map<string, ScriptedFailure>([
-  ["4000000000000119", { errorCode: "processing_error", errorMessage: "The card network could not process the payout.", retryable: true, rails: ["sandbox_instant"] }],
+  [
+    "4000000000000119",
+    {
+      errorCode: "processing_error",
+      errorMessage: "The card network could not process the payout.",
+      retryable: true,
+      rails: ["sandbox_instant"],
+    },
+  ],
 ]);
 
 /** The account whose bank takes this long to answer (after it has moved the money): for timeout and restart tests. */
@@ -53,10 +65,16 @@ class SandboxPayoutBooks {
   /** Records `outcome` for the key unless a request with that key came first; returns the first one. */
   async settle(
     rail: string,
-    request: { readonly idempotencyKey: string; readonly amount: bigint; readonly currency: string; readonly destination: PayoutDestination },
+    request: {
+      readonly idempotencyKey: string;
+      readonly amount: bigint;
+      readonly currency: string;
+      readonly destination: PayoutDestination;
+    },
     outcome: PayoutResult,
   ): Promise<{ readonly result: PayoutResult; readonly first: boolean }> {
-    const last4 = request.destination.type === "bank" ? request.destination.accountNumber.slice(-4) : request.destination.card.number.slice(-4);
+    const last4 =
+      request.destination.type === "bank" ? request.destination.accountNumber.slice(-4) : request.destination.card.number.slice(-4);
     const inserted = (await this.dataSource.query(
       `INSERT INTO sandbox_payout_transfers (rail, idempotency_key, amount, currency, destination_last4, outcome, created)
        VALUES ($1, $2, $3, $4, $5, $6, now()) ON CONFLICT (rail, idempotency_key) DO NOTHING RETURNING outcome`,
@@ -97,7 +115,13 @@ class SandboxPayoutRail implements PayoutProcessor {
     const outcome: PayoutResult =
       failure === undefined
         ? { status: "succeeded", reference: newReference() }
-        : { status: "declined", reference: newReference(), errorCode: failure.errorCode, errorMessage: failure.errorMessage, retryable: failure.retryable };
+        : {
+            status: "declined",
+            reference: newReference(),
+            errorCode: failure.errorCode,
+            errorMessage: failure.errorMessage,
+            retryable: failure.retryable,
+          };
     const { result, first } = await this.books.settle(this.name, request, outcome);
     if (first && request.destination.type === "bank" && request.destination.accountNumber === slowAccount) await sleep(slowAnswerMs);
     return result;
@@ -117,8 +141,20 @@ export function sandboxPayoutRails(dataSource: DataSource): readonly PayoutProce
       { payoutTypes: ["card"], priorities: ["instant", "fast"], currencies: ["USD", "EUR", "GBP", "CAD", "AUD"], maxAmount: 500_000n },
       books,
     ),
-    new SandboxPayoutRail("sandbox_card", { payoutTypes: ["card"], priorities: ["fast", "regular"], currencies: undefined, maxAmount: undefined }, books),
-    new SandboxPayoutRail("sandbox_ach", { payoutTypes: ["bank"], priorities: ["fast", "regular"], currencies: ["USD"], maxAmount: undefined }, books),
-    new SandboxPayoutRail("sandbox_swift", { payoutTypes: ["bank"], priorities: ["fast", "regular", "wire"], currencies: undefined, maxAmount: undefined }, books),
+    new SandboxPayoutRail(
+      "sandbox_card",
+      { payoutTypes: ["card"], priorities: ["fast", "regular"], currencies: undefined, maxAmount: undefined },
+      books,
+    ),
+    new SandboxPayoutRail(
+      "sandbox_ach",
+      { payoutTypes: ["bank"], priorities: ["fast", "regular"], currencies: ["USD"], maxAmount: undefined },
+      books,
+    ),
+    new SandboxPayoutRail(
+      "sandbox_swift",
+      { payoutTypes: ["bank"], priorities: ["fast", "regular", "wire"], currencies: undefined, maxAmount: undefined },
+      books,
+    ),
   ];
 }

@@ -32,11 +32,17 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
       {
         leaseMs,
         async run(job) {
-          const claim = await claimObject(dataSource, clock, refundResource, job, job.objectId, (row) => refundStates.allows("process", row.status));
+          const claim = await claimObject(dataSource, clock, refundResource, job, job.objectId, (row) =>
+            refundStates.allows("process", row.status),
+          );
           if (claim === undefined) return;
           const row = claim.row;
           await finishClaimed(dataSource, refundResource, claim, async () => {
-            const payment = await dataSource.manager.findOneByOrFail(PaymentRow, { merchantId: row.merchantId, livemode: row.livemode, paymentId: row.paymentId });
+            const payment = await dataSource.manager.findOneByOrFail(PaymentRow, {
+              merchantId: row.merchantId,
+              livemode: row.livemode,
+              paymentId: row.paymentId,
+            });
             const result = await deps.processors.ofPayment(payment).refund({
               idempotencyKey: `${row.merchantId}:${row.refundId}:refund`,
               reference: payment.processorReference!,

@@ -60,37 +60,43 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
       const scheduled = req.refundType === RefundType.SCHEDULED;
       const create = () =>
         units.commit(ctx, async (em) => {
-        const payment = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId!);
-        paymentStates.guard("refund", payment.status);
-        const left = await refundable(em, caller, payment.paymentId, payment.amountReceived ?? 0n);
-        const amount = requested ?? left;
-        if (left === 0n || amount > left) throw refundExceedsCaptured(requested, left);
-        const now = clock.now();
-        const refund = Object.assign(new RefundRow(), {
-          merchantId: caller.merchantId,
-          livemode: caller.livemode,
-          refundId: newId("ref"),
-          paymentId: payment.paymentId,
-          status: "pending",
-          amount,
-          currency: payment.currency,
-          reason: reasonWord(req.reason),
-          refundType: scheduled ? "scheduled" : "instant",
-          errorCode: null,
-          errorMessage: null,
-          metadata: newMetadata("metadata", req.metadata),
-          processorReference: null,
-          created: now,
-          updated: now,
-          claimToken: null,
-          claimedUntil: null,
-        } satisfies RefundRow);
-        const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
-        await writeNewRefund(em, clock, refund, [
-          { kind: jobKinds.processRefund, merchantId: refund.merchantId, livemode: refund.livemode, objectId: refund.refundId, runAt: new Date(now.getTime() + delayMs) },
-        ]);
-        return toRefund(refund);
-      });
+          const payment = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId!);
+          paymentStates.guard("refund", payment.status);
+          const left = await refundable(em, caller, payment.paymentId, payment.amountReceived ?? 0n);
+          const amount = requested ?? left;
+          if (left === 0n || amount > left) throw refundExceedsCaptured(requested, left);
+          const now = clock.now();
+          const refund = Object.assign(new RefundRow(), {
+            merchantId: caller.merchantId,
+            livemode: caller.livemode,
+            refundId: newId("ref"),
+            paymentId: payment.paymentId,
+            status: "pending",
+            amount,
+            currency: payment.currency,
+            reason: reasonWord(req.reason),
+            refundType: scheduled ? "scheduled" : "instant",
+            errorCode: null,
+            errorMessage: null,
+            metadata: newMetadata("metadata", req.metadata),
+            processorReference: null,
+            created: now,
+            updated: now,
+            claimToken: null,
+            claimedUntil: null,
+          } satisfies RefundRow);
+          const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
+          await writeNewRefund(em, clock, refund, [
+            {
+              kind: jobKinds.processRefund,
+              merchantId: refund.merchantId,
+              livemode: refund.livemode,
+              objectId: refund.refundId,
+              runAt: new Date(now.getTime() + delayMs),
+            },
+          ]);
+          return toRefund(refund);
+        });
       const refund = await waitingForClaims(create, ctx.signal);
       if (!scheduled) deps.jobs.wake();
       return refund;
@@ -102,13 +108,13 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
       if (req.paymentId !== undefined) throw invalidRequest("The field payment_id of a refund cannot be updated");
       const update = () =>
         units.commit(ctx, async (em) => {
-        const row = await lockUnclaimed(em, clock, refundResource, caller, req.refundId);
-        if (req.reason !== undefined) row.reason = reasonWord(req.reason);
-        row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
-        row.updated = clock.now();
-        await writeRefundChange(em, clock, row, row.status);
-        return toRefund(row);
-      });
+          const row = await lockUnclaimed(em, clock, refundResource, caller, req.refundId);
+          if (req.reason !== undefined) row.reason = reasonWord(req.reason);
+          row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
+          row.updated = clock.now();
+          await writeRefundChange(em, clock, row, row.status);
+          return toRefund(row);
+        });
       return waitingForClaims(update, ctx.signal);
     },
 
@@ -121,16 +127,16 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
       const caller = merchantOf(ctx);
       const cancel = () =>
         units.commit(ctx, async (em) => {
-        const row = await lockUnclaimed(em, clock, refundResource, caller, req.refundId);
-        if (row.refundType !== "scheduled") {
-          throw preconditionFailed(`This refund cannot be cancelled: it is instant (${row.status}); only a pending scheduled refund can`);
-        }
-        refundStates.guard("cancel", row.status);
-        refundStates.move(row, "cancel", "cancelled");
-        row.updated = clock.now();
-        await writeRefundChange(em, clock, row, "pending");
-        return toRefund(row);
-      });
+          const row = await lockUnclaimed(em, clock, refundResource, caller, req.refundId);
+          if (row.refundType !== "scheduled") {
+            throw preconditionFailed(`This refund cannot be cancelled: it is instant (${row.status}); only a pending scheduled refund can`);
+          }
+          refundStates.guard("cancel", row.status);
+          refundStates.move(row, "cancel", "cancelled");
+          row.updated = clock.now();
+          await writeRefundChange(em, clock, row, "pending");
+          return toRefund(row);
+        });
       return waitingForClaims(cancel, ctx.signal);
     },
 

@@ -1,11 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  RefundReasonSchema,
-  RefundStatusSchema,
-  RefundTypeSchema,
-  type RefundSchema,
-} from "../../gen/paymentservice/v1/refund_pb.js";
+import { RefundReasonSchema, RefundStatusSchema, RefundTypeSchema, type RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import { enumNumber } from "../enum-words.js";
 import type { RefundRow } from "./refund.entity.js";
 

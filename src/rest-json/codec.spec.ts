@@ -113,7 +113,10 @@ describe("writeMessage", () => {
   });
 
   it("writes an optional value that is set, even to its zero value", () => {
-    expect(writeMessage(create(PaymentSchema, { amountReceived: 0n, customerId: "" }), PaymentSchema)).toMatchObject({ amount_received: 0, customer_id: "" });
+    expect(writeMessage(create(PaymentSchema, { amountReceived: 0n, customerId: "" }), PaymentSchema)).toMatchObject({
+      amount_received: 0,
+      customer_id: "",
+    });
   });
 
   it.each([
@@ -145,7 +148,10 @@ describe("writeMessage", () => {
   });
 
   it("reads a ReflectMessage without a schema", () => {
-    expect(writeMessage(reflect(CustomerSchema, create(CustomerSchema, { customerId: "cus_1" })))).toMatchObject({ customer_id: "cus_1", address: null });
+    expect(writeMessage(reflect(CustomerSchema, create(CustomerSchema, { customerId: "cus_1" })))).toMatchObject({
+      customer_id: "cus_1",
+      address: null,
+    });
   });
 });
 
@@ -173,14 +179,24 @@ describe("readMessage", () => {
         captureOn: { seconds: noonSeconds },
         paymentMethod: PaymentMethod.CARD,
         paymentMethodData: { card: { cardNumber: "4242424242424242", cardExpMonth: "03", cardExpYear: "2030", cardCvc: "123" } },
-        customerAcceptance: { acceptanceType: AcceptanceType.ONLINE, acceptedAt: { seconds: noonSeconds, nanos: 500_000_000 }, online: { ipAddress: "192.0.2.1" } },
+        customerAcceptance: {
+          acceptanceType: AcceptanceType.ONLINE,
+          acceptedAt: { seconds: noonSeconds, nanos: 500_000_000 },
+          online: { ipAddress: "192.0.2.1" },
+        },
         metadata: { order: "42", empty: "" },
       }),
     );
   });
 
   it("reads null as absent, at any depth", () => {
-    const json = { amount: null, capture_on: null, metadata: null, payment_method_data: null, customer_acceptance: { online: null, accepted_at: null } };
+    const json = {
+      amount: null,
+      capture_on: null,
+      metadata: null,
+      payment_method_data: null,
+      customer_acceptance: { online: null, accepted_at: null },
+    };
     expect(readMessage(CreatePaymentRequestSchema, json).message).toEqual(create(CreatePaymentRequestSchema, { customerAcceptance: {} }));
   });
 
@@ -202,11 +218,15 @@ describe("readMessage", () => {
     ["with an offset across midnight", "2026-02-01T00:30:00+12:30", noonSeconds, 0],
     ["on February 29th of a leap year", "2028-02-29T12:00:00Z", 1_835_438_400n, 0],
   ])("reads a timestamp %s", (_, captureOn, seconds, nanos) => {
-    expect((readMessage(CreatePaymentRequestSchema, { capture_on: captureOn }).message as CreatePaymentRequest).captureOn).toEqual(create(TimestampSchema, { seconds, nanos }));
+    expect((readMessage(CreatePaymentRequestSchema, { capture_on: captureOn }).message as CreatePaymentRequest).captureOn).toEqual(
+      create(TimestampSchema, { seconds, nanos }),
+    );
   });
 
   it("names nothing it was not sent: only the body's keys are set", () => {
-    expect(readMessage(CreateCustomerRequestSchema, { name: "Jane" }).message).toEqual(create(CreateCustomerRequestSchema, { name: "Jane" }));
+    expect(readMessage(CreateCustomerRequestSchema, { name: "Jane" }).message).toEqual(
+      create(CreateCustomerRequestSchema, { name: "Jane" }),
+    );
   });
 
   it.each([
@@ -216,60 +236,280 @@ describe("readMessage", () => {
     ["a body that is null", CreatePaymentRequestSchema, null, "IR_06", "The request body must be a JSON object"],
     // Unknown keys: IR_06 naming the key by its path.
     ["an unknown key", CreatePaymentRequestSchema, { amout: 5 }, "IR_06", "Unknown field: amout"],
-    ["a camelCase key (proto JSON's, not the dialect's)", CreatePaymentRequestSchema, { profileId: "pro_1" }, "IR_06", "Unknown field: profileId"],
-    ["an unknown nested key", CreatePaymentRequestSchema, { payment_method_data: { card: { number: "x" } } }, "IR_06", "Unknown field: payment_method_data.card.number"],
-    ["an unknown key inside an address", CreateCustomerRequestSchema, { address: { town: "Paris" } }, "IR_06", "Unknown field: address.town"],
+    [
+      "a camelCase key (proto JSON's, not the dialect's)",
+      CreatePaymentRequestSchema,
+      { profileId: "pro_1" },
+      "IR_06",
+      "Unknown field: profileId",
+    ],
+    [
+      "an unknown nested key",
+      CreatePaymentRequestSchema,
+      { payment_method_data: { card: { number: "x" } } },
+      "IR_06",
+      "Unknown field: payment_method_data.card.number",
+    ],
+    [
+      "an unknown key inside an address",
+      CreateCustomerRequestSchema,
+      { address: { town: "Paris" } },
+      "IR_06",
+      "Unknown field: address.town",
+    ],
     ["an unknown key holding null", CreatePaymentRequestSchema, { amout: null }, "IR_06", "Unknown field: amout"],
     // Enums: IR_05 naming the field and listing the words.
-    ["an enum word in upper case", CreatePaymentRequestSchema, { capture_method: "MANUAL" }, "IR_05", 'Invalid value for field capture_method: expected one of automatic, manual, scheduled, got "MANUAL"'],
-    ["an enum by its proto name", CreatePaymentRequestSchema, { capture_method: "CAPTURE_METHOD_MANUAL" }, "IR_05", 'Invalid value for field capture_method: expected one of automatic, manual, scheduled, got "CAPTURE_METHOD_MANUAL"'],
-    ["an enum by its number", CreatePaymentRequestSchema, { capture_method: 2 }, "IR_05", "Invalid value for field capture_method: expected one of automatic, manual, scheduled, got 2"],
-    ["the unspecified enum value", CreatePaymentRequestSchema, { capture_method: "unspecified" }, "IR_05", 'Invalid value for field capture_method: expected one of automatic, manual, scheduled, got "unspecified"'],
-    ["an enum word nested", CreatePaymentRequestSchema, { customer_acceptance: { acceptance_type: "Online" } }, "IR_05", 'Invalid value for field customer_acceptance.acceptance_type: expected one of online, offline, got "Online"'],
+    [
+      "an enum word in upper case",
+      CreatePaymentRequestSchema,
+      { capture_method: "MANUAL" },
+      "IR_05",
+      'Invalid value for field capture_method: expected one of automatic, manual, scheduled, got "MANUAL"',
+    ],
+    [
+      "an enum by its proto name",
+      CreatePaymentRequestSchema,
+      { capture_method: "CAPTURE_METHOD_MANUAL" },
+      "IR_05",
+      'Invalid value for field capture_method: expected one of automatic, manual, scheduled, got "CAPTURE_METHOD_MANUAL"',
+    ],
+    [
+      "an enum by its number",
+      CreatePaymentRequestSchema,
+      { capture_method: 2 },
+      "IR_05",
+      "Invalid value for field capture_method: expected one of automatic, manual, scheduled, got 2",
+    ],
+    [
+      "the unspecified enum value",
+      CreatePaymentRequestSchema,
+      { capture_method: "unspecified" },
+      "IR_05",
+      'Invalid value for field capture_method: expected one of automatic, manual, scheduled, got "unspecified"',
+    ],
+    [
+      "an enum word nested",
+      CreatePaymentRequestSchema,
+      { customer_acceptance: { acceptance_type: "Online" } },
+      "IR_05",
+      'Invalid value for field customer_acceptance.acceptance_type: expected one of online, offline, got "Online"',
+    ],
     // int64 amounts: JSON numbers, integral and exact.
-    ["an amount as a string", CreatePaymentRequestSchema, { amount: "1000" }, "IR_05", "Invalid value for field amount: expected an integer, got a string"],
-    ["a fractional amount", CreatePaymentRequestSchema, { amount: 10.5 }, "IR_05", "Invalid value for field amount: expected an integer, got 10.5"],
-    ["an amount of 2^53", CreatePaymentRequestSchema, { amount: 9_007_199_254_740_992 }, "IR_05", "Invalid value for field amount: the integer is out of range"],
-    ["an amount of -(2^53)", CreatePaymentRequestSchema, { amount: -9_007_199_254_740_992 }, "IR_05", "Invalid value for field amount: the integer is out of range"],
-    ["an amount that is a bool", CreatePaymentRequestSchema, { amount: true }, "IR_05", "Invalid value for field amount: expected an integer, got true"],
+    [
+      "an amount as a string",
+      CreatePaymentRequestSchema,
+      { amount: "1000" },
+      "IR_05",
+      "Invalid value for field amount: expected an integer, got a string",
+    ],
+    [
+      "a fractional amount",
+      CreatePaymentRequestSchema,
+      { amount: 10.5 },
+      "IR_05",
+      "Invalid value for field amount: expected an integer, got 10.5",
+    ],
+    [
+      "an amount of 2^53",
+      CreatePaymentRequestSchema,
+      { amount: 9_007_199_254_740_992 },
+      "IR_05",
+      "Invalid value for field amount: the integer is out of range",
+    ],
+    [
+      "an amount of -(2^53)",
+      CreatePaymentRequestSchema,
+      { amount: -9_007_199_254_740_992 },
+      "IR_05",
+      "Invalid value for field amount: the integer is out of range",
+    ],
+    [
+      "an amount that is a bool",
+      CreatePaymentRequestSchema,
+      { amount: true },
+      "IR_05",
+      "Invalid value for field amount: expected an integer, got true",
+    ],
     // A list's limit declares IR_06 for any bad value; other integers are IR_05.
-    ["a limit that is a string", ListPaymentsRequestSchema, { limit: "ten" }, "IR_06", 'Invalid value for field limit: expected an integer, got "ten"'],
-    ["a fractional limit", ListPaymentsRequestSchema, { limit: 0.5 }, "IR_06", "Invalid value for field limit: expected an integer, got 0.5"],
-    ["a limit beyond int32", ListPaymentsRequestSchema, { limit: 2 ** 31 }, "IR_06", "Invalid value for field limit: the integer is out of range"],
-    ["an offset that is a string", ListPaymentsRequestSchema, { offset: "ten" }, "IR_05", 'Invalid value for field offset: expected an integer, got "ten"'],
+    [
+      "a limit that is a string",
+      ListPaymentsRequestSchema,
+      { limit: "ten" },
+      "IR_06",
+      'Invalid value for field limit: expected an integer, got "ten"',
+    ],
+    [
+      "a fractional limit",
+      ListPaymentsRequestSchema,
+      { limit: 0.5 },
+      "IR_06",
+      "Invalid value for field limit: expected an integer, got 0.5",
+    ],
+    [
+      "a limit beyond int32",
+      ListPaymentsRequestSchema,
+      { limit: 2 ** 31 },
+      "IR_06",
+      "Invalid value for field limit: the integer is out of range",
+    ],
+    [
+      "an offset that is a string",
+      ListPaymentsRequestSchema,
+      { offset: "ten" },
+      "IR_05",
+      'Invalid value for field offset: expected an integer, got "ten"',
+    ],
     // Timestamps: ISO 8601 with a date, a time and a zone.
-    ["a date without a time", CreatePaymentRequestSchema, { capture_on: "2026-01-31" }, "IR_05", "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got a string"],
-    ["a time without a zone", CreatePaymentRequestSchema, { capture_on: "2026-01-31T12:00:00" }, "IR_05", "Invalid value for field capture_on: expected an ISO 8601 timestamp"],
-    ["a timestamp in epoch seconds", CreatePaymentRequestSchema, { capture_on: 1_769_860_800 }, "IR_05", "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got a number"],
+    [
+      "a date without a time",
+      CreatePaymentRequestSchema,
+      { capture_on: "2026-01-31" },
+      "IR_05",
+      "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got a string",
+    ],
+    [
+      "a time without a zone",
+      CreatePaymentRequestSchema,
+      { capture_on: "2026-01-31T12:00:00" },
+      "IR_05",
+      "Invalid value for field capture_on: expected an ISO 8601 timestamp",
+    ],
+    [
+      "a timestamp in epoch seconds",
+      CreatePaymentRequestSchema,
+      { capture_on: 1_769_860_800 },
+      "IR_05",
+      "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got a number",
+    ],
     ["a month 13", CreatePaymentRequestSchema, { capture_on: "2026-13-01T00:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
     ["a second 60", CreatePaymentRequestSchema, { capture_on: "2026-01-31T12:00:60Z" }, "IR_05", "Invalid value for field capture_on"],
     ["February 30th", CreatePaymentRequestSchema, { capture_on: "2026-02-30T00:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
-    ["February 29th of a common year", CreatePaymentRequestSchema, { capture_on: "2026-02-29T00:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
+    [
+      "February 29th of a common year",
+      CreatePaymentRequestSchema,
+      { capture_on: "2026-02-29T00:00:00Z" },
+      "IR_05",
+      "Invalid value for field capture_on",
+    ],
     ["April 31st", CreatePaymentRequestSchema, { capture_on: "2026-04-31T12:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
     ["hour 24", CreatePaymentRequestSchema, { capture_on: "2026-01-31T24:00:00Z" }, "IR_05", "Invalid value for field capture_on"],
-    ["an offset of 24 hours", CreatePaymentRequestSchema, { capture_on: "2026-01-31T12:00:00+24:00" }, "IR_05", "Invalid value for field capture_on"],
-    ["a timestamp as an object", CreatePaymentRequestSchema, { capture_on: { seconds: 1 } }, "IR_05", "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got an object"],
-    ["a nested timestamp", CreatePaymentRequestSchema, { customer_acceptance: { accepted_at: "yesterday" } }, "IR_05", 'Invalid value for field customer_acceptance.accepted_at: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got "yesterday"'],
+    [
+      "an offset of 24 hours",
+      CreatePaymentRequestSchema,
+      { capture_on: "2026-01-31T12:00:00+24:00" },
+      "IR_05",
+      "Invalid value for field capture_on",
+    ],
+    [
+      "a timestamp as an object",
+      CreatePaymentRequestSchema,
+      { capture_on: { seconds: 1 } },
+      "IR_05",
+      "Invalid value for field capture_on: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got an object",
+    ],
+    [
+      "a nested timestamp",
+      CreatePaymentRequestSchema,
+      { customer_acceptance: { accepted_at: "yesterday" } },
+      "IR_05",
+      'Invalid value for field customer_acceptance.accepted_at: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z, got "yesterday"',
+    ],
     // Other JSON types.
-    ["a bool as a string", CreatePaymentRequestSchema, { confirm: "true" }, "IR_05", 'Invalid value for field confirm: expected true or false, got "true"'],
-    ["a string as a number", CreatePaymentRequestSchema, { currency: 978 }, "IR_05", "Invalid value for field currency: expected a string, got a number"],
-    ["a message as a string", CreatePaymentRequestSchema, { payment_method_data: "card" }, "IR_05", 'Invalid value for field payment_method_data: expected an object, got "card"'],
-    ["a message as an array", CreatePaymentRequestSchema, { customer_acceptance: [] }, "IR_05", "Invalid value for field customer_acceptance: expected an object, got an array"],
-    ["a map as an array", CreatePaymentRequestSchema, { metadata: [] }, "IR_05", "Invalid value for field metadata: expected an object, got an array"],
-    ["a map value that is a number", CreatePaymentRequestSchema, { metadata: { order: 42 } }, "IR_05", "Invalid value for field metadata.order: expected a string, got 42"],
-    ["a map value that is null", CreatePaymentRequestSchema, { metadata: { order: null } }, "IR_05", "Invalid value for field metadata.order: expected a string, got null"],
+    [
+      "a bool as a string",
+      CreatePaymentRequestSchema,
+      { confirm: "true" },
+      "IR_05",
+      'Invalid value for field confirm: expected true or false, got "true"',
+    ],
+    [
+      "a string as a number",
+      CreatePaymentRequestSchema,
+      { currency: 978 },
+      "IR_05",
+      "Invalid value for field currency: expected a string, got a number",
+    ],
+    [
+      "a message as a string",
+      CreatePaymentRequestSchema,
+      { payment_method_data: "card" },
+      "IR_05",
+      'Invalid value for field payment_method_data: expected an object, got "card"',
+    ],
+    [
+      "a message as an array",
+      CreatePaymentRequestSchema,
+      { customer_acceptance: [] },
+      "IR_05",
+      "Invalid value for field customer_acceptance: expected an object, got an array",
+    ],
+    [
+      "a map as an array",
+      CreatePaymentRequestSchema,
+      { metadata: [] },
+      "IR_05",
+      "Invalid value for field metadata: expected an object, got an array",
+    ],
+    [
+      "a map value that is a number",
+      CreatePaymentRequestSchema,
+      { metadata: { order: 42 } },
+      "IR_05",
+      "Invalid value for field metadata.order: expected a string, got 42",
+    ],
+    [
+      "a map value that is null",
+      CreatePaymentRequestSchema,
+      { metadata: { order: null } },
+      "IR_05",
+      "Invalid value for field metadata.order: expected a string, got null",
+    ],
     // The text rule, anywhere: IR_06 naming the field.
-    ["a NUL in a field", CreateCustomerRequestSchema, { name: "a\u0000b" }, "IR_06", "Invalid value for field name: text must not contain NUL characters or unpaired UTF-16 surrogates"],
-    ["an unpaired surrogate in a field", CreateCustomerRequestSchema, { name: "\ud800" }, "IR_06", "Invalid value for field name: text must not contain NUL"],
-    ["a NUL in a nested field", CreateCustomerRequestSchema, { address: { city: "Pa\u0000ris" } }, "IR_06", "Invalid value for field address.city: text must not contain NUL"],
-    ["a NUL in a map value", CreateCustomerRequestSchema, { metadata: { note: "\u0000" } }, "IR_06", "Invalid value for field metadata.note: text must not contain NUL"],
-    ["an unpaired surrogate in a map key", CreateCustomerRequestSchema, { metadata: { "\udc00": "v" } }, "IR_06", "Invalid value for field metadata (a key): text must not contain NUL"],
+    [
+      "a NUL in a field",
+      CreateCustomerRequestSchema,
+      { name: "a\u0000b" },
+      "IR_06",
+      "Invalid value for field name: text must not contain NUL characters or unpaired UTF-16 surrogates",
+    ],
+    [
+      "an unpaired surrogate in a field",
+      CreateCustomerRequestSchema,
+      { name: "\ud800" },
+      "IR_06",
+      "Invalid value for field name: text must not contain NUL",
+    ],
+    [
+      "a NUL in a nested field",
+      CreateCustomerRequestSchema,
+      { address: { city: "Pa\u0000ris" } },
+      "IR_06",
+      "Invalid value for field address.city: text must not contain NUL",
+    ],
+    [
+      "a NUL in a map value",
+      CreateCustomerRequestSchema,
+      { metadata: { note: "\u0000" } },
+      "IR_06",
+      "Invalid value for field metadata.note: text must not contain NUL",
+    ],
+    [
+      "an unpaired surrogate in a map key",
+      CreateCustomerRequestSchema,
+      { metadata: { "\udc00": "v" } },
+      "IR_06",
+      "Invalid value for field metadata (a key): text must not contain NUL",
+    ],
   ])("refuses %s with %s naming the field", (_, schema, json, code, message) => {
     expect(refusal(schema, json)).toEqual([code, expect.stringContaining(message)]);
   });
 
   it.each([
-    ["a card number given as a number", { payment_method_data: { card: { card_number: 4242424242424242 } } }, "Invalid value for field payment_method_data.card.card_number: expected a string, got a number"],
+    [
+      "a card number given as a number",
+      { payment_method_data: { card: { card_number: 4242424242424242 } } },
+      "Invalid value for field payment_method_data.card.card_number: expected a string, got a number",
+    ],
     ["a card number as an unknown key", { "4242424242424242": "x" }, "Unknown field: [redacted]"],
     ["a CVC in the wrong field", { confirm: "123" }, "Invalid value for field confirm: expected true or false, got a string"],
   ])("never quotes card data back: %s", (_, json, message) => {
@@ -289,8 +529,21 @@ describe("readMessage", () => {
  * message it was. Timestamps are whole milliseconds: the dialect writes no finer.
  */
 
-const services = [HealthService, MerchantService, ApiKeyService, CustomerService, PaymentService, RefundService, PayoutService, DisputeService, EventService, SandboxService];
-const schemas = [...new Map(services.flatMap((s) => s.methods.flatMap((m) => [m.input, m.output])).map((schema) => [schema.typeName, schema])).values()];
+const services = [
+  HealthService,
+  MerchantService,
+  ApiKeyService,
+  CustomerService,
+  PaymentService,
+  RefundService,
+  PayoutService,
+  DisputeService,
+  EventService,
+  SandboxService,
+];
+const schemas = [
+  ...new Map(services.flatMap((s) => s.methods.flatMap((m) => [m.input, m.output])).map((schema) => [schema.typeName, schema])).values(),
+];
 
 /** A value for a scalar field of `type`, distinct per field so that a field read into another shows. */
 function scalarSample(type: ScalarType, name: string): unknown {
@@ -380,16 +633,39 @@ describe("RPC → REST → RPC parity", () => {
   });
 
   it.each([
-    ["a customer with an address and metadata", CustomerSchema, create(CustomerSchema, { customerId: "cus_1", address: { city: "Paris", country: "FR" }, metadata: { a: "b" } })],
-    ["a payment with optional values set to their zero value", PaymentSchema, create(PaymentSchema, { amountReceived: 0n, customerId: "", metadata: {} })],
-    ["a health check answer", HealthService.method.check.output, create(HealthService.method.check.output, { status: "ok", environment: Environment.SANDBOX })],
+    [
+      "a customer with an address and metadata",
+      CustomerSchema,
+      create(CustomerSchema, { customerId: "cus_1", address: { city: "Paris", country: "FR" }, metadata: { a: "b" } }),
+    ],
+    [
+      "a payment with optional values set to their zero value",
+      PaymentSchema,
+      create(PaymentSchema, { amountReceived: 0n, customerId: "", metadata: {} }),
+    ],
+    [
+      "a health check answer",
+      HealthService.method.check.output,
+      create(HealthService.method.check.output, { status: "ok", environment: Environment.SANDBOX }),
+    ],
   ] as const)("%s comes back as it was", (_, schema, message) => {
     expect(equals(schema as DescMessage, restRoundTrip(schema, message), message)).toBe(true);
   });
 
   it("the same message reads the same from REST JSON as from proto JSON", () => {
-    const rest = readMessage(PaymentSchema, { payment_id: "pay_1", amount: 1000, status: "succeeded", created: "2026-01-31T12:00:00.000Z", customer_id: null });
-    const proto = fromJson(PaymentSchema, { paymentId: "pay_1", amount: "1000", status: "PAYMENT_STATUS_SUCCEEDED", created: "2026-01-31T12:00:00Z" });
+    const rest = readMessage(PaymentSchema, {
+      payment_id: "pay_1",
+      amount: 1000,
+      status: "succeeded",
+      created: "2026-01-31T12:00:00.000Z",
+      customer_id: null,
+    });
+    const proto = fromJson(PaymentSchema, {
+      paymentId: "pay_1",
+      amount: "1000",
+      status: "PAYMENT_STATUS_SUCCEEDED",
+      created: "2026-01-31T12:00:00Z",
+    });
     expect(equals(PaymentSchema, rest.message as Payment, proto)).toBe(true);
   });
 });

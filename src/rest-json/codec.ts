@@ -11,10 +11,7 @@ import {
   type Message,
 } from "@bufbuild/protobuf";
 import { reflect, type ReflectList, type ReflectMap, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import {
-  FeatureSet_FieldPresence,
-  StructSchema,
-  TimestampSchema, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { FeatureSet_FieldPresence, StructSchema, TimestampSchema, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { invalid_value_code as invalidValueCode } from "../../gen/paymentservice/v1/options_pb.js";
 import { enumNumber, enumWord } from "../enum-words.js";
 import { checkText } from "../validation/text.js";
@@ -32,7 +29,6 @@ const maxSafe = BigInt(Number.MAX_SAFE_INTEGER);
 function enumWords(desc: DescEnum): string {
   return desc.values.flatMap((v) => (v.number === 0 ? [] : [enumWord(desc, v.number)])).join(", ");
 }
-
 
 /**
  * Reads a REST JSON object into a message of `schema`, naming the exact field path (e.g.
@@ -146,7 +142,14 @@ function readTimestamp(field: DescField, value: unknown, path: string): Timestam
 
 /** The seconds since the epoch of a matched `isoTimestamp`, or undefined when no calendar has that date and time. */
 function epochSecondsOf(parts: RegExpExecArray): bigint | undefined {
-  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map((part) => Number(part ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map((part) => Number(part ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const [offsetHours, offsetMinutes] = [Number(parts[9] ?? 0), Number(parts[10] ?? 0)];
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);

@@ -18,7 +18,11 @@ export class SandboxTestClock implements Clock {
 
   /** Reads the shared offset. */
   async refresh(): Promise<void> {
-    const [row] = await preparedQuery<{ offset: string }>(this.dataSource, `SELECT offset_ms::text AS offset FROM sandbox_clock WHERE id = 1`, []);
+    const [row] = await preparedQuery<{ offset: string }>(
+      this.dataSource,
+      `SELECT offset_ms::text AS offset FROM sandbox_clock WHERE id = 1`,
+      [],
+    );
     this.offsetMs = Number(row!.offset);
   }
 

@@ -39,9 +39,7 @@ export function createAdmission(deps: AdmissionDependencies): Admit {
     const state = await deps.rateLimiter.take(caller.keyId);
     const limitHeader = rateLimitHeaders(state);
     if (!state.allowed) {
-      const refusal = documentedError(
-        rateLimited(state.limit, state.retryAfter),
-      );
+      const refusal = documentedError(rateLimited(state.limit, state.retryAfter));
       for (const [name, value] of limitHeader) refusal.metadata.set(name, value);
       throw refusal;
     }

@@ -17,7 +17,12 @@ const listPayments = PaymentService.method.listPayments;
 
 /** The error connect raises reading `body` as the request of `method` (strict JSON, as the service runs). */
 function refusalOf(method: DescMethodUnary, body: string | Uint8Array): ConnectError {
-  const serialization = createMethodSerializationLookup(method, undefined, { ignoreUnknownFields: false }, { readMaxBytes: 1024, writeMaxBytes: 1024 });
+  const serialization = createMethodSerializationLookup(
+    method,
+    undefined,
+    { ignoreUnknownFields: false },
+    { readMaxBytes: 1024, writeMaxBytes: 1024 },
+  );
   try {
     serialization.getI(typeof body !== "string").parse(typeof body === "string" ? new TextEncoder().encode(body) : body);
   } catch (error) {
@@ -33,9 +38,19 @@ describe("documentedRefusal of what connect could not read", () => {
     ["an unknown nested field", createCustomer, '{"address":{"citty":"Paris"}}', "Unknown field: address.citty"],
     ["a wrong type", createCustomer, '{"email":42}', "Invalid value for field email: expected a string"],
     ["a wrong nested type", createCustomer, '{"address":{"city":[1]}}', "Invalid value for field address.city: expected a string"],
-    ["an unknown enum name", listPayments, '{"status":"succeeded"}', "Invalid value for field status: expected one of PAYMENT_STATUS_REQUIRES_PAYMENT_METHOD"],
+    [
+      "an unknown enum name",
+      listPayments,
+      '{"status":"succeeded"}',
+      "Invalid value for field status: expected one of PAYMENT_STATUS_REQUIRES_PAYMENT_METHOD",
+    ],
     ["an unpaired surrogate", createCustomer, '{"name":"\\ud800"}', "Invalid value for field name: text must not contain NUL"],
-    ["an unpaired surrogate in a map", createCustomer, '{"metadata":{"a":"\\ud800"}}', "Invalid value for field metadata: text must not contain NUL"],
+    [
+      "an unpaired surrogate in a map",
+      createCustomer,
+      '{"metadata":{"a":"\\ud800"}}',
+      "Invalid value for field metadata: text must not contain NUL",
+    ],
     ["broken JSON", createCustomer, '{"name":', "The request body is not valid JSON"],
     ["text that is not JSON", createCustomer, "not json", "The request body is not valid JSON"],
     ["a JSON array", createCustomer, "[]", "The request is not a valid JSON form of paymentservice.v1.CreateCustomerRequest"],
@@ -57,6 +72,8 @@ describe("documentedRefusal of what connect could not read", () => {
   it("a refusal nothing recognises is the generic IR_06, and a Connect GET's names the message parameter", () => {
     const unknown = new ConnectError("something new", Code.Internal);
     expect(documentedRefusal(unknown, "POST", createCustomer).message).toBe("The request could not be read");
-    expect(documentedRefusal(new ConnectError("internal error", Code.Internal), "GET", listPayments).message).toContain("message query parameter");
+    expect(documentedRefusal(new ConnectError("internal error", Code.Internal), "GET", listPayments).message).toContain(
+      "message query parameter",
+    );
   });
 });

@@ -1,9 +1,21 @@
 import { gunzipSync } from "node:zlib";
 import { ScalarType, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
-import { compressedFlag, createAsyncIterable, encodeEnvelope, readAllBytes, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import {
+  compressedFlag,
+  createAsyncIterable,
+  encodeEnvelope,
+  readAllBytes,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { findTrailerError, headerGrpcMessage, headerGrpcStatus, headerStatusDetailsBin, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import {
+  findTrailerError,
+  headerGrpcMessage,
+  headerGrpcStatus,
+  headerStatusDetailsBin,
+  setTrailerStatus,
+} from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { invalidRequest, type ApiError } from "../errors.js";
 import { illFormedText } from "../validation/text.js";
@@ -28,7 +40,9 @@ function expectation(field: DescField): string {
     return `expected one of ${field.enum.values.flatMap((v) => (v.number === 0 ? [] : [v.name])).join(", ")}`;
   }
   if (field.fieldKind === "message") {
-    return field.message.typeName === "google.protobuf.Timestamp" ? "expected an RFC 3339 timestamp such as 2026-01-31T12:00:00Z" : "expected an object";
+    return field.message.typeName === "google.protobuf.Timestamp"
+      ? "expected an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"
+      : "expected an object";
   }
   switch (field.scalar) {
     case ScalarType.STRING:
@@ -98,17 +112,32 @@ const readings: readonly [RegExp, (match: RegExpExecArray, input: DescMessage) =
   [/^The encoded data was not valid for encoding utf-8/, () => "The request body is not valid UTF-8"],
   [/from (?:JSON|binary): maximum recursion depth/, () => "The request nests messages too deeply"],
   // JSON.parse's own words, which quote the start of the body.
-  [/^cannot decode message \S+ from JSON: (?:Unexpected|Expected|Bad|Unterminated|.* is not valid JSON$)/s, () => "The request body is not valid JSON"],
+  [
+    /^cannot decode message \S+ from JSON: (?:Unexpected|Expected|Bad|Unterminated|.* is not valid JSON$)/s,
+    () => "The request body is not valid JSON",
+  ],
   [/^cannot decode message (\S+) from JSON/, (m) => `The request is not a valid JSON form of ${m[1]}`],
   [/^parse binary: (.*)$/s, (m) => `The request body is not a valid protobuf message: ${m[1]}`],
-  [/^protocol error: incomplete envelope/, () => "The request ends inside a message frame: its length prefix promises more bytes than were sent"],
+  [
+    /^protocol error: incomplete envelope/,
+    () => "The request ends inside a message frame: its length prefix promises more bytes than were sent",
+  ],
   [/^protocol error: missing input message/, () => "The request carries no message; a unary call takes exactly one"],
-  [/^protocol error: received extra input message/, () => "The request carries more than one message, or bytes after its message; a unary call takes exactly one"],
+  [
+    /^protocol error: received extra input message/,
+    () => "The request carries more than one message, or bytes after its message; a unary call takes exactly one",
+  ],
   [/larger than configured readMaxBytes (\d+)/, (m) => `The request message is larger than ${m[1]} bytes`],
   [/^unknown compression "(.*)": supported encodings are (.*)$/s, (m) => `Unsupported compression "${m[1]}"; supported: ${m[2]}`],
-  [/compressed envelope, but do not know how to decompress|already compressed/, () => "A message is flagged compressed but the request names no compression (grpc-encoding)"],
+  [
+    /compressed envelope, but do not know how to decompress|already compressed/,
+    () => "A message is flagged compressed but the request names no compression (grpc-encoding)",
+  ],
   [/^decompression failed/, () => "The request body could not be decompressed"],
-  [/^protocol error: invalid (grpc|connect) timeout value/, (m) => `Invalid ${m[1] === "grpc" ? "grpc-timeout" : "connect-timeout-ms"} header`],
+  [
+    /^protocol error: invalid (grpc|connect) timeout value/,
+    (m) => `Invalid ${m[1] === "grpc" ? "grpc-timeout" : "connect-timeout-ms"} header`,
+  ],
   [/^timeout (\d+)ms must be <= (\d+)/, (m) => `The deadline may be at most ${m[2]} ms away`],
   [/JSON/, () => "The request body is not valid JSON"],
 ];
@@ -127,7 +156,9 @@ export function documentedRefusal(error: ConnectError, httpMethod: string | unde
     return typeof said === "string" ? invalidRequest(said) : said;
   }
   if (httpMethod === "GET") {
-    return invalidRequest("The message query parameter could not be decoded (base64url when base64=1, else as the encoding parameter says)");
+    return invalidRequest(
+      "The message query parameter could not be decoded (base64url when base64=1, else as the encoding parameter says)",
+    );
   }
   return invalidRequest("The request could not be read");
 }
@@ -153,7 +184,9 @@ export async function withDocumentedRefusals(
     case "connect":
       return connectAnswer(answer, refused);
     case "grpc":
-      return answer.body === undefined || answer.trailer === undefined ? answer : { ...answer, body: afterBody(answer.body, () => rewriteStatus(answer.trailer!, refused)) };
+      return answer.body === undefined || answer.trailer === undefined
+        ? answer
+        : { ...answer, body: afterBody(answer.body, () => rewriteStatus(answer.trailer!, refused)) };
     case "grpc-web":
       return answer.body === undefined ? answer : { ...answer, body: withGrpcWebTrailer(answer.body, refused) };
   }
@@ -170,7 +203,10 @@ const maxErrorBytes = 8 * 1024 * 1024;
  * gzip and the body is over a kilobyte (connect's own may be, quoting a long value). A rewritten
  * one is sent uncompressed: it is short.
  */
-async function connectAnswer(answer: UniversalServerResponse, refused: (error: ConnectError) => ConnectError | undefined): Promise<UniversalServerResponse> {
+async function connectAnswer(
+  answer: UniversalServerResponse,
+  refused: (error: ConnectError) => ConnectError | undefined,
+): Promise<UniversalServerResponse> {
   const header = answer.header;
   if (answer.status === 200 || answer.body === undefined || header === undefined) return answer;
   if (header.get("content-type") !== "application/json") return answer;
@@ -216,7 +252,9 @@ async function* withGrpcWebTrailer(
       continue;
     }
     const data = chunk.subarray(5);
-    const trailer = trailerParse((chunk[0]! & compressedFlag) === compressedFlag ? gunzipSync(data, { maxOutputLength: maxErrorBytes }) : data);
+    const trailer = trailerParse(
+      (chunk[0]! & compressedFlag) === compressedFlag ? gunzipSync(data, { maxOutputLength: maxErrorBytes }) : data,
+    );
     yield rewriteStatus(trailer, refused) ? encodeEnvelope(trailerFlag, trailerSerialize(trailer)) : chunk;
   }
 }

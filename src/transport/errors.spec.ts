@@ -5,7 +5,15 @@ import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema, type ErrorDetail } from "../../gen/paymentservice/v1/error_pb.js";
 import { ApiError, errorCatalogue, type ErrorCode } from "../errors.js";
-import { closeIfBodyUnread, documentedCodeOf, documentedError, toConnectError, toRestError, writeError, type NodeResponse } from "./errors.js";
+import {
+  closeIfBodyUnread,
+  documentedCodeOf,
+  documentedError,
+  toConnectError,
+  toRestError,
+  writeError,
+  type NodeResponse,
+} from "./errors.js";
 import type { WireProtocol } from "./protocol.js";
 
 /*
@@ -75,7 +83,11 @@ class RecordedResponse {
 }
 
 /** What a client of `protocol` reads from the answer `error` is written as: the status, and the error it decodes. */
-function received(protocol: WireProtocol, error: ConnectError, status?: number): { status: number; code: Code | string; detail: ErrorDetail | undefined; res: RecordedResponse } {
+function received(
+  protocol: WireProtocol,
+  error: ConnectError,
+  status?: number,
+): { status: number; code: Code | string; detail: ErrorDetail | undefined; res: RecordedResponse } {
   const res = new RecordedResponse();
   writeError(res.node, protocol, error, status);
   switch (protocol) {
@@ -114,7 +126,11 @@ describe.each(codes)("%s on every protocol", (code) => {
   const detail = create(ErrorDetailSchema, { type, code, message });
 
   it("is a ConnectError of its Connect code carrying the ErrorDetail", () => {
-    expect({ code: error.code, rawMessage: error.rawMessage, details: error.findDetails(ErrorDetailSchema) }).toEqual({ code: connectCode, rawMessage: message, details: [detail] });
+    expect({ code: error.code, rawMessage: error.rawMessage, details: error.findDetails(ErrorDetailSchema) }).toEqual({
+      code: connectCode,
+      rawMessage: message,
+      details: [detail],
+    });
     expect(documentedCodeOf(error)).toBe(code);
   });
 
@@ -162,7 +178,12 @@ describe("toConnectError", () => {
     ["a TypeError", new TypeError("Cannot read properties of undefined (reading 'amount')")],
     ["a ConnectError without an ErrorDetail", new ConnectError("socket hang up on db-1.internal", Code.Internal)],
     ["connect's own deadline error", new ConnectError("the operation timed out", Code.DeadlineExceeded)],
-    ["a ConnectError of a code that is not ours", new ConnectError("odd", Code.NotFound, undefined, [{ desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: "XX_99", type: "x", message: "odd" }) }])],
+    [
+      "a ConnectError of a code that is not ours",
+      new ConnectError("odd", Code.NotFound, undefined, [
+        { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: "XX_99", type: "x", message: "odd" }) },
+      ]),
+    ],
     ["a string", "db-1.internal is down"],
     ["undefined", undefined],
   ])("turns %s into HE_00 quoting the request id and nothing of the cause", (_, reason) => {
@@ -180,7 +201,10 @@ describe("toConnectError", () => {
   });
 
   it("answers a ConnectError with no documented code as HE_00 on REST", () => {
-    expect(toRestError(new ConnectError("raw", Code.NotFound))).toEqual({ status: 500, body: { error: { type: "api_error", code: "HE_00", message: "raw" } } });
+    expect(toRestError(new ConnectError("raw", Code.NotFound))).toEqual({
+      status: 500,
+      body: { error: { type: "api_error", code: "HE_00", message: "raw" } },
+    });
   });
 });
 
@@ -232,7 +256,11 @@ describe("writeError", () => {
     const res = new RecordedResponse();
     res.headersSent = true;
     writeError(res.node, "rest", toConnectError(new Error("late")));
-    expect({ destroyed: res.destroyed, body: res.body, headers: res.headers.size }).toEqual({ destroyed: true, body: undefined, headers: 0 });
+    expect({ destroyed: res.destroyed, body: res.body, headers: res.headers.size }).toEqual({
+      destroyed: true,
+      body: undefined,
+      headers: 0,
+    });
   });
 
   it.each([

@@ -26,7 +26,12 @@ function withRecord(record: RequestRecord): Interceptor {
 }
 
 /** The interceptors as the app orders them (idempotency, which needs a database, left out). */
-const appInterceptors = (record: RequestRecord): Interceptor[] => [withRecord(record), outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor()];
+const appInterceptors = (record: RequestRecord): Interceptor[] => [
+  withRecord(record),
+  outcomeInterceptor,
+  deadlineInterceptor,
+  createRequestRulesInterceptor(),
+];
 
 /** A PaymentService client served in process by `impl` through `interceptors`. */
 function clientOf(impl: Partial<ServiceImpl<typeof PaymentService>>, interceptors: Interceptor[]) {
@@ -35,7 +40,9 @@ function clientOf(impl: Partial<ServiceImpl<typeof PaymentService>>, interceptor
 }
 
 /** What a client observes of a failed call: the Connect code and the ErrorDetail (undefined when there is none). */
-async function failure(call: Promise<unknown>): Promise<{ code: Code; detail: { type: string; code: string; message: string } | undefined }> {
+async function failure(
+  call: Promise<unknown>,
+): Promise<{ code: Code; detail: { type: string; code: string; message: string } | undefined }> {
   const reason = await call.then(
     () => {
       throw new Error("the call succeeded");
@@ -67,12 +74,15 @@ describe("outcomeInterceptor", () => {
     ["IR_16", Code.FailedPrecondition, "invalid_request", "This payment cannot be cancelled from status succeeded"],
     ["IR_22", Code.PermissionDenied, "authentication_error", "A publishable key cannot capture payments"],
     ["RL_01", Code.ResourceExhausted, "rate_limit_error", "Too many requests"],
-  ] as const)("gives a thrown %s its Connect code and ErrorDetail, and notes it on the record", async (code, connectCode, type, message) => {
-    const record = new RequestRecord();
-    const client = clientOf({ retrievePayment: () => Promise.reject(new ApiError(code, message)) }, appInterceptors(record));
-    expect(await failure(client.retrievePayment({ paymentId: "pay_1" }))).toEqual({ code: connectCode, detail: { type, code, message } });
-    expect({ code: record.code, cause: record.cause }).toEqual({ code, cause: undefined });
-  });
+  ] as const)(
+    "gives a thrown %s its Connect code and ErrorDetail, and notes it on the record",
+    async (code, connectCode, type, message) => {
+      const record = new RequestRecord();
+      const client = clientOf({ retrievePayment: () => Promise.reject(new ApiError(code, message)) }, appInterceptors(record));
+      expect(await failure(client.retrievePayment({ paymentId: "pay_1" }))).toEqual({ code: connectCode, detail: { type, code, message } });
+      expect({ code: record.code, cause: record.cause }).toEqual({ code, cause: undefined });
+    },
+  );
 
   it("answers an unexpected failure HE_00 quoting the request id, keeping its cause for the log only", async () => {
     const record = new RequestRecord();
@@ -86,7 +96,10 @@ describe("outcomeInterceptor", () => {
       appInterceptors(record),
     );
     const message = `Something went wrong on our side; the request may be retried (request ${record.id}).`;
-    expect(await failure(client.retrievePayment({ paymentId: "pay_1" }))).toEqual({ code: Code.Internal, detail: { type: "api_error", code: "HE_00", message } });
+    expect(await failure(client.retrievePayment({ paymentId: "pay_1" }))).toEqual({
+      code: Code.Internal,
+      detail: { type: "api_error", code: "HE_00", message },
+    });
     expect({ code: record.code, cause: record.cause }).toEqual({ code: "HE_00", cause });
   });
 
@@ -107,7 +120,10 @@ describe("outcomeInterceptor", () => {
   it("passes an error already documented as it is", async () => {
     const error = documentedError(new ApiError("HE_01", "A payment with id pay_1 already exists"));
     const client = clientOf({ createPayment: () => Promise.reject(error) }, appInterceptors(new RequestRecord()));
-    expect(await failure(client.createPayment({}))).toEqual({ code: Code.AlreadyExists, detail: { type: "invalid_request", code: "HE_01", message: "A payment with id pay_1 already exists" } });
+    expect(await failure(client.createPayment({}))).toEqual({
+      code: Code.AlreadyExists,
+      detail: { type: "invalid_request", code: "HE_01", message: "A payment with id pay_1 already exists" },
+    });
   });
 
   it("still answers HE_00, without a request id, when the call has no record", async () => {
@@ -162,7 +178,9 @@ describe("deadlineInterceptor", () => {
   it("lets a call that completes within its deadline answer", async () => {
     const handler = slowHandler(10);
     const client = clientOf(handler.impl, appInterceptors(new RequestRecord()));
-    expect(await client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "5000" } })).toMatchObject({ paymentId: "pay_1" });
+    expect(await client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "5000" } })).toMatchObject({
+      paymentId: "pay_1",
+    });
   });
 
   it("answers TO_01 when the deadline passes while the call runs, and lets the work run to its end", async () => {
@@ -171,7 +189,9 @@ describe("deadlineInterceptor", () => {
     const client = clientOf(handler.impl, appInterceptors(record));
     const started = Date.now();
     // Sent as a header rather than as the client's timeoutMs, so the answer is the server's, not a client-side timeout.
-    expect(await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "30" } }))).toEqual(timeoutExceeded);
+    expect(await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "30" } }))).toEqual(
+      timeoutExceeded,
+    );
     expect(Date.now() - started).toBeLessThan(250);
     expect({ started: handler.started(), finished: handler.finished() }).toEqual({ started: true, finished: false });
     expect(record.code).toBe("TO_01");
@@ -187,20 +207,35 @@ describe("deadlineInterceptor", () => {
       return next(req);
     };
     const record = new RequestRecord();
-    const client = clientOf(handler.impl, [withRecord(record), outcomeInterceptor, late, deadlineInterceptor, createRequestRulesInterceptor()]);
-    expect(await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "10" } }))).toEqual(timeoutExceeded);
+    const client = clientOf(handler.impl, [
+      withRecord(record),
+      outcomeInterceptor,
+      late,
+      deadlineInterceptor,
+      createRequestRulesInterceptor(),
+    ]);
+    expect(await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "10" } }))).toEqual(
+      timeoutExceeded,
+    );
     expect(handler.started()).toBe(false);
   });
 
   it("passes on the call's own failure when it comes before the deadline", async () => {
-    const client = clientOf({ retrievePayment: () => Promise.reject(new ApiError("HE_02", "Payment not found: pay_1")) }, appInterceptors(new RequestRecord()));
-    expect((await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "5000" } }))).detail?.code).toBe("HE_02");
+    const client = clientOf(
+      { retrievePayment: () => Promise.reject(new ApiError("HE_02", "Payment not found: pay_1")) },
+      appInterceptors(new RequestRecord()),
+    );
+    expect(
+      (await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "5000" } }))).detail?.code,
+    ).toBe("HE_02");
   });
 
   it("leaves no unhandled rejection when a call fails after its deadline was answered", async () => {
     let fail!: (reason: unknown) => void;
     const client = clientOf({ retrievePayment: () => new Promise((_, reject) => (fail = reject)) }, appInterceptors(new RequestRecord()));
-    expect((await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "20" } }))).detail?.code).toBe("TO_01");
+    expect((await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": "20" } }))).detail?.code).toBe(
+      "TO_01",
+    );
     fail(new Error("failed after the deadline"));
     // Vitest fails the run on an unhandled rejection; give one the chance to surface.
     await sleep(20);
@@ -212,7 +247,9 @@ describe("deadlineInterceptor", () => {
   ])("leaves %s to connect, which refuses it invalid_argument before any interceptor runs", async (_, timeout) => {
     const handler = slowHandler(0);
     const client = clientOf(handler.impl, appInterceptors(new RequestRecord()));
-    expect((await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": timeout } }))).code).toBe(Code.InvalidArgument);
+    expect((await failure(client.retrievePayment({ paymentId: "pay_1" }, { headers: { "connect-timeout-ms": timeout } }))).code).toBe(
+      Code.InvalidArgument,
+    );
     expect(handler.started()).toBe(false);
   });
 });
@@ -243,18 +280,62 @@ describe("request rules", () => {
   };
 
   it.each([
-    ["RetrievePayment with an empty payment_id", (c: ReturnType<typeof client>) => c.retrievePayment({ paymentId: "" }), "IR_04", "Missing required field: payment_id"],
-    ["CapturePayment with no payment_id", (c: ReturnType<typeof client>) => c.capturePayment({}), "IR_04", "Missing required field: payment_id"],
-    ["a NUL in the path id", (c: ReturnType<typeof client>) => c.retrievePayment({ paymentId: "pay_\u0000" }), "IR_06", "Invalid value for field payment_id: text must not contain NUL"],
-    ["a NUL in a filter", (c: ReturnType<typeof client>) => c.listPayments({ customerId: "cus\u0000" }), "IR_06", "Invalid value for field customer_id: text must not contain NUL"],
-    ["a NUL in a metadata key", (c: ReturnType<typeof client>) => c.createPayment({ metadata: { "k\u0000": "v" } }), "IR_06", "Invalid value for field metadata (a key)"],
-    ["a NUL in a nested field", (c: ReturnType<typeof client>) => c.createPayment({ paymentMethodData: { card: { cardHolderName: "J\u0000" } } }), "IR_06", "Invalid value for field payment_method_data.card.card_holder_name"],
-    ["an enum number the enum lacks", (c: ReturnType<typeof client>) => c.listPayments({ status: 99 as PaymentStatus }), "IR_05", "Invalid value for field status: unknown value 99 of paymentservice.v1.PaymentStatus"],
-    ["a timestamp after year 9999", (c: ReturnType<typeof client>) => c.listPayments({ createdGte: { seconds: 253_402_300_800n } }), "IR_05", "Invalid value for field created_gte"],
+    [
+      "RetrievePayment with an empty payment_id",
+      (c: ReturnType<typeof client>) => c.retrievePayment({ paymentId: "" }),
+      "IR_04",
+      "Missing required field: payment_id",
+    ],
+    [
+      "CapturePayment with no payment_id",
+      (c: ReturnType<typeof client>) => c.capturePayment({}),
+      "IR_04",
+      "Missing required field: payment_id",
+    ],
+    [
+      "a NUL in the path id",
+      (c: ReturnType<typeof client>) => c.retrievePayment({ paymentId: "pay_\u0000" }),
+      "IR_06",
+      "Invalid value for field payment_id: text must not contain NUL",
+    ],
+    [
+      "a NUL in a filter",
+      (c: ReturnType<typeof client>) => c.listPayments({ customerId: "cus\u0000" }),
+      "IR_06",
+      "Invalid value for field customer_id: text must not contain NUL",
+    ],
+    [
+      "a NUL in a metadata key",
+      (c: ReturnType<typeof client>) => c.createPayment({ metadata: { "k\u0000": "v" } }),
+      "IR_06",
+      "Invalid value for field metadata (a key)",
+    ],
+    [
+      "a NUL in a nested field",
+      (c: ReturnType<typeof client>) => c.createPayment({ paymentMethodData: { card: { cardHolderName: "J\u0000" } } }),
+      "IR_06",
+      "Invalid value for field payment_method_data.card.card_holder_name",
+    ],
+    [
+      "an enum number the enum lacks",
+      (c: ReturnType<typeof client>) => c.listPayments({ status: 99 as PaymentStatus }),
+      "IR_05",
+      "Invalid value for field status: unknown value 99 of paymentservice.v1.PaymentStatus",
+    ],
+    [
+      "a timestamp after year 9999",
+      (c: ReturnType<typeof client>) => c.listPayments({ createdGte: { seconds: 253_402_300_800n } }),
+      "IR_05",
+      "Invalid value for field created_gte",
+    ],
   ] as const)("refuse %s with %s naming the field, before the handler runs", async (_, call, code, message) => {
     const c = client();
     const { code: connectCode, detail } = await failure(call(c));
-    expect({ connectCode, code: detail?.code, type: detail?.type }).toEqual({ connectCode: Code.InvalidArgument, code, type: "invalid_request" });
+    expect({ connectCode, code: detail?.code, type: detail?.type }).toEqual({
+      connectCode: Code.InvalidArgument,
+      code,
+      type: "invalid_request",
+    });
     expect(detail?.message).toContain(message);
     expect(ran).toBe(false);
   });
@@ -263,7 +344,10 @@ describe("request rules", () => {
     ["a method whose path binds no id, sent empty", (c: ReturnType<typeof client>) => c.createPayment({})],
     ["a list with every filter unset", (c: ReturnType<typeof client>) => c.listPayments({})],
     ["a retrieve with its id", (c: ReturnType<typeof client>) => c.retrievePayment({ paymentId: "pay_1" })],
-    ["a known enum value and text beyond ASCII", (c: ReturnType<typeof client>) => c.listPayments({ status: PaymentStatus.SUCCEEDED, customerId: "cus_é😀" })],
+    [
+      "a known enum value and text beyond ASCII",
+      (c: ReturnType<typeof client>) => c.listPayments({ status: PaymentStatus.SUCCEEDED, customerId: "cus_é😀" }),
+    ],
   ] as const)("let %s through to the handler", async (_, call) => {
     const c = client();
     await call(c);
@@ -275,7 +359,10 @@ describe("the interceptors in the app's order", () => {
   it("give the refusals of the interceptors after outcome their documented shape too", async () => {
     const record = new RequestRecord();
     const client = clientOf({ retrievePayment: () => ({}) }, appInterceptors(record));
-    expect(await failure(client.retrievePayment({ paymentId: "" }))).toEqual({ code: Code.InvalidArgument, detail: { type: "invalid_request", code: "IR_04", message: "Missing required field: payment_id" } });
+    expect(await failure(client.retrievePayment({ paymentId: "" }))).toEqual({
+      code: Code.InvalidArgument,
+      detail: { type: "invalid_request", code: "IR_04", message: "Missing required field: payment_id" },
+    });
     expect(record.code).toBe("IR_04");
   });
 
@@ -289,8 +376,15 @@ describe("the interceptors in the app's order", () => {
       await sleep(40);
       return next(req);
     };
-    const client = clientOf({ retrievePayment: () => ({}) }, [outcomeInterceptor, late, deadlineInterceptor, createRequestRulesInterceptor()]);
-    expect((await failure(client.retrievePayment({ paymentId: "" }, { headers: { "connect-timeout-ms": "10" } }))).detail?.code).toBe("TO_01");
+    const client = clientOf({ retrievePayment: () => ({}) }, [
+      outcomeInterceptor,
+      late,
+      deadlineInterceptor,
+      createRequestRulesInterceptor(),
+    ]);
+    expect((await failure(client.retrievePayment({ paymentId: "" }, { headers: { "connect-timeout-ms": "10" } }))).detail?.code).toBe(
+      "TO_01",
+    );
   });
 
   it("carry the response headers the handler sets to the client", async () => {

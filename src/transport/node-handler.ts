@@ -70,7 +70,13 @@ export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions):
     await rest({ match, target, req, res, record, values: callValues(record, admitted.caller) });
   }
 
-  async function serveRpc(req: NodeRequest, res: NodeResponse, target: RequestTarget, handler: UniversalHandler, record: RequestRecord): Promise<void> {
+  async function serveRpc(
+    req: NodeRequest,
+    res: NodeResponse,
+    target: RequestTarget,
+    handler: UniversalHandler,
+    record: RequestRecord,
+  ): Promise<void> {
     record.procedure = handler.requestPath;
     const protocol = rpcProtocolOf(req.method, req.headers["content-type"]);
     record.protocol = protocol ?? "connect";
@@ -110,7 +116,9 @@ interface Refusal {
 function unsupportedContentType(req: NodeRequest): Refusal {
   const contentType = req.headers["content-type"] ?? "(none)";
   return {
-    error: invalidRequest(`Unsupported content type ${contentType} for an RPC; use application/json or application/proto (Connect), application/grpc or application/grpc-web`),
+    error: invalidRequest(
+      `Unsupported content type ${contentType} for an RPC; use application/json or application/proto (Connect), application/grpc or application/grpc-web`,
+    ),
     status: 415,
   };
 }
@@ -128,7 +136,10 @@ function rpcRequestRefusal(req: NodeRequest, target: RequestTarget, handler: Uni
   if (req.method !== "GET" && !handler.supportedContentType(req.headers["content-type"] ?? "")) return unsupportedContentType(req);
   const encoding = target.query.get("encoding");
   if (req.method === "GET" && encoding !== "json" && encoding !== "proto") {
-    return { error: invalidRequest(`A Connect GET needs the query parameter encoding=json or encoding=proto, got ${describeValue(encoding)}`), status: 415 };
+    return {
+      error: invalidRequest(`A Connect GET needs the query parameter encoding=json or encoding=proto, got ${describeValue(encoding)}`),
+      status: 415,
+    };
   }
   if (!hasValidAuthority(req)) return { error: invalidRequest("The request has no valid Host header (or :authority)") };
   if (handler.method.methodKind === "bidi_streaming" && req.httpVersion.startsWith("1.")) {

@@ -70,11 +70,7 @@ function indexSchema(roots: readonly DescFile[]): Schema {
   return schema;
 }
 
-function answer(
-  schema: Schema,
-  request: ServerReflectionRequest,
-  sent: Set<DescFile>,
-): Answer {
+function answer(schema: Schema, request: ServerReflectionRequest, sent: Set<DescFile>): Answer {
   const query = request.messageRequest;
   switch (query.case) {
     case "listServices":
@@ -94,12 +90,7 @@ function answer(
   }
 }
 
-function fileResponse(
-  schema: Schema,
-  file: DescFile | undefined,
-  sent: Set<DescFile>,
-  what: string,
-): Answer {
+function fileResponse(schema: Schema, file: DescFile | undefined, sent: Set<DescFile>, what: string): Answer {
   if (file === undefined) return errorResponse(Code.NotFound, `${what} not found`);
   const fileDescriptorProto: Uint8Array[] = [];
   const queue = [file];

@@ -19,7 +19,10 @@ describe("parseRequestTarget", () => {
     expect(parsed?.query.toString()).toBe(query);
   });
 
-  it.each([[undefined], [""], ["*"], ["example.com:443"], ["http://[/payments"], ["ftp://example.com/x"]])("%s is no target this service serves", (target) => {
-    expect(parseRequestTarget(target)).toBeUndefined();
-  });
+  it.each([[undefined], [""], ["*"], ["example.com:443"], ["http://[/payments"], ["ftp://example.com/x"]])(
+    "%s is no target this service serves",
+    (target) => {
+      expect(parseRequestTarget(target)).toBeUndefined();
+    },
+  );
 });

@@ -46,7 +46,9 @@ describe("assertWellFormedMessage", () => {
   });
 
   it("passes a message of well-formed text", () => {
-    expect(refusal(() => assertWellFormedMessage(customer({ name: "Jane 😀", address: { city: "Paris" }, metadata: { a: "b" } })))).toBeUndefined();
+    expect(
+      refusal(() => assertWellFormedMessage(customer({ name: "Jane 😀", address: { city: "Paris" }, metadata: { a: "b" } }))),
+    ).toBeUndefined();
   });
 
   it.each([
@@ -62,7 +64,10 @@ describe("assertWellFormedMessage", () => {
   it("passes the first and the last instant a timestamp may hold", () => {
     const list = reflect(
       ListPaymentsRequestSchema,
-      create(ListPaymentsRequestSchema, { createdGte: { seconds: -62_135_596_800n }, createdLte: { seconds: 253_402_300_799n, nanos: 999_999_999 } }),
+      create(ListPaymentsRequestSchema, {
+        createdGte: { seconds: -62_135_596_800n },
+        createdLte: { seconds: 253_402_300_799n, nanos: 999_999_999 },
+      }),
     );
     expect(refusal(() => assertWellFormedMessage(list))).toBeUndefined();
   });

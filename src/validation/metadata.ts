@@ -31,11 +31,7 @@ export function newMetadata(field: string, sent: Record<string, string>): Record
 }
 
 /** Metadata after an update: sent keys are added or replaced, a key sent as "" is removed. */
-export function mergeMetadata(
-  field: string,
-  current: Record<string, string>,
-  sent: Record<string, string>,
-): Record<string, string> {
+export function mergeMetadata(field: string, current: Record<string, string>, sent: Record<string, string>): Record<string, string> {
   checkEntries(field, sent);
   const merged = { ...current };
   for (const [key, value] of Object.entries(sent)) {

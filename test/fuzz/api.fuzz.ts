@@ -53,11 +53,14 @@ it(`every answer to ${settings.requests} fuzzed requests keeps the API contract`
     } else if (endOfRun.length > 0) {
       throw new Error(describeViolations(endOfRun));
     }
-    if (settings.collect && summary.violationKinds > 0) throw new Error(`${summary.violationKinds} distinct violations (listed in the summary above)`);
+    if (settings.collect && summary.violationKinds > 0)
+      throw new Error(`${summary.violationKinds} distinct violations (listed in the summary above)`);
   } catch (error) {
     throw withReplayHint(error);
   } finally {
-    console.log(summary.format({ count: running.restarts, millis: running.restartMillis }, running.output.stdout, check.sentCardNumbers.size));
+    console.log(
+      summary.format({ count: running.restarts, millis: running.restartMillis }, running.output.stdout, check.sentCardNumbers.size),
+    );
   }
 });
 
@@ -135,6 +138,7 @@ function describeViolations(violations: readonly Violation[]): string {
 function withReplayHint(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const path = /path: "([^"]*)"/.exec(error.message)?.[1];
-  if (path !== undefined) error.message += `\n\nreplay: FUZZ_SEED=${settings.seed} FUZZ_PATH=${path} FUZZ_CONCURRENCY=${settings.concurrency} npm run test:fuzz`;
+  if (path !== undefined)
+    error.message += `\n\nreplay: FUZZ_SEED=${settings.seed} FUZZ_PATH=${path} FUZZ_CONCURRENCY=${settings.concurrency} npm run test:fuzz`;
   return error;
 }

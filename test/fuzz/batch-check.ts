@@ -48,14 +48,18 @@ export class BatchCheck {
       for (const violation of found) violations.push(this.withReproducer(request, violation, answer.previousOnConnection));
     });
     const healthProblem = await this.target.health();
-    if (await this.target.server.exitsWithin(healthProblem === undefined ? 0 : 500)) return [...violations, await this.crash(batch, answers, stderrBefore)];
+    if (await this.target.server.exitsWithin(healthProblem === undefined ? 0 : 500))
+      return [...violations, await this.crash(batch, answers, stderrBefore)];
     if (healthProblem !== undefined) violations.push({ kind: "server: unhealthy after a batch", detail: healthProblem });
     const resident = this.target.server.residentBytes();
     if (resident !== undefined) {
       this.summary.recordResident(resident, this.target.restarts !== this.restartsSeen);
       this.restartsSeen = this.target.restarts;
       if (resident > memoryCeilingBytes) {
-        violations.push({ kind: "server: resident memory above 1 GiB", detail: `VmRSS ${mebibytes(resident)} after ${this.summary.residentSamples.length} batches` });
+        violations.push({
+          kind: "server: resident memory above 1 GiB",
+          detail: `VmRSS ${mebibytes(resident)} after ${this.summary.residentSamples.length} batches`,
+        });
       }
     }
     return violations;
@@ -108,7 +112,10 @@ export class BatchCheck {
       await this.target.ensureRunning();
       if (await this.died([await this.target.requestSenders.send(suspect)])) {
         this.crashers.add(crashKey(suspect));
-        return this.withReproducer(suspect, { kind, detail: `this request alone kills the server; its stderr:\n${stderr.slice(0, 30).join("\n")}` });
+        return this.withReproducer(suspect, {
+          kind,
+          detail: `this request alone kills the server; its stderr:\n${stderr.slice(0, 30).join("\n")}`,
+        });
       }
     }
     return {

@@ -30,7 +30,10 @@ function concat(...parts: Uint8Array[]): Uint8Array {
 /** Damage to JSON text: bytes that are not UTF-8, duplicate keys, truncation, garbage, BOM, empty, not JSON. */
 export const jsonTextMutation: fc.Arbitrary<BodyMutation> = fc.oneof(
   fc
-    .tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom([0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]))
+    .tuple(
+      fc.double({ min: 0, max: 1, noNaN: true }),
+      fc.constantFrom([0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]),
+    )
     .map(([where, bytes]) =>
       mutation(`invalid UTF-8 ${Buffer.from(bytes).toString("hex")}`, (body) => {
         // Inside a string value when there is one, where a decoder must look at it.
@@ -47,12 +50,25 @@ export const jsonTextMutation: fc.Arbitrary<BodyMutation> = fc.oneof(
     }),
   ),
   fc.double({ min: 0, max: 0.99, noNaN: true }).map(truncation),
-  fc.constantFrom("}", "]]", " garbage", "\u0000", "{}", ",", "\n\n{", "\\").map((garbage) => mutation(`trailing ${JSON.stringify(garbage)}`, (body) => concat(body, encoder.encode(garbage)))),
+  fc
+    .constantFrom("}", "]]", " garbage", "\u0000", "{}", ",", "\n\n{", "\\")
+    .map((garbage) => mutation(`trailing ${JSON.stringify(garbage)}`, (body) => concat(body, encoder.encode(garbage)))),
   fc.constant(mutation("BOM", (body) => concat(Uint8Array.from([0xef, 0xbb, 0xbf]), body))),
   fc.constant(mutation("UTF-16 BOM", (body) => concat(Uint8Array.from([0xff, 0xfe]), body))),
   fc.constant(mutation("empty", () => new Uint8Array())),
   fc
-    .constantFrom("amount=1000&currency=USD", "<xml/>", "undefined", "{'a':1}", '{"a":1,}', "[1,]", "\u0000\u0000", "{\"a\":\"\\x41\"}", '{"a":"\\ud800"}', '{"a":"\\u00"}')
+    .constantFrom(
+      "amount=1000&currency=USD",
+      "<xml/>",
+      "undefined",
+      "{'a':1}",
+      '{"a":1,}',
+      "[1,]",
+      "\u0000\u0000",
+      '{"a":"\\x41"}',
+      '{"a":"\\ud800"}',
+      '{"a":"\\u00"}',
+    )
     .map((text) => mutation(`not JSON ${JSON.stringify(text)}`, () => encoder.encode(text))),
 );
 
@@ -63,16 +79,22 @@ export const protobufMutation: fc.Arbitrary<BodyMutation> = fc.oneof(
     mutation(`bits flipped at ${positions.join(",")}`, (body) => {
       const copy = Uint8Array.from(body);
       for (const position of positions) {
-        if (copy.length > 0) copy[position % copy.length]! ^= 1 << position % 8;
+        if (copy.length > 0) copy[position % copy.length]! ^= 1 << (position % 8);
       }
       return copy;
     }),
   ),
-  fc.uint8Array({ minLength: 1, maxLength: 256 }).map((bytes) => mutation(`random bytes ${Buffer.from(bytes.subarray(0, 16)).toString("hex")}…`, () => bytes)),
-  fc.uint8Array({ minLength: 1, maxLength: 32 }).map((bytes) => mutation(`garbage appended ${Buffer.from(bytes).toString("hex")}`, (body) => concat(body, bytes))),
-  fc.constantFrom(1, 2, 3, 7).map((field) =>
-    mutation(`invalid UTF-8 in field ${field}`, (body) => concat(body, Uint8Array.from([(field << 3) | 2, 3, 0xff, 0xc0, 0x80]))),
-  ),
+  fc
+    .uint8Array({ minLength: 1, maxLength: 256 })
+    .map((bytes) => mutation(`random bytes ${Buffer.from(bytes.subarray(0, 16)).toString("hex")}…`, () => bytes)),
+  fc
+    .uint8Array({ minLength: 1, maxLength: 32 })
+    .map((bytes) => mutation(`garbage appended ${Buffer.from(bytes).toString("hex")}`, (body) => concat(body, bytes))),
+  fc
+    .constantFrom(1, 2, 3, 7)
+    .map((field) =>
+      mutation(`invalid UTF-8 in field ${field}`, (body) => concat(body, Uint8Array.from([(field << 3) | 2, 3, 0xff, 0xc0, 0x80]))),
+    ),
   fc.integer({ min: 1_000, max: 100_000 }).map((depth) =>
     mutation(`${depth} nested groups`, (body) => {
       // Field 15 start-group tags, then as many end-group tags: a decoder that skips unknown groups
@@ -83,10 +105,14 @@ export const protobufMutation: fc.Arbitrary<BodyMutation> = fc.oneof(
       return concat(body, nested);
     }),
   ),
-  fc.integer({ min: 100, max: 20_000 }).map((depth) => mutation(`${depth} nested length-delimited fields`, (body) => concat(body, nestedLengthDelimited(depth)))),
+  fc
+    .integer({ min: 100, max: 20_000 })
+    .map((depth) => mutation(`${depth} nested length-delimited fields`, (body) => concat(body, nestedLengthDelimited(depth)))),
   fc.constantFrom(
     mutation("length prefix beyond the end", (body) => concat(body, Uint8Array.from([0x12, 0xff, 0xff, 0xff, 0xff, 0x0f]))),
-    mutation("11-byte varint", (body) => concat(body, Uint8Array.from([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]))),
+    mutation("11-byte varint", (body) =>
+      concat(body, Uint8Array.from([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])),
+    ),
     mutation("field number 0", (body) => concat(body, Uint8Array.from([0x00, 0x01]))),
     mutation("wire type 6", (body) => concat(body, Uint8Array.from([0x0e, 0x01]))),
     mutation("stray end-group", (body) => concat(body, Uint8Array.from([0x0c]))),

@@ -122,11 +122,21 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
     succeeded,
     disputable,
     unconfirmedToCancel,
-    await pay({ capture_method: "manual", confirm: true, payment_method: "card", payment_method_data: { card: card(fixtureCardNumbers[0]) } }),
+    await pay({
+      capture_method: "manual",
+      confirm: true,
+      payment_method: "card",
+      payment_method_data: { card: card(fixtureCardNumbers[0]) },
+    }),
     await pay({ confirm: true, payment_method: "card", payment_method_data: { card: card(fixtureCardNumbers[1]) } }),
     await pay({ confirm: true, payment_method: "card", payment_method_data: { card: card(fixtureCardNumbers[2]) } }),
     await pay({ customer_id: customerId, capture_method: "manual", metadata: { order: "42" } }),
-    await call("POST", "/payments", { key: otherSecret.apiKey }, { amount: 700, currency: "GBP", profile_id: text(other, "default_profile_id") }),
+    await call(
+      "POST",
+      "/payments",
+      { key: otherSecret.apiKey },
+      { amount: 700, currency: "GBP", profile_id: text(other, "default_profile_id") },
+    ),
   ];
   await call("POST", `/payments/${text(unconfirmedToCancel, "payment_id")}/cancel`, sandbox, { cancellation_reason: "duplicate" });
 
@@ -151,7 +161,9 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
       currency: "USD",
       profile_id: profileId,
       payout_type: "bank",
-      payout_method_data: { bank: { bank_account_number: "000123456789", bank_routing_number: "110000000", bank_account_holder_name: "Jane Doe" } },
+      payout_method_data: {
+        bank: { bank_account_number: "000123456789", bank_routing_number: "110000000", bank_account_holder_name: "Jane Doe" },
+      },
       name: "Jane Doe",
       confirm: false,
     }),

@@ -48,4 +48,16 @@ export const framings: fc.Arbitrary<Framing> = fc.oneof(
 );
 
 /** `grpc-timeout` values: valid (digits and a unit) and not. */
-export const grpcTimeout: fc.Arbitrary<string> = fc.constantFrom("1S", "1500m", "100000u", "2M", "0n", "1", "-1S", "abc", "123456789S", "1.5S", "");
+export const grpcTimeout: fc.Arbitrary<string> = fc.constantFrom(
+  "1S",
+  "1500m",
+  "100000u",
+  "2M",
+  "0n",
+  "1",
+  "-1S",
+  "abc",
+  "123456789S",
+  "1.5S",
+  "",
+);

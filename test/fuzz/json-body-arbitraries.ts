@@ -86,7 +86,8 @@ export class JsonBodies {
 
   private buildMessage(desc: DescMessage, dialect: JsonDialect, depth: number): fc.Arbitrary<JsonTree> {
     const entries = desc.fields.map((field) => {
-      const key = dialect === "rest" || field.jsonName === field.name ? fc.constant(field.name) : fc.constantFrom(field.jsonName, field.name);
+      const key =
+        dialect === "rest" || field.jsonName === field.name ? fc.constant(field.name) : fc.constantFrom(field.jsonName, field.name);
       const value = fc.oneof(
         { weight: 12, arbitrary: this.plausible(field, dialect, depth) },
         { weight: 1, arbitrary: fc.constant(null) },
@@ -94,13 +95,17 @@ export class JsonBodies {
       );
       return fc.option(fc.tuple(key, value), { nil: undefined, freq: presenceFreq(field) });
     });
-    const unknownField = rarely(fc.tuple(fc.constantFrom("unknown_field", "__proto__", "constructor", "amount ", "AMOUNT", "Amount"), this.anyJson()), 12);
+    const unknownField = rarely(
+      fc.tuple(fc.constantFrom("unknown_field", "__proto__", "constructor", "amount ", "AMOUNT", "Amount"), this.anyJson()),
+      12,
+    );
     return fc.tuple(fc.tuple(...entries), unknownField).map(([present, extra]) => {
       const object: Record<string, JsonTree> = {};
       // defineProperty, not assignment: an unknown field named __proto__ must become a key of the
       // JSON object rather than replace the object's prototype.
       for (const entry of [...present, extra]) {
-        if (entry !== undefined) Object.defineProperty(object, entry[0], { value: entry[1], enumerable: true, writable: true, configurable: true });
+        if (entry !== undefined)
+          Object.defineProperty(object, entry[0], { value: entry[1], enumerable: true, writable: true, configurable: true });
       }
       return object;
     });

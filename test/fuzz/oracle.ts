@@ -160,7 +160,10 @@ export class Oracle {
     const detail = error.findDetails(ErrorDetailSchema)[0];
     if (detail === undefined) {
       // A server failure is the worse of the two faults; its missing detail is reported with it.
-      const rule = answer.status >= 500 ? `HTTP ${answer.status} ${Code[error.code]}` : `HTTP ${answer.status} ${Code[error.code]} without an ErrorDetail`;
+      const rule =
+        answer.status >= 500
+          ? `HTTP ${answer.status} ${Code[error.code]}`
+          : `HTTP ${answer.status} ${Code[error.code]} without an ErrorDetail`;
       violate(`${rule}: ${messageShape(error.rawMessage)}`, describeAnswer(answer));
       return outcome;
     }
@@ -185,7 +188,10 @@ export class Oracle {
       return outcome;
     }
     if (!trailer.has("grpc-status-details-bin")) {
-      violate(`grpc-status ${status} (${Code[code]}) without grpc-status-details-bin: ${messageShape(message)}`, describeAnswer(answer, trailer));
+      violate(
+        `grpc-status ${status} (${Code[code]}) without grpc-status-details-bin: ${messageShape(message)}`,
+        describeAnswer(answer, trailer),
+      );
       return outcome;
     }
     let detail: ErrorDetailFound | undefined;
@@ -253,7 +259,8 @@ export class Oracle {
     if (request.cardNumbers.length === 0) return;
     const text = [answer.body.toString("latin1"), ...headerValues(answer.headers), ...headerValues(answer.trailers)].join("\n");
     for (const number of request.cardNumbers) {
-      if (text.includes(number)) violate("card number of a card_number field echoed in the answer", `${number} in ${describeAnswer(answer)}`);
+      if (text.includes(number))
+        violate("card number of a card_number field echoed in the answer", `${number} in ${describeAnswer(answer)}`);
     }
   }
 }
@@ -358,7 +365,10 @@ function cause(message: string, request: FuzzRequest): string {
 }
 
 function answerFailureKind(failure: string): string {
-  return failure.replace(/\d+/g, "N").replace(/\(code N\)/, "").slice(0, 100);
+  return failure
+    .replace(/\d+/g, "N")
+    .replace(/\(code N\)/, "")
+    .slice(0, 100);
 }
 
 function headerValues(headers: Headers | undefined): string[] {

@@ -59,13 +59,21 @@ export class ProtoMessages {
         return this.singular(field.message, depth);
       case "list":
         return fc.array(
-          field.listKind === "scalar" ? this.scalar(field.scalar, field.name) : field.listKind === "enum" ? fc.nat(5) : this.singular(field.message, depth),
+          field.listKind === "scalar"
+            ? this.scalar(field.scalar, field.name)
+            : field.listKind === "enum"
+              ? fc.nat(5)
+              : this.singular(field.message, depth),
           { maxLength: 3 },
         );
       case "map":
         return fc.dictionary(
           this.values.metadataKey,
-          field.mapKind === "scalar" ? this.scalar(field.scalar, field.name) : field.mapKind === "enum" ? fc.nat(5) : this.singular(field.message, depth),
+          field.mapKind === "scalar"
+            ? this.scalar(field.scalar, field.name)
+            : field.mapKind === "enum"
+              ? fc.nat(5)
+              : this.singular(field.message, depth),
           { maxKeys: 4, noNullPrototype: true },
         );
     }
@@ -74,8 +82,21 @@ export class ProtoMessages {
   private singular(desc: DescMessage, depth: number): fc.Arbitrary<unknown> {
     if (desc.typeName === "google.protobuf.Timestamp") {
       return fc.oneof(
-        { weight: 4, arbitrary: fc.integer({ min: -30 * 86_400, max: 30 * 86_400 }).map((offset) => ({ seconds: BigInt(Math.floor(Date.now() / 1000) + offset), nanos: 0 })) },
-        { weight: 1, arbitrary: fc.constantFrom({ seconds: 2n ** 62n, nanos: 0 }, { seconds: -(2n ** 62n), nanos: 0 }, { seconds: 0n, nanos: -1 }, { seconds: 0n, nanos: 1_000_000_000 }) },
+        {
+          weight: 4,
+          arbitrary: fc
+            .integer({ min: -30 * 86_400, max: 30 * 86_400 })
+            .map((offset) => ({ seconds: BigInt(Math.floor(Date.now() / 1000) + offset), nanos: 0 })),
+        },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom(
+            { seconds: 2n ** 62n, nanos: 0 },
+            { seconds: -(2n ** 62n), nanos: 0 },
+            { seconds: 0n, nanos: -1 },
+            { seconds: 0n, nanos: 1_000_000_000 },
+          ),
+        },
       );
     }
     return this.init(desc, depth + 1);
@@ -98,13 +119,22 @@ export class ProtoMessages {
       case ScalarType.INT64:
       case ScalarType.SINT64:
       case ScalarType.SFIXED64:
-        return fc.oneof({ weight: 4, arbitrary: this.values.integer(fieldName).map(BigInt) }, { weight: 1, arbitrary: fc.constantFrom(...int64Edges) });
+        return fc.oneof(
+          { weight: 4, arbitrary: this.values.integer(fieldName).map(BigInt) },
+          { weight: 1, arbitrary: fc.constantFrom(...int64Edges) },
+        );
       case ScalarType.UINT64:
       case ScalarType.FIXED64:
-        return fc.oneof({ weight: 4, arbitrary: this.values.integer(fieldName).map(BigInt) }, { weight: 1, arbitrary: fc.constantFrom(...uint64Edges) });
+        return fc.oneof(
+          { weight: 4, arbitrary: this.values.integer(fieldName).map(BigInt) },
+          { weight: 1, arbitrary: fc.constantFrom(...uint64Edges) },
+        );
       case ScalarType.UINT32:
       case ScalarType.FIXED32:
-        return fc.oneof({ weight: 4, arbitrary: this.values.integer(fieldName) }, { weight: 1, arbitrary: fc.constantFrom(...uint32Edges) });
+        return fc.oneof(
+          { weight: 4, arbitrary: this.values.integer(fieldName) },
+          { weight: 1, arbitrary: fc.constantFrom(...uint32Edges) },
+        );
       default:
         return fc.oneof({ weight: 4, arbitrary: this.values.integer(fieldName) }, { weight: 1, arbitrary: fc.constantFrom(...int32Edges) });
     }

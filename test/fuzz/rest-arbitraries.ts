@@ -35,7 +35,27 @@ function rarely<T>(arbitrary: fc.Arbitrary<T>, oneIn: number): fc.Arbitrary<T | 
  */
 const hostilePathId: fc.Arbitrary<{ text: string; kind: string }> = fc.oneof(
   fc
-    .constantFrom("", "%00", "%", "%zz", "%C0%80", "%ED%A0%80", "%F4%90%80%80", "..", ".", "%2e%2e", "a/b", "a//b", "/", "%2F", "list", "+", "a%20b", "%u0041", "~")
+    .constantFrom(
+      "",
+      "%00",
+      "%",
+      "%zz",
+      "%C0%80",
+      "%ED%A0%80",
+      "%F4%90%80%80",
+      "..",
+      ".",
+      "%2e%2e",
+      "a/b",
+      "a//b",
+      "/",
+      "%2F",
+      "list",
+      "+",
+      "a%20b",
+      "%u0041",
+      "~",
+    )
     .map((text) => ({ text, kind: JSON.stringify(text) })),
   hostileText.map((text) => ({ text: percentEncode(text), kind: "hostile text" })),
   fc.constant({ text: "a".repeat(10_000), kind: "10,000 characters" }),
@@ -80,13 +100,17 @@ export class RestArbitraries {
 
   private routeRequest(route: RestRoute): fc.Arbitrary<FuzzRequest> {
     const segments = fc.tuple(
-      ...route.segments.map((s) => ("literal" in s ? fc.constant<Segment>({ text: s.literal, hostile: undefined }) : this.pathId(s.variable))),
+      ...route.segments.map((s) =>
+        "literal" in s ? fc.constant<Segment>({ text: s.literal, hostile: undefined }) : this.pathId(s.variable),
+      ),
     );
     return fc
       .record({
         segments,
         query: route.takesBody ? rarely(fc.constantFrom("?limit=10", "?", "?a=1"), 20).map((q) => q ?? "") : this.query(route),
-        body: route.takesBody ? this.body(route) : fc.oneof({ weight: 12, arbitrary: fc.constant(noBody) }, { weight: 1, arbitrary: this.body(route) }),
+        body: route.takesBody
+          ? this.body(route)
+          : fc.oneof({ weight: 12, arbitrary: fc.constant(noBody) }, { weight: 1, arbitrary: this.body(route) }),
         httpMethod: fc.oneof(
           { weight: 14, arbitrary: fc.constant(route.httpMethod) },
           { weight: 1, arbitrary: fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "FOO") },
@@ -104,13 +128,25 @@ export class RestArbitraries {
               [["content-type", "application/json; charset=utf-16"]],
               [["content-type", "multipart/form-data; boundary=x"]],
               [["content-type", ""]],
-              [["content-type", "application/json"], ["content-type", "text/plain"]],
+              [
+                ["content-type", "application/json"],
+                ["content-type", "text/plain"],
+              ],
             ),
           },
         ),
         credentials: this.headers.credentials(route.method),
         idempotency: this.headers.idempotency,
-        extra: rarely(fc.constantFrom<Header[]>([["content-encoding", "gzip"]], [["accept", "application/xml"]], [["connection", "close"]], [["expect", "100-continue"]], [["x-http-method-override", "DELETE"]]), 20),
+        extra: rarely(
+          fc.constantFrom<Header[]>(
+            [["content-encoding", "gzip"]],
+            [["accept", "application/xml"]],
+            [["connection", "close"]],
+            [["expect", "100-continue"]],
+            [["x-http-method-override", "DELETE"]],
+          ),
+          20,
+        ),
       })
       .map(({ segments: parts, query, body, httpMethod, mangle, contentType, credentials, idempotency, extra }) => {
         const path = `/${parts.map((p) => p.text).join("/")}`;
@@ -154,9 +190,31 @@ export class RestArbitraries {
     const bound = new Set(route.segments.flatMap((s) => ("variable" in s ? [s.variable.name] : [])));
     const fields = route.method.input.fields.filter((f) => !bound.has(f.name));
     const param = fc.oneof(
-      ...fields.map((field) => ({ weight: 8, arbitrary: fc.tuple(fc.constant(field.name), this.queryValue(field)).map(([k, v]) => `${k}=${percentEncode(v)}`) })),
-      ...route.segments.flatMap((s) => ("variable" in s ? [{ weight: 1, arbitrary: this.values.text(s.variable.name).map((v) => `${s.variable.name}=${percentEncode(v)}`) }] : [])),
-      { weight: 1, arbitrary: fc.constantFrom("unknown=1", "limit", "=x", "&", "metadata[order]=1", "limit=1&limit=2", "%zz=1", "limit=%", "limit=%00", "created_gte=%ZZ", "__proto__=1") },
+      ...fields.map((field) => ({
+        weight: 8,
+        arbitrary: fc.tuple(fc.constant(field.name), this.queryValue(field)).map(([k, v]) => `${k}=${percentEncode(v)}`),
+      })),
+      ...route.segments.flatMap((s) =>
+        "variable" in s
+          ? [{ weight: 1, arbitrary: this.values.text(s.variable.name).map((v) => `${s.variable.name}=${percentEncode(v)}`) }]
+          : [],
+      ),
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          "unknown=1",
+          "limit",
+          "=x",
+          "&",
+          "metadata[order]=1",
+          "limit=1&limit=2",
+          "%zz=1",
+          "limit=%",
+          "limit=%00",
+          "created_gte=%ZZ",
+          "__proto__=1",
+        ),
+      },
     );
     return fc.array(param, { maxLength: 5 }).map((params) => (params.length === 0 ? "" : `?${params.join("&")}`));
   }
@@ -165,7 +223,10 @@ export class RestArbitraries {
   private queryValue(field: DescField): fc.Arbitrary<string> {
     return fc.oneof(
       { weight: 6, arbitrary: this.bodies.plausible(field, "rest", 0).map(queryText) },
-      { weight: 2, arbitrary: fc.oneof(hostileText, fc.constantFrom("1.5", "-1", "0", "1e300", "9007199254740993", "abc", "TRUE", "null", "[]", "{}")) },
+      {
+        weight: 2,
+        arbitrary: fc.oneof(hostileText, fc.constantFrom("1.5", "-1", "0", "1e300", "9007199254740993", "abc", "TRUE", "null", "[]", "{}")),
+      },
     );
   }
 
@@ -177,7 +238,9 @@ export class RestArbitraries {
       { weight: 4, arbitrary: deeplyNested },
       {
         weight: 1,
-        arbitrary: fc.integer({ min: 1_040_000, max: 1_060_000 }).map((size): JsonTree => new RawJson(`{"description":"${"d".repeat(size)}"}`)),
+        arbitrary: fc
+          .integer({ min: 1_040_000, max: 1_060_000 })
+          .map((size): JsonTree => new RawJson(`{"description":"${"d".repeat(size)}"}`)),
       },
     );
     return fc.tuple(tree, rarely(jsonTextMutation, 7)).map(([json, mutation]) => {

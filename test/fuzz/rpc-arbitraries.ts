@@ -50,12 +50,16 @@ export class RpcArbitraries {
 
   /** gRPC over HTTP/2 prior knowledge. */
   grpc(): fc.Arbitrary<FuzzRequest> {
-    return fc.oneof(...this.schema.methods.flatMap((method) => [this.enveloped(method, "proto", "grpc"), this.enveloped(method, "json", "grpc")]));
+    return fc.oneof(
+      ...this.schema.methods.flatMap((method) => [this.enveloped(method, "proto", "grpc"), this.enveloped(method, "json", "grpc")]),
+    );
   }
 
   /** gRPC-Web over HTTP/1.1. */
   grpcWeb(): fc.Arbitrary<FuzzRequest> {
-    return fc.oneof(...this.schema.methods.flatMap((method) => [this.enveloped(method, "proto", "grpc-web"), this.enveloped(method, "json", "grpc-web")]));
+    return fc.oneof(
+      ...this.schema.methods.flatMap((method) => [this.enveloped(method, "proto", "grpc-web"), this.enveloped(method, "json", "grpc-web")]),
+    );
   }
 
   /** A request message: mostly well-formed, sometimes damaged after serialisation. */
@@ -81,8 +85,14 @@ export class RpcArbitraries {
     return fc
       .record({
         payload: this.payload(method, codec),
-        contentType: codec === "json" ? fc.constantFrom("application/json", "application/json", "application/json; charset=utf-8") : fc.constant("application/proto"),
-        protocolVersion: fc.oneof({ weight: 10, arbitrary: fc.constant<Header[]>([["connect-protocol-version", "1"]]) }, { weight: 1, arbitrary: fc.constantFrom<Header[]>([], [["connect-protocol-version", "2"]]) }),
+        contentType:
+          codec === "json"
+            ? fc.constantFrom("application/json", "application/json", "application/json; charset=utf-8")
+            : fc.constant("application/proto"),
+        protocolVersion: fc.oneof(
+          { weight: 10, arbitrary: fc.constant<Header[]>([["connect-protocol-version", "1"]]) },
+          { weight: 1, arbitrary: fc.constantFrom<Header[]>([], [["connect-protocol-version", "2"]]) },
+        ),
         timeout: rarely(fc.constantFrom("1500", "0", "abc", "-1", "10000000000", "1.5", ""), 10),
         compression: rarely(gzipBody, 12),
         credentials: this.headers.credentials(method),
@@ -100,7 +110,13 @@ export class RpcArbitraries {
           pathMangled: false,
           cardNumbers: payload.cardNumbers,
           answeredAs: "connect",
-          wire: { kind: "http1", method: "POST", target: method.rpcPath, headers, body: compression === undefined ? payload.bytes : compression.apply(payload.bytes) },
+          wire: {
+            kind: "http1",
+            method: "POST",
+            target: method.rpcPath,
+            headers,
+            body: compression === undefined ? payload.bytes : compression.apply(payload.bytes),
+          },
         });
       });
   }
@@ -108,8 +124,18 @@ export class RpcArbitraries {
   /** Connect's GET form, `?connect=v1&encoding=…&message=…`, right and wrong. */
   private connectGet(method: ApiMethod): fc.Arbitrary<FuzzRequest> {
     const query = fc.oneof(
-      { weight: 4, arbitrary: this.payload(method, "json").map((p) => `connect=v1&encoding=json&message=${percentEncode(Buffer.from(p.bytes).toString("utf8"))}`) },
-      { weight: 4, arbitrary: this.payload(method, "proto").map((p) => `connect=v1&encoding=proto&base64=1&message=${Buffer.from(p.bytes).toString("base64url")}`) },
+      {
+        weight: 4,
+        arbitrary: this.payload(method, "json").map(
+          (p) => `connect=v1&encoding=json&message=${percentEncode(Buffer.from(p.bytes).toString("utf8"))}`,
+        ),
+      },
+      {
+        weight: 4,
+        arbitrary: this.payload(method, "proto").map(
+          (p) => `connect=v1&encoding=proto&base64=1&message=${Buffer.from(p.bytes).toString("base64url")}`,
+        ),
+      },
       {
         weight: 2,
         arbitrary: fc.constantFrom(

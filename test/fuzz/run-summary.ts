@@ -132,7 +132,9 @@ function serverLogDigest(lines: readonly string[]): string[] {
       continue;
     }
     if (entry.level === "error") {
-      const cause = String(entry.cause ?? entry.error ?? "").split("\n")[0]!.slice(0, 160);
+      const cause = String(entry.cause ?? entry.error ?? "")
+        .split("\n")[0]!
+        .slice(0, 160);
       increment(errors, `${String(entry.message)}: ${cause}`);
     }
     if (typeof entry.ms === "number" && entry.ms >= 500) slowest.push({ ms: entry.ms, line: line.slice(0, 300) });

@@ -59,7 +59,10 @@ export class Senders {
       case "http2":
         return this.sendHttp2(wire);
       case "socket":
-        return sendRaw(this.port, this.rebinding.bytes(wire.bytes), wire.leavesBodyUnsent, answerDeadlineMs).then((raw) => ({ ...raw, trailers: undefined }));
+        return sendRaw(this.port, this.rebinding.bytes(wire.bytes), wire.leavesBodyUnsent, answerDeadlineMs).then((raw) => ({
+          ...raw,
+          trailers: undefined,
+        }));
     }
   }
 
@@ -92,8 +95,24 @@ export class Senders {
         (response) => {
           const chunks: Buffer[] = [];
           response.on("data", (chunk: Buffer) => chunks.push(chunk));
-          response.on("end", () => finish({ status: response.statusCode ?? 0, headers: toHeaders(response.headers), body: Buffer.concat(chunks), trailers: undefined, failure: undefined }));
-          response.on("error", (error) => finish({ status: response.statusCode ?? 0, headers: toHeaders(response.headers), body: Buffer.concat(chunks), trailers: undefined, failure: `the answer broke off: ${error.message}` }));
+          response.on("end", () =>
+            finish({
+              status: response.statusCode ?? 0,
+              headers: toHeaders(response.headers),
+              body: Buffer.concat(chunks),
+              trailers: undefined,
+              failure: undefined,
+            }),
+          );
+          response.on("error", (error) =>
+            finish({
+              status: response.statusCode ?? 0,
+              headers: toHeaders(response.headers),
+              body: Buffer.concat(chunks),
+              trailers: undefined,
+              failure: `the answer broke off: ${error.message}`,
+            }),
+          );
         },
       );
       const timer = setTimeout(() => {
@@ -138,7 +157,13 @@ export class Senders {
       const answered = (): Answer | undefined =>
         responseHeaders === undefined
           ? undefined
-          : { status: Number(responseHeaders[":status"] ?? 0), headers: toHeaders(responseHeaders), body: Buffer.concat(chunks), trailers, failure: undefined };
+          : {
+              status: Number(responseHeaders[":status"] ?? 0),
+              headers: toHeaders(responseHeaders),
+              body: Buffer.concat(chunks),
+              trailers,
+              failure: undefined,
+            };
       const finish = (answer: Answer): void => {
         if (settled) return;
         settled = true;
@@ -170,12 +195,13 @@ export class Senders {
       // judged as the missing grpc-status it is.
       const ended = (why: string): void => finish(answered() ?? noAnswer(why));
       stream.on("end", () => ended("the HTTP/2 stream ended without response headers"));
-      stream.on("error", (error: NodeJS.ErrnoException) => ended(`the HTTP/2 stream failed without an answer: ${error.code ?? error.message}`));
+      stream.on("error", (error: NodeJS.ErrnoException) =>
+        ended(`the HTTP/2 stream failed without an answer: ${error.code ?? error.message}`),
+      );
       stream.on("close", () => ended(`the HTTP/2 stream was closed without an answer (code ${stream.rstCode})`));
       stream.end(this.rebinding.bytes(wire.body));
     });
   }
-
 }
 
 function noAnswer(failure: string): Answer {

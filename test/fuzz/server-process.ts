@@ -64,7 +64,11 @@ export class ServerProcess {
       delete env.DATABASE_URL;
       env.DATA_DIR = ":memory:";
     }
-    const child = spawn(process.execPath, [`--max-old-space-size=${heapCapMiB}`, "--import", "tsx", "src/server.ts"], { cwd: repositoryRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [`--max-old-space-size=${heapCapMiB}`, "--import", "tsx", "src/server.ts"], {
+      cwd: repositoryRoot,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill("SIGKILL");

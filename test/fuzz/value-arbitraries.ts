@@ -15,7 +15,14 @@ import { RawJson, type JsonTree } from "./json-text.js";
 const cardNumberForCardField: fc.Arbitrary<string> = fc.oneof(
   {
     weight: 1,
-    arbitrary: fc.constantFrom("4242424242424242", "4000000000003220", "4000000000000259", "4000000000000002", "4000000000009995", "4012888888881881"),
+    arbitrary: fc.constantFrom(
+      "4242424242424242",
+      "4000000000003220",
+      "4000000000000259",
+      "4000000000000002",
+      "4000000000009995",
+      "4012888888881881",
+    ),
   },
   {
     weight: 1,

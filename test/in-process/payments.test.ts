@@ -116,7 +116,12 @@ describe("steps after the authorization go to the processor the payment recorded
     const captured = await payments.capturePayment({ paymentId: authorized.paymentId, amountToCapture: 700n });
 
     expect(processor.callsTo("capture")).toEqual([
-      { idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:capture`, reference: "auth_capture_me", amount: 700n, currency: "EUR" },
+      {
+        idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:capture`,
+        reference: "auth_capture_me",
+        amount: 700n,
+        currency: "EUR",
+      },
     ]);
     expect(captured).toMatchObject({ status: PaymentStatus.SUCCEEDED, amountReceived: 700n, amountCapturable: 0n });
   });
@@ -142,7 +147,9 @@ describe("steps after the authorization go to the processor the payment recorded
 
     const cancelled = await payments.cancelPayment({ paymentId: authorized.paymentId, cancellationReason: "duplicate" });
 
-    expect(processor.callsTo("void")).toEqual([{ idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:void`, reference: "auth_void_me" }]);
+    expect(processor.callsTo("void")).toEqual([
+      { idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:void`, reference: "auth_void_me" },
+    ]);
     expect(cancelled).toMatchObject({ status: PaymentStatus.CANCELLED, cancellationReason: "duplicate", amountCapturable: 0n });
   });
 

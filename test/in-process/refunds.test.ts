@@ -28,7 +28,13 @@ const card = { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: 
 /** A payment of 1250 EUR the processor captured under `reference`; the processor's record of it is then forgotten. */
 async function capturedPayment(reference = "auth_to_refund"): Promise<string> {
   processor.script("authorize", { status: "captured", reference });
-  const payment = await payments.createPayment({ amount: 1250n, currency: "EUR", profileId: suite.merchant.profileId, confirm: true, paymentMethodData: { card } });
+  const payment = await payments.createPayment({
+    amount: 1250n,
+    currency: "EUR",
+    profileId: suite.merchant.profileId,
+    confirm: true,
+    paymentMethodData: { card },
+  });
   processor.reset();
   return payment.paymentId;
 }
@@ -44,7 +50,12 @@ describe("an instant refund", () => {
     expect(await suite.services.jobs.runDue()).toBe(1);
 
     expect(processor.callsTo("refund")).toEqual([
-      { idempotencyKey: `${suite.merchant.merchantId}:${refund.refundId}:refund`, reference: "auth_to_refund", amount: 500n, currency: "EUR" },
+      {
+        idempotencyKey: `${suite.merchant.merchantId}:${refund.refundId}:refund`,
+        reference: "auth_to_refund",
+        amount: 500n,
+        currency: "EUR",
+      },
     ]);
     expect(await refunds.retrieveRefund({ refundId: refund.refundId })).toMatchObject({ status: RefundStatus.SUCCEEDED });
   });
@@ -122,7 +133,9 @@ describe("a scheduled refund", () => {
     suite.services.clock.advance(suite.services.deps.scheduledRefundDelayMs);
     await suite.services.jobs.runDue();
 
-    expect(processor.callsTo("refund")).toMatchObject([{ idempotencyKey: `${suite.merchant.merchantId}:${kept.refundId}:refund`, amount: 200n }]);
+    expect(processor.callsTo("refund")).toMatchObject([
+      { idempotencyKey: `${suite.merchant.merchantId}:${kept.refundId}:refund`, amount: 200n },
+    ]);
     expect(await refunds.retrieveRefund({ refundId: kept.refundId })).toMatchObject({ status: RefundStatus.SUCCEEDED });
     expect(await refunds.retrieveRefund({ refundId: cancelled.refundId })).toMatchObject({ status: RefundStatus.CANCELLED });
   });

@@ -10,7 +10,9 @@ const executablePath = "/usr/bin/chromium";
  */
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(executablePath)) {
-    throw new Error(`${executablePath} is missing (the browser tests drive Debian's Chromium). Run \`bash .ci/prepare\` first: it installs it.`);
+    throw new Error(
+      `${executablePath} is missing (the browser tests drive Debian's Chromium). Run \`bash .ci/prepare\` first: it installs it.`,
+    );
   }
   return chromium.launch({
     executablePath,

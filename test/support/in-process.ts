@@ -86,7 +86,9 @@ export async function startInProcess(processor: Processor, clock = new TestClock
   registerJobs(deps.jobs, deps);
   const interceptors = apiInterceptors(deps);
   const transport = (caller: Caller): Transport =>
-    createRouterTransport((router) => routes(router, deps), { router: { ...routerOptions, interceptors: [asCaller(caller), ...interceptors] } });
+    createRouterTransport((router) => routes(router, deps), {
+      router: { ...routerOptions, interceptors: [asCaller(caller), ...interceptors] },
+    });
   const client = <S extends DescService>(service: S, caller: Caller): Client<S> => createClient(service, transport(caller));
 
   return {
@@ -139,7 +141,8 @@ export function inProcessSuite(processor: { reset(): void } & Processor): InProc
     merchant = await services!.newMerchant();
   });
   const started = () => {
-    if (services === undefined || merchant === undefined) throw new Error("the in-process services are used before beforeAll and beforeEach ran");
+    if (services === undefined || merchant === undefined)
+      throw new Error("the in-process services are used before beforeAll and beforeEach ran");
     return { services, merchant };
   };
   return {

@@ -19,7 +19,10 @@ export async function newMerchant(
 ): Promise<TestMerchant> {
   const merchant = await rest(baseUrl, "POST", "/merchants", { admin: true, body: { merchant_name: "Test merchant" } });
   if (merchant.status !== 200) throw new Error(`creating a merchant failed: ${JSON.stringify(merchant.body)}`);
-  const issued = await adminIssue(baseUrl, merchant.body.merchant_id, { environment: key.environment ?? "sandbox", kind: key.kind ?? "secret" });
+  const issued = await adminIssue(baseUrl, merchant.body.merchant_id, {
+    environment: key.environment ?? "sandbox",
+    kind: key.kind ?? "secret",
+  });
   return {
     merchantId: merchant.body.merchant_id,
     profileId: merchant.body.default_profile_id,

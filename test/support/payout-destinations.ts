@@ -39,7 +39,13 @@ export interface PayoutBodies {
 /** The payout bodies of a suite whose service runs on `now()`: destination cards expire three years after it. */
 export function payoutBodies(now: () => Date): PayoutBodies {
   const cardMethod = (number: string, fields: JsonObject = {}): JsonObject => ({
-    card: { card_number: number, card_exp_month: "12", card_exp_year: String(now().getUTCFullYear() + 3), card_holder_name: "Ada Lovelace", ...fields },
+    card: {
+      card_number: number,
+      card_exp_month: "12",
+      card_exp_year: String(now().getUTCFullYear() + 3),
+      card_holder_name: "Ada Lovelace",
+      ...fields,
+    },
   });
   const bankMethod = (account: string, fields: JsonObject = {}): JsonObject => ({
     bank: {

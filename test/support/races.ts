@@ -10,7 +10,10 @@ import type { TestService } from "./service.js";
 
 /** Transactions PostgreSQL has aborted as deadlock victims in the file's database: racing calls must add none. */
 export async function deadlocks(service: Pick<TestService, "app">): Promise<number> {
-  const [row] = await rows<{ n: number }>(service.app.dataSource, "SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()");
+  const [row] = await rows<{ n: number }>(
+    service.app.dataSource,
+    "SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()",
+  );
   return row!.n;
 }
 

@@ -90,7 +90,10 @@ export class ScriptedProcessor implements Processor {
   }
 
   /** Records the call and answers with the next scripted answer, else `fallback`. */
-  private async answer<M extends ProcessorMethod>(call: Extract<ProcessorCall, { method: M }>, fallback: Answers[M]): Promise<Answers[M] & { readonly reference: string }> {
+  private async answer<M extends ProcessorMethod>(
+    call: Extract<ProcessorCall, { method: M }>,
+    fallback: Answers[M],
+  ): Promise<Answers[M] & { readonly reference: string }> {
     this.calls.push(call);
     const scripted = (this.scripts.get(call.method)?.shift() as Scripted<M> | undefined) ?? fallback;
     if (scripted instanceof Error) throw scripted;

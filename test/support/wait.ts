@@ -9,5 +9,7 @@ export async function waitUntil<T>(probe: () => Promise<T>, done: (value: T) => 
     last = await probe();
     if (done(last)) return last;
   }
-  throw new Error(`still not done after ${tries} tries; last value: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? String(v) : v))}`);
+  throw new Error(
+    `still not done after ${tries} tries; last value: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? String(v) : v))}`,
+  );
 }

@@ -101,7 +101,13 @@ export interface Http1Response {
  * rather than wait for the rest.
  */
 export async function sendRaw(port: number, bytes: Uint8Array, leavesBodyUnsent: boolean, deadlineMs: number): Promise<Http1Response> {
-  const { received, end } = await exchange("127.0.0.1", port, bytes, deadlineMs, (sofar) => !leavesBodyUnsent && parseResponse(sofar, false) !== undefined);
+  const { received, end } = await exchange(
+    "127.0.0.1",
+    port,
+    bytes,
+    deadlineMs,
+    (sofar) => !leavesBodyUnsent && parseResponse(sofar, false) !== undefined,
+  );
   const failed = (failure: string): Http1Response => ({ status: 0, headers: new Headers(), body: Buffer.alloc(0), failure });
   switch (end.by) {
     case "done":
@@ -113,7 +119,10 @@ export async function sendRaw(port: number, bytes: Uint8Array, leavesBodyUnsent:
         : { ...answer, failure: `answered ${answer.status} but kept the connection open waiting for the unsent body` };
     }
     case "close":
-      return parseResponse(received, true) ?? failed(received.length === 0 ? "connection closed without an answer" : "connection closed inside an incomplete answer");
+      return (
+        parseResponse(received, true) ??
+        failed(received.length === 0 ? "connection closed without an answer" : "connection closed inside an incomplete answer")
+      );
     case "error":
       return parseResponse(received, true) ?? failed(`connection failed without an answer: ${end.error.code ?? end.error.message}`);
   }
@@ -226,7 +235,13 @@ export function grpcRaw(baseUrl: string, procedure: string, body: Uint8Array, he
   return new Promise((resolve, reject) => {
     const session = http2.connect(baseUrl);
     session.on("error", reject);
-    const stream = session.request({ ":method": "POST", ":path": procedure, "content-type": "application/grpc", te: "trailers", ...header });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": procedure,
+      "content-type": "application/grpc",
+      te: "trailers",
+      ...header,
+    });
     let headers = new Headers();
     let trailer = new Headers();
     let httpStatus = 0;

@@ -9,4 +9,14 @@ import { ApiKeyChanges1764500000000 } from "./1764500000000-api-key-changes.js";
 import { OperationClaims1764600000000 } from "./1764600000000-operation-claims.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
-export const migrations = [Foundation1763800000000, Payments1763900000000, Refunds1764000000000, Disputes1764100000000, SandboxClock1764200000000, Payouts1764300000000, Idempotency1764400000000, ApiKeyChanges1764500000000, OperationClaims1764600000000];
+export const migrations = [
+  Foundation1763800000000,
+  Payments1763900000000,
+  Refunds1764000000000,
+  Disputes1764100000000,
+  SandboxClock1764200000000,
+  Payouts1764300000000,
+  Idempotency1764400000000,
+  ApiKeyChanges1764500000000,
+  OperationClaims1764600000000,
+];

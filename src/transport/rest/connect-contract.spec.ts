@@ -30,7 +30,9 @@ import type { UnaryMethodSpec } from "./router.js";
 const retrievePayment = PaymentService.method.retrievePayment;
 
 /** A HandlerContext built field by field as handler.ts builds it (so a new required field fails to type-check here too). */
-function restContext(init: { requestHeader?: Record<string, string>; values?: ReturnType<typeof createContextValues>; signal?: AbortSignal } = {}): HandlerContext {
+function restContext(
+  init: { requestHeader?: Record<string, string>; values?: ReturnType<typeof createContextValues>; signal?: AbortSignal } = {},
+): HandlerContext {
   return {
     service: retrievePayment.parent,
     method: retrievePayment,
@@ -56,7 +58,12 @@ const request = () => create(RetrievePaymentRequestSchema, { paymentId: "pay_1" 
 describe("invokeUnaryImplementation, as handler.ts calls it", () => {
   it("takes (spec, context, input message, interceptors) and resolves to the output message", async () => {
     expect(invokeUnaryImplementation).toHaveLength(4);
-    const output = await invokeUnaryImplementation(retrieveSpec((req) => ({ paymentId: req.paymentId, amount: 5n })), restContext(), request(), []);
+    const output = await invokeUnaryImplementation(
+      retrieveSpec((req) => ({ paymentId: req.paymentId, amount: 5n })),
+      restContext(),
+      request(),
+      [],
+    );
     // A plain object the implementation returns comes back a full message, as writeMessage needs.
     expect(isMessage(output, PaymentSchema)).toBe(true);
     expect(output).toEqual(create(PaymentSchema, { paymentId: "pay_1", amount: 5n }));
@@ -64,12 +71,15 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
 
   it("runs the interceptors in array order, the first outermost, around the implementation", async () => {
     const log: string[] = [];
-    const named = (name: string): Interceptor => (next) => async (req) => {
-      log.push(`${name} in`);
-      const res = await next(req);
-      log.push(`${name} out`);
-      return res;
-    };
+    const named =
+      (name: string): Interceptor =>
+      (next) =>
+      async (req) => {
+        log.push(`${name} in`);
+        const res = await next(req);
+        log.push(`${name} out`);
+        return res;
+      };
     await invokeUnaryImplementation(
       retrieveSpec(() => {
         log.push("implementation");
@@ -103,7 +113,12 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
       };
       return next(req);
     };
-    await invokeUnaryImplementation(retrieveSpec(() => ({})), context, input, [spy]);
+    await invokeUnaryImplementation(
+      retrieveSpec(() => ({})),
+      context,
+      input,
+      [spy],
+    );
     expect(seen).toEqual({
       stream: false,
       message: input,
@@ -127,14 +142,36 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
     const input = request();
     await invokeUnaryImplementation(
       retrieveSpec((req, ctx) => {
-        seen = { req, protocolName: ctx.protocolName, requestMethod: ctx.requestMethod, url: ctx.url, method: ctx.method, service: ctx.service, timeoutMs: ctx.timeoutMs(), apiKey: ctx.requestHeader.get("api-key"), values: ctx.values, signal: ctx.signal };
+        seen = {
+          req,
+          protocolName: ctx.protocolName,
+          requestMethod: ctx.requestMethod,
+          url: ctx.url,
+          method: ctx.method,
+          service: ctx.service,
+          timeoutMs: ctx.timeoutMs(),
+          apiKey: ctx.requestHeader.get("api-key"),
+          values: ctx.values,
+          signal: ctx.signal,
+        };
         return {};
       }),
       context,
       input,
       [],
     );
-    expect(seen).toEqual({ req: input, protocolName: "rest", requestMethod: "GET", url: "/payments/pay_1?client_secret=s", method: retrievePayment, service: PaymentService, timeoutMs: undefined, apiKey: "snd_x", values, signal: context.signal });
+    expect(seen).toEqual({
+      req: input,
+      protocolName: "rest",
+      requestMethod: "GET",
+      url: "/payments/pay_1?client_secret=s",
+      method: retrievePayment,
+      service: PaymentService,
+      timeoutMs: undefined,
+      apiKey: "snd_x",
+      values,
+      signal: context.signal,
+    });
     expect((seen as { values: unknown }).values).toBe(values);
   });
 
@@ -184,20 +221,26 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
       if (!res.stream) message = res.message;
       return res;
     };
-    await invokeUnaryImplementation(retrieveSpec(() => ({ paymentId: "pay_1" })), restContext(), request(), [spy]);
+    await invokeUnaryImplementation(
+      retrieveSpec(() => ({ paymentId: "pay_1" })),
+      restContext(),
+      request(),
+      [spy],
+    );
     expect(isMessage(message, PaymentSchema)).toBe(true);
   });
 
   it("lets an interceptor answer without running the implementation", async () => {
     let ran = false;
-    const answer: Interceptor = () => async (req) => ({
-      stream: false,
-      message: create(PaymentSchema, { paymentId: "pay_stored" }),
-      method: req.method,
-      service: req.service,
-      header: new Headers({ "x-stored": "1" }),
-      trailer: new Headers(),
-    } as never);
+    const answer: Interceptor = () => async (req) =>
+      ({
+        stream: false,
+        message: create(PaymentSchema, { paymentId: "pay_stored" }),
+        method: req.method,
+        service: req.service,
+        header: new Headers({ "x-stored": "1" }),
+        trailer: new Headers(),
+      }) as never;
     const context = restContext();
     const output = await invokeUnaryImplementation(
       retrieveSpec(() => {
@@ -208,7 +251,11 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
       request(),
       [answer],
     );
-    expect({ ran, paymentId: (output as Payment).paymentId, header: context.responseHeader.get("x-stored") }).toEqual({ ran: false, paymentId: "pay_stored", header: "1" });
+    expect({ ran, paymentId: (output as Payment).paymentId, header: context.responseHeader.get("x-stored") }).toEqual({
+      ran: false,
+      paymentId: "pay_stored",
+      header: "1",
+    });
   });
 
   it.each([
@@ -233,7 +280,12 @@ describe("invokeUnaryImplementation, as handler.ts calls it", () => {
 
   it("rejects with a non-ApiError unchanged too, so its cause reaches the log", async () => {
     const thrown = new TypeError("x is undefined");
-    const rejection = await invokeUnaryImplementation(retrieveSpec(() => Promise.reject(thrown)), restContext(), request(), []).catch((reason: unknown) => reason);
+    const rejection = await invokeUnaryImplementation(
+      retrieveSpec(() => Promise.reject(thrown)),
+      restContext(),
+      request(),
+      [],
+    ).catch((reason: unknown) => reason);
     expect(rejection).toBe(thrown);
   });
 });
@@ -256,7 +308,12 @@ describe("createServiceImplSpec and createMethodImplSpec, as ApiRouter uses them
       },
     };
     const spec = createServiceImplSpec(HealthService, implementation as never).methods.check as UnaryMethodSpec;
-    const output = await invokeUnaryImplementation(spec, { ...restContext(), method: HealthService.method.check, service: HealthService }, create(HealthService.method.check.input), []);
+    const output = await invokeUnaryImplementation(
+      spec,
+      { ...restContext(), method: HealthService.method.check, service: HealthService },
+      create(HealthService.method.check.input),
+      [],
+    );
     expect(output).toEqual(create(CheckResponseSchema, { status: "bound:ok" }));
   });
 
@@ -279,8 +336,13 @@ describe("createServiceImplSpec and createMethodImplSpec, as ApiRouter uses them
     const spec = createServiceImplSpec(PaymentService, {}).methods.retrievePayment as UnaryMethodSpec;
     const rejection = await invokeUnaryImplementation(spec, restContext(), request(), []).catch((reason: unknown) => reason);
     expect(rejection).toBeInstanceOf(ConnectError);
-    expect(rejection).toMatchObject({ code: Code.Unimplemented, rawMessage: "paymentservice.v1.PaymentService.RetrievePayment is not implemented" });
-    expect(toConnectError(rejection).rawMessage).toBe("paymentservice.v1.PaymentService.RetrievePayment is not implemented: this operation is not available yet");
+    expect(rejection).toMatchObject({
+      code: Code.Unimplemented,
+      rawMessage: "paymentservice.v1.PaymentService.RetrievePayment is not implemented",
+    });
+    expect(toConnectError(rejection).rawMessage).toBe(
+      "paymentservice.v1.PaymentService.RetrievePayment is not implemented: this operation is not available yet",
+    );
   });
 
   it("createMethodImplSpec wraps one method: its kind, the method, the very implementation", () => {

@@ -14,7 +14,18 @@ import type { RouteMatch } from "./router.js";
 const maxBodyBytes = 1024 * 1024;
 
 /** Request headers that describe the REST transfer itself and must not reach the RPC. */
-const transferHeaders = new Set(["content-type", "content-length", "content-encoding", "accept-encoding", "transfer-encoding", "connection", "host", "keep-alive", "te", "upgrade"]);
+const transferHeaders = new Set([
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "accept-encoding",
+  "transfer-encoding",
+  "connection",
+  "host",
+  "keep-alive",
+  "te",
+  "upgrade",
+]);
 
 /** A REST request the port has routed and admitted, with the context values of its call. */
 export interface RestCall {

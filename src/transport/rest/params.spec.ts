@@ -82,15 +82,35 @@ describe("applyQuery on a list request", () => {
     ["a limit with an unencoded plus", "limit=+5", "IR_06", 'Invalid value for field limit: expected an integer, got " 5"'],
     ["an offset that is not a number", "offset=ten", "IR_05", "Invalid value for field offset: expected an integer"],
     ["an offset given twice", "offset=1&offset=2", "IR_05", "Invalid value for field offset: the query parameter is given more than once"],
-    ["a status in upper case", "status=SUCCEEDED", "IR_05", "Invalid value for field status: expected one of requires_payment_method, requires_confirmation"],
+    [
+      "a status in upper case",
+      "status=SUCCEEDED",
+      "IR_05",
+      "Invalid value for field status: expected one of requires_payment_method, requires_confirmation",
+    ],
     ["a status by its proto name", "status=PAYMENT_STATUS_SUCCEEDED", "IR_05", "Invalid value for field status: expected one of"],
     ["a status by its number", "status=6", "IR_05", "Invalid value for field status: expected one of"],
     ["the unspecified status", "status=unspecified", "IR_05", 'got "unspecified"'],
-    ["a status given twice", "status=succeeded&status=failed", "IR_05", "Invalid value for field status: the query parameter is given more than once"],
+    [
+      "a status given twice",
+      "status=succeeded&status=failed",
+      "IR_05",
+      "Invalid value for field status: the query parameter is given more than once",
+    ],
     ["a date without a time", "created_gte=2026-01-31", "IR_05", "Invalid value for field created_gte: expected an ISO 8601 timestamp"],
-    ["a time without a zone", "created_gte=2026-01-31T12:00:00", "IR_05", "Invalid value for field created_gte: expected an ISO 8601 timestamp"],
+    [
+      "a time without a zone",
+      "created_gte=2026-01-31T12:00:00",
+      "IR_05",
+      "Invalid value for field created_gte: expected an ISO 8601 timestamp",
+    ],
     ["an offset zone whose plus was not encoded", "created_gte=2026-01-31T13:00:00+01:00", "IR_05", "Invalid value for field created_gte"],
-    ["a timestamp as epoch seconds", "created_gte=1769860800", "IR_05", "Invalid value for field created_gte: expected an ISO 8601 timestamp"],
+    [
+      "a timestamp as epoch seconds",
+      "created_gte=1769860800",
+      "IR_05",
+      "Invalid value for field created_gte: expected an ISO 8601 timestamp",
+    ],
     ["a parameter the request lacks", "nope=1", "IR_06", "Unknown query parameter: nope"],
     ["a parameter in camelCase", "createdGte=2026-01-31T12:00:00Z", "IR_06", "Unknown query parameter: createdGte"],
     ["a parameter of another request", "merchant_id=mer_1", "IR_06", "Unknown query parameter: merchant_id"],
@@ -106,13 +126,27 @@ describe("applyQuery on a list request", () => {
   });
 
   it("reads the list parameters of another request the same way", () => {
-    expect(fromQuery(ListApiKeysRequestSchema, "merchant_id=mer_1&limit=100")).toEqual(create(ListApiKeysRequestSchema, { merchantId: "mer_1", limit: 100 }));
+    expect(fromQuery(ListApiKeysRequestSchema, "merchant_id=mer_1&limit=100")).toEqual(
+      create(ListApiKeysRequestSchema, { merchantId: "mer_1", limit: 100 }),
+    );
     expect(refusal(() => fromQuery(ListApiKeysRequestSchema, "limit=x"))?.[0]).toBe("IR_06");
   });
 
   it.each([
-    ["a nested field of a message", ConfirmPaymentRequestSchema, "payment_method_data=x", "IR_05", "Invalid value for field payment_method_data: this field cannot be given as a query parameter"],
-    ["a dotted path into a message", ConfirmPaymentRequestSchema, "customer_acceptance.acceptance_type=online", "IR_06", "Unknown query parameter: customer_acceptance.acceptance_type"],
+    [
+      "a nested field of a message",
+      ConfirmPaymentRequestSchema,
+      "payment_method_data=x",
+      "IR_05",
+      "Invalid value for field payment_method_data: this field cannot be given as a query parameter",
+    ],
+    [
+      "a dotted path into a message",
+      ConfirmPaymentRequestSchema,
+      "customer_acceptance.acceptance_type=online",
+      "IR_06",
+      "Unknown query parameter: customer_acceptance.acceptance_type",
+    ],
   ] as const)("refuses %s: a query addresses top-level fields only", (_, schema, query, code, message) => {
     expect(refusal(() => fromQuery(schema, query))).toEqual([code, message]);
   });
@@ -150,7 +184,16 @@ const FiltersSchema: DescMessage = (() => {
     package: "spec",
     syntax: "proto3",
     dependency: ["google/protobuf/timestamp.proto"],
-    enumType: [{ name: "Kind", value: [{ name: "KIND_UNSPECIFIED", number: 0 }, { name: "KIND_SMALL", number: 1 }, { name: "KIND_LARGE", number: 2 }] }],
+    enumType: [
+      {
+        name: "Kind",
+        value: [
+          { name: "KIND_UNSPECIFIED", number: 0 },
+          { name: "KIND_SMALL", number: 1 },
+          { name: "KIND_LARGE", number: 2 },
+        ],
+      },
+    ],
     messageType: [
       { name: "Inner", field: [field("id", 1, Type.STRING)] },
       {
@@ -169,11 +212,15 @@ const FiltersSchema: DescMessage = (() => {
           field("inners", 11, Type.MESSAGE, { ...repeated, typeName: ".spec.Inner" }),
           field("small", 12, Type.UINT32),
         ],
-        nestedType: [{ name: "LabelsEntry", field: [field("key", 1, Type.STRING), field("value", 2, Type.STRING)], options: { mapEntry: true } }],
+        nestedType: [
+          { name: "LabelsEntry", field: [field("key", 1, Type.STRING), field("value", 2, Type.STRING)], options: { mapEntry: true } },
+        ],
       },
     ],
   });
-  const registry = createFileRegistry(file, (name) => (name === "google/protobuf/timestamp.proto" ? file_google_protobuf_timestamp : undefined));
+  const registry = createFileRegistry(file, (name) =>
+    name === "google/protobuf/timestamp.proto" ? file_google_protobuf_timestamp : undefined,
+  );
   return registry.getMessage("spec.Filters")!;
 })();
 
@@ -210,8 +257,18 @@ describe("applyQuery by kind of field", () => {
 
   it.each([
     ["one bad item of a repeated integer", "counts=1&counts=x", "IR_05", 'Invalid value for field counts[1]: expected an integer, got "x"'],
-    ["one bad item of a repeated enum", "kinds=small&kinds=huge", "IR_05", 'Invalid value for field kinds[1]: expected one of small, large, got "huge"'],
-    ["a NUL in a repeated string", "tags=ok&tags=%00", "IR_06", "Invalid value for field tags[1]: text must not contain NUL characters or unpaired UTF-16 surrogates"],
+    [
+      "one bad item of a repeated enum",
+      "kinds=small&kinds=huge",
+      "IR_05",
+      'Invalid value for field kinds[1]: expected one of small, large, got "huge"',
+    ],
+    [
+      "a NUL in a repeated string",
+      "tags=ok&tags=%00",
+      "IR_06",
+      "Invalid value for field tags[1]: text must not contain NUL characters or unpaired UTF-16 surrogates",
+    ],
     ["a bool in upper case", "flag=TRUE", "IR_05", 'Invalid value for field flag: expected true or false, got "TRUE"'],
     ["a bool as a digit", "flag=1", "IR_05", 'Invalid value for field flag: expected true or false, got "1"'],
     ["an empty bool", "flag=", "IR_05", 'Invalid value for field flag: expected true or false, got ""'],
@@ -260,17 +317,27 @@ describe("applyPathVariables", () => {
     ["bytes that are not UTF-8", "%C3%28"],
     ["an encoded surrogate half", "%ED%A0%80"],
   ])("refuses %s (%s) with IR_05 naming the field", (_, raw) => {
-    expect(refusal(() => paymentIdOf(raw))).toEqual(["IR_05", "Invalid value for field payment_id: the path segment is not valid percent-encoding"]);
+    expect(refusal(() => paymentIdOf(raw))).toEqual([
+      "IR_05",
+      "Invalid value for field payment_id: the path segment is not valid percent-encoding",
+    ]);
   });
 
   it("sets each variable to its field, in path order", () => {
     const target = reflect(RetrieveProfileRequestSchema);
-    applyPathVariables(target, [RetrieveProfileRequestSchema.field.merchantId, RetrieveProfileRequestSchema.field.profileId], ["mer_1", "pro%5F2"]);
+    applyPathVariables(
+      target,
+      [RetrieveProfileRequestSchema.field.merchantId, RetrieveProfileRequestSchema.field.profileId],
+      ["mer_1", "pro%5F2"],
+    );
     expect(target.message).toEqual(create(RetrieveProfileRequestSchema, { merchantId: "mer_1", profileId: "pro_2" }));
   });
 
   it("wins over the same field in the body, as the HttpRule specification has it", () => {
-    const target = reflect(ConfirmPaymentRequestSchema, create(ConfirmPaymentRequestSchema, { paymentId: "pay_from_body", returnUrl: "https://example.com" }));
+    const target = reflect(
+      ConfirmPaymentRequestSchema,
+      create(ConfirmPaymentRequestSchema, { paymentId: "pay_from_body", returnUrl: "https://example.com" }),
+    );
     applyPathVariables(target, [ConfirmPaymentRequestSchema.field.paymentId], ["pay_from_path"]);
     expect(target.message).toEqual(create(ConfirmPaymentRequestSchema, { paymentId: "pay_from_path", returnUrl: "https://example.com" }));
   });

@@ -44,8 +44,7 @@ export function applyQuery(target: ReflectMessage, query: URLSearchParams): void
 }
 
 function queryValue(field: DescField, text: string): JsonValue {
-  const scalar =
-    field.fieldKind === "scalar" || (field.fieldKind === "list" && field.listKind === "scalar") ? field.scalar : undefined;
+  const scalar = field.fieldKind === "scalar" || (field.fieldKind === "list" && field.listKind === "scalar") ? field.scalar : undefined;
   if (field.fieldKind === "map" || (field.fieldKind === "message" && field.message.typeName !== "google.protobuf.Timestamp")) {
     throw invalidValue(field, field.name, "this field cannot be given as a query parameter");
   }

@@ -1,11 +1,28 @@
-import { create, createFileRegistry, setExtension, type DescMessage, type DescMethod, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  create,
+  createFileRegistry,
+  setExtension,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  type MessageInitShape,
+} from "@bufbuild/protobuf";
 import { createMethodImplSpec, type MethodImplSpec } from "@connectrpc/connect";
-import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FileDescriptorProtoSchema, MethodOptionsSchema } from "@bufbuild/protobuf/wkt";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+  MethodOptionsSchema,
+} from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { file_google_api_annotations, http } from "../../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../../gen/google/api/http_pb.js";
 import { RetrieveProfileRequestSchema } from "../../../gen/paymentservice/v1/merchant_pb.js";
-import { CreatePaymentRequestSchema, ListPaymentsRequestSchema, RetrievePaymentRequestSchema } from "../../../gen/paymentservice/v1/payment_pb.js";
+import {
+  CreatePaymentRequestSchema,
+  ListPaymentsRequestSchema,
+  RetrievePaymentRequestSchema,
+} from "../../../gen/paymentservice/v1/payment_pb.js";
 import { ApiError, MethodNotAllowedError } from "../../errors.js";
 import { parsePathTemplate, type PathSegment } from "./path-template.js";
 import { RestRouter } from "./router.js";
@@ -38,7 +55,11 @@ describe("parsePathTemplate", () => {
     ["/payments/{payment_id}", RetrievePaymentRequestSchema, ["payments", "{payment_id}"]],
     ["/payments/{payment_id=*}", RetrievePaymentRequestSchema, ["payments", "{payment_id}"]],
     ["/payments/{payment_id}/confirm", RetrievePaymentRequestSchema, ["payments", "{payment_id}", "confirm"]],
-    ["/merchants/{merchant_id}/profiles/{profile_id}", RetrieveProfileRequestSchema, ["merchants", "{merchant_id}", "profiles", "{profile_id}"]],
+    [
+      "/merchants/{merchant_id}/profiles/{profile_id}",
+      RetrieveProfileRequestSchema,
+      ["merchants", "{merchant_id}", "profiles", "{profile_id}"],
+    ],
     ["/v1.2/a-b_c~d", RetrievePaymentRequestSchema, ["v1.2", "a-b_c~d"]],
     // An optional string field may be bound too: presence does not change what the path carries.
     ["/payments/{client_secret}", RetrievePaymentRequestSchema, ["payments", "{client_secret}"]],
@@ -48,7 +69,10 @@ describe("parsePathTemplate", () => {
 
   it("binds each variable to the request field it names", () => {
     const [, merchant, , profile] = parsePathTemplate("/merchants/{merchant_id}/profiles/{profile_id}", RetrieveProfileRequestSchema);
-    expect([merchant, profile]).toEqual([{ variable: RetrieveProfileRequestSchema.field.merchantId }, { variable: RetrieveProfileRequestSchema.field.profileId }]);
+    expect([merchant, profile]).toEqual([
+      { variable: RetrieveProfileRequestSchema.field.merchantId },
+      { variable: RetrieveProfileRequestSchema.field.profileId },
+    ]);
   });
 
   it.each([
@@ -65,7 +89,12 @@ describe("parsePathTemplate", () => {
     ["a nested field path", "/payments/{payment_method_data.card}", CreatePaymentRequestSchema, "unsupported segment"],
     ["an upper-case field name", "/payments/{Payment_id}", RetrievePaymentRequestSchema, "unsupported segment"],
     ["a percent-encoded literal", "/pay%20ments", RetrievePaymentRequestSchema, "unsupported segment"],
-    ["a field the request lacks", "/payments/{customer_id}", RetrievePaymentRequestSchema, "is not a string field of paymentservice.v1.RetrievePaymentRequest"],
+    [
+      "a field the request lacks",
+      "/payments/{customer_id}",
+      RetrievePaymentRequestSchema,
+      "is not a string field of paymentservice.v1.RetrievePaymentRequest",
+    ],
     ["an integer field", "/payments/{limit}", ListPaymentsRequestSchema, "path variable limit of /payments/{limit} is not a string field"],
     ["an enum field", "/payments/{status}", ListPaymentsRequestSchema, "path variable status"],
     ["a message field", "/payments/{created_gte}", ListPaymentsRequestSchema, "path variable created_gte"],
@@ -77,7 +106,12 @@ describe("parsePathTemplate", () => {
 
 /** A proto3 service whose methods M0, M1, … are bound by `rules`, on a request with string fields `id` and `other_id`. */
 function serviceBoundTo(rules: MessageInitShape<typeof HttpRuleSchema>[]): DescService {
-  const stringField = (name: string, number: number) => ({ name, number, type: FieldDescriptorProto_Type.STRING, label: FieldDescriptorProto_Label.OPTIONAL });
+  const stringField = (name: string, number: number) => ({
+    name,
+    number,
+    type: FieldDescriptorProto_Type.STRING,
+    label: FieldDescriptorProto_Label.OPTIONAL,
+  });
   const file = create(FileDescriptorProtoSchema, {
     name: "spec/routes.proto",
     package: "spec",
@@ -101,7 +135,9 @@ function serviceBoundTo(rules: MessageInitShape<typeof HttpRuleSchema>[]): DescS
 
 /** The router of the service bound by `rules`, each method answering an empty message. */
 function routerOf(rules: MessageInitShape<typeof HttpRuleSchema>[]): RestRouter {
-  const specs = serviceBoundTo(rules).methods.map((method: DescMethod) => createMethodImplSpec(method, (() => ({})) as never) as MethodImplSpec);
+  const specs = serviceBoundTo(rules).methods.map(
+    (method: DescMethod) => createMethodImplSpec(method, (() => ({})) as never) as MethodImplSpec,
+  );
   return new RestRouter(specs);
 }
 
@@ -151,7 +187,9 @@ describe("matching paths against templates", () => {
     ["the root", "/"],
     ["no path at all", ""],
   ])("%s (%s) matches nothing: IR_02", (_, path) => {
-    expect(() => router.match("GET", path)).toThrow(expect.objectContaining({ code: "IR_02", message: `Unrecognized request URL: GET ${path}` }));
+    expect(() => router.match("GET", path)).toThrow(
+      expect.objectContaining({ code: "IR_02", message: `Unrecognized request URL: GET ${path}` }),
+    );
   });
 
   it("a path that only another HTTP method has is IR_03, naming the methods it has", () => {

@@ -1,7 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { create, createFileRegistry, setExtension, type DescMethod, type MessageInitShape } from "@bufbuild/protobuf";
 import { createMethodImplSpec, type MethodImplSpec } from "@connectrpc/connect";
-import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FileDescriptorProtoSchema, MethodDescriptorProtoSchema, MethodOptionsSchema } from "@bufbuild/protobuf/wkt";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+  MethodDescriptorProtoSchema,
+  MethodOptionsSchema,
+} from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { file_google_api_annotations, http } from "../../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../../gen/google/api/http_pb.js";
@@ -26,13 +32,27 @@ import { httpRulesOf, pathFieldsOf, RestRouter, type RouteMatch } from "./router
  * variables (or the error) out.
  */
 
-const services = [HealthService, MerchantService, ApiKeyService, CustomerService, PaymentService, RefundService, PayoutService, DisputeService, EventService, SandboxService];
+const services = [
+  HealthService,
+  MerchantService,
+  ApiKeyService,
+  CustomerService,
+  PaymentService,
+  RefundService,
+  PayoutService,
+  DisputeService,
+  EventService,
+  SandboxService,
+];
 const api = new ApiRouter({});
 for (const service of services) api.service(service, {});
 const router = new RestRouter(api.methods);
 
 /** The outcome of routing a request: the RPC and its raw path variables, or the error code. */
-function route(httpMethod: string, path: string): { rpc: string; template: string; variables: string[] } | { code: string; allowed?: string[] } {
+function route(
+  httpMethod: string,
+  path: string,
+): { rpc: string; template: string; variables: string[] } | { code: string; allowed?: string[] } {
   let match: RouteMatch;
   try {
     match = router.match(httpMethod, path);
@@ -40,7 +60,11 @@ function route(httpMethod: string, path: string): { rpc: string; template: strin
     if (error instanceof MethodNotAllowedError) return { code: error.code, allowed: [...error.allowed].sort() };
     return { code: (error as { code: string }).code };
   }
-  return { rpc: `${match.route.method.parent.name}.${match.route.method.name}`, template: match.route.template, variables: match.variables };
+  return {
+    rpc: `${match.route.method.parent.name}.${match.route.method.name}`,
+    template: match.route.template,
+    variables: match.variables,
+  };
 }
 
 /** Every REST route: HTTP method, template, a path of it, the RPC it calls, the path variables. */
@@ -49,8 +73,20 @@ const routes: [string, string, string, string, string[]][] = [
   ["POST", "/merchants", "/merchants", "MerchantService.CreateMerchant", []],
   ["GET", "/merchants/{merchant_id}", "/merchants/mer_1", "MerchantService.RetrieveMerchant", ["mer_1"]],
   ["POST", "/merchants/{merchant_id}/profiles", "/merchants/mer_1/profiles", "MerchantService.CreateProfile", ["mer_1"]],
-  ["GET", "/merchants/{merchant_id}/profiles/{profile_id}", "/merchants/mer_1/profiles/pro_2", "MerchantService.RetrieveProfile", ["mer_1", "pro_2"]],
-  ["POST", "/merchants/{merchant_id}/profiles/{profile_id}", "/merchants/mer_1/profiles/pro_2", "MerchantService.UpdateProfile", ["mer_1", "pro_2"]],
+  [
+    "GET",
+    "/merchants/{merchant_id}/profiles/{profile_id}",
+    "/merchants/mer_1/profiles/pro_2",
+    "MerchantService.RetrieveProfile",
+    ["mer_1", "pro_2"],
+  ],
+  [
+    "POST",
+    "/merchants/{merchant_id}/profiles/{profile_id}",
+    "/merchants/mer_1/profiles/pro_2",
+    "MerchantService.UpdateProfile",
+    ["mer_1", "pro_2"],
+  ],
   ["POST", "/api-keys", "/api-keys", "ApiKeyService.CreateApiKey", []],
   ["GET", "/api-keys/{key_id}", "/api-keys/key_1", "ApiKeyService.RetrieveApiKey", ["key_1"]],
   ["GET", "/api-keys", "/api-keys", "ApiKeyService.ListApiKeys", []],
@@ -110,14 +146,18 @@ describe("RestRouter over the protos", () => {
 
   const repository = new URL("../../../", import.meta.url);
   /** `METHOD /path` as the docs write an operation, with `:name` for an id. */
-  const documented = [...new Set(
-    ["README.md", ...readdirSync(new URL("docs/", repository)).map((file) => `docs/${file}`)]
-      .filter((file) => file.endsWith(".md"))
-      .flatMap((file) => [...readFileSync(new URL(file, repository), "utf8").matchAll(/\b(GET|POST|DELETE|PUT|PATCH) (\/[A-Za-z0-9_:/-]*)/g)])
-      .map(([, httpMethod, path]) => `${httpMethod} ${path}`)
-      // docs/reliability.md quotes `GET //` as a request that once crashed the port, not as an operation.
-      .filter((operation) => !operation.includes("//")),
-  )];
+  const documented = [
+    ...new Set(
+      ["README.md", ...readdirSync(new URL("docs/", repository)).map((file) => `docs/${file}`)]
+        .filter((file) => file.endsWith(".md"))
+        .flatMap((file) => [
+          ...readFileSync(new URL(file, repository), "utf8").matchAll(/\b(GET|POST|DELETE|PUT|PATCH) (\/[A-Za-z0-9_:/-]*)/g),
+        ])
+        .map(([, httpMethod, path]) => `${httpMethod} ${path}`)
+        // docs/reliability.md quotes `GET //` as a request that once crashed the port, not as an operation.
+        .filter((operation) => !operation.includes("//")),
+    ),
+  ];
 
   it("the docs name operations", () => {
     expect(documented.length).toBeGreaterThan(30);
@@ -211,14 +251,25 @@ function methodsBoundTo(rules: MessageInitShape<typeof HttpRuleSchema>[], stream
     package: "spec",
     syntax: "proto3",
     dependency: ["google/api/annotations.proto"],
-    messageType: [{ name: "Req", field: [{ name: "id", number: 1, type: FieldDescriptorProto_Type.STRING, label: FieldDescriptorProto_Label.OPTIONAL }] }],
+    messageType: [
+      {
+        name: "Req",
+        field: [{ name: "id", number: 1, type: FieldDescriptorProto_Type.STRING, label: FieldDescriptorProto_Label.OPTIONAL }],
+      },
+    ],
     service: [
       {
         name: "Bindings",
         method: rules.map((rule, i) => {
           const options = create(MethodOptionsSchema);
           setExtension(options, http, create(HttpRuleSchema, rule));
-          return create(MethodDescriptorProtoSchema, { name: `M${i}`, inputType: ".spec.Req", outputType: ".spec.Req", options, serverStreaming: streaming });
+          return create(MethodDescriptorProtoSchema, {
+            name: `M${i}`,
+            inputType: ".spec.Req",
+            outputType: ".spec.Req",
+            options,
+            serverStreaming: streaming,
+          });
         }),
       },
     ],
@@ -240,19 +291,50 @@ function startUpError(rules: MessageInitShape<typeof HttpRuleSchema>[], streamin
 
 describe("RestRouter refuses at start-up a binding it could not serve", () => {
   it.each([
-    ["a body naming one field", [{ pattern: { case: "post", value: "/a" }, body: "id" }], false, 'only body "*" or no body is supported, got "id"'],
+    [
+      "a body naming one field",
+      [{ pattern: { case: "post", value: "/a" }, body: "id" }],
+      false,
+      'only body "*" or no body is supported, got "id"',
+    ],
     ["a response_body", [{ pattern: { case: "get", value: "/a" }, responseBody: "id" }], false, "response_body is not supported"],
-    ["a custom HTTP method", [{ pattern: { case: "custom", value: { kind: "SEARCH", path: "/a" } } }], false, "unsupported http rule pattern custom"],
-    ["a streaming method", [{ pattern: { case: "get", value: "/a" } }], true, "only unary methods can have REST bindings, not server_streaming"],
-    ["two RPCs on one method and path", [{ pattern: { case: "get", value: "/a/{id}" } }, { pattern: { case: "get", value: "/a/{id=*}" } }], false, "two RPCs are bound to GET /a/{id=*}"],
-    ["an additional binding that is unsupported", [{ pattern: { case: "get", value: "/a" }, additionalBindings: [{ pattern: { case: "get", value: "/a/{id=**}" } }] }], false, "unsupported segment"],
+    [
+      "a custom HTTP method",
+      [{ pattern: { case: "custom", value: { kind: "SEARCH", path: "/a" } } }],
+      false,
+      "unsupported http rule pattern custom",
+    ],
+    [
+      "a streaming method",
+      [{ pattern: { case: "get", value: "/a" } }],
+      true,
+      "only unary methods can have REST bindings, not server_streaming",
+    ],
+    [
+      "two RPCs on one method and path",
+      [{ pattern: { case: "get", value: "/a/{id}" } }, { pattern: { case: "get", value: "/a/{id=*}" } }],
+      false,
+      "two RPCs are bound to GET /a/{id=*}",
+    ],
+    [
+      "an additional binding that is unsupported",
+      [{ pattern: { case: "get", value: "/a" }, additionalBindings: [{ pattern: { case: "get", value: "/a/{id=**}" } }] }],
+      false,
+      "unsupported segment",
+    ],
   ] as const)("%s", (_, rules, streaming, says) => {
     expect(startUpError(rules as unknown as MessageInitShape<typeof HttpRuleSchema>[], streaming)).toContain(says);
   });
 
   it.each([
-    ["one method on two paths", [{ pattern: { case: "get", value: "/a" }, additionalBindings: [{ pattern: { case: "post", value: "/a" }, body: "*" }] }]],
-    ["two methods on one path", [{ pattern: { case: "get", value: "/a/{id}" } }, { pattern: { case: "post", value: "/a/{id}" }, body: "*" }]],
+    [
+      "one method on two paths",
+      [{ pattern: { case: "get", value: "/a" }, additionalBindings: [{ pattern: { case: "post", value: "/a" }, body: "*" }] }],
+    ],
+    [
+      "two methods on one path",
+      [{ pattern: { case: "get", value: "/a/{id}" } }, { pattern: { case: "post", value: "/a/{id}" }, body: "*" }],
+    ],
     ["a method without a binding", [{}]],
   ] as const)("but builds %s", (_, rules) => {
     expect(startUpError(rules as unknown as MessageInitShape<typeof HttpRuleSchema>[])).toBeUndefined();

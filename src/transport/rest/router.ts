@@ -37,9 +37,7 @@ export class RestRouter {
   private readonly routes: RestRoute[];
 
   constructor(methods: readonly MethodImplSpec[]) {
-    this.routes = methods
-      .flatMap((spec) => bindings(spec))
-      .sort((a, b) => b.specificity - a.specificity);
+    this.routes = methods.flatMap((spec) => bindings(spec)).sort((a, b) => b.specificity - a.specificity);
     const seen = new Set<string>();
     for (const route of this.routes) {
       const key = `${route.httpMethod} ${route.segments.map((s) => ("literal" in s ? s.literal : "{}")).join("/")}`;

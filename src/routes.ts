@@ -13,6 +13,7 @@ import { SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { apiKeyService, type ApiKeyDependencies } from "./api-keys/service.js";
 import { customerService, type CustomerDependencies } from "./customers/service.js";
 import { disputeService, type DisputeDependencies } from "./disputes/service.js";
+import { eventService, type EventDependencies } from "./events/service.js";
 import { healthService } from "./health/service.js";
 import { replayable } from "./idempotency/interceptor.js";
 import { merchantService, type MerchantDependencies } from "./merchants/service.js";
@@ -29,6 +30,7 @@ export type ServiceDependencies = MerchantDependencies &
   RefundDependencies &
   PayoutDependencies &
   DisputeDependencies &
+  EventDependencies &
   SandboxDependencies;
 
 /**
@@ -48,7 +50,7 @@ export default function routes(router: ConnectRouter, deps: ServiceDependencies)
   serve(RefundService, refundService(deps));
   serve(PayoutService, payoutService(deps));
   serve(DisputeService, disputeService(deps));
-  serve(EventService, {});
+  serve(EventService, eventService(deps));
   serve(SandboxService, sandboxService(deps));
   return router;
 }

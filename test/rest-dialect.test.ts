@@ -109,7 +109,7 @@ describe("REST→RPC: routing", () => {
 
   it("answers an endpoint that is not built yet with 501 IR_00 in the documented error shape", async () => {
     const { call } = await withMerchant();
-    const res = await call("GET", "/events/list");
+    const res = await call("POST", "/events/evt_any/redeliver");
     expect(res.status).toBe(501);
     expect(res.body).toEqual({ error: { type: "invalid_request", code: "IR_00", message: expect.any(String) } });
   });
@@ -329,7 +329,7 @@ describe("REST→RPC: responses", () => {
     ["malformed field", "POST", "/customers", { email: "x" }, 400, "IR_05"],
     ["bad list limit", "GET", "/customers/list?limit=0", undefined, 400, "IR_06"],
     ["unknown customer", "GET", "/customers/cus_missing", undefined, 404, "HE_02"],
-    ["not built yet", "POST", "/events/list", {}, 501, "IR_00"],
+    ["not built yet", "POST", "/events/evt_any/redeliver", undefined, 501, "IR_00"],
   ])("answers a %s with exactly {error: {type, code, message}}", async (_, method, path, body, status, code) => {
     const { call } = await withMerchant();
     const res = await call(method, path, body);

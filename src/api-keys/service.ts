@@ -138,7 +138,7 @@ export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiK
         .where("k.merchant_id = :merchantId", { merchantId: scope.merchantId })
         .andWhere("k.revoked_at IS NULL");
       if (scope.livemode !== undefined) query.andWhere("k.livemode = :livemode", { livemode: scope.livemode });
-      const [rows, total] = await fetchPage(query, "key_id", page);
+      const [rows, total] = await fetchPage(query, ["created", "key_id"], page);
       return envelope(
         rows.map((row) => toApiKey(row)),
         total,

@@ -137,7 +137,7 @@ export function customerService(deps: CustomerDependencies): ServiceImpl<typeof 
       const page = pageOf(req);
       const query = scopedQuery(dataSource, CustomerRow, "c", caller).andWhere("c.deleted_at IS NULL");
       if (req.email !== undefined) query.andWhere("c.email = :email", { email: req.email });
-      const [rows, total] = await fetchPage(query, "customer_id", page);
+      const [rows, total] = await fetchPage(query, ["created", "customer_id"], page);
       return envelope(rows.map(toCustomer), total, page);
     },
 

@@ -2,23 +2,23 @@ import type { DataSource, EntityTarget, ObjectLiteral, SelectQueryBuilder } from
 import type { Page } from "../validation/list.js";
 
 /**
- * Runs a list query the documented way (decisions §7): the creation window, newest first with ties
- * broken by id so pages never overlap, one page, and the exact number of matches.
+ * Runs a list query the documented way (decisions §7): the creation window, newest first by the
+ * `order` columns (the creation time, then the id so that pages never overlap; or one column that
+ * already orders every row), one page, and the exact number of matches.
  */
 export function fetchPage<Row extends ObjectLiteral>(
   query: SelectQueryBuilder<Row>,
-  idColumn: string,
+  order: readonly string[],
   page: Page,
 ): Promise<[Row[], number]> {
   const alias = query.alias;
   if (page.createdGte) query.andWhere(`${alias}.created >= :createdGte`, { createdGte: page.createdGte });
   if (page.createdLte) query.andWhere(`${alias}.created <= :createdLte`, { createdLte: page.createdLte });
-  return query
-    .orderBy(`${alias}.created`, "DESC")
-    .addOrderBy(`${alias}.${idColumn}`, "DESC")
-    .skip(page.offset)
-    .take(page.limit)
-    .getManyAndCount();
+  for (const [i, column] of order.entries()) {
+    if (i === 0) query.orderBy(`${alias}.${column}`, "DESC");
+    else query.addOrderBy(`${alias}.${column}`, "DESC");
+  }
+  return query.skip(page.offset).take(page.limit).getManyAndCount();
 }
 
 /** A list query over one merchant's objects of one environment, the partition every list starts from. */

@@ -60,7 +60,7 @@ export function disputeService(deps: DisputeDependencies): ServiceImpl<typeof Di
       if (req.paymentId !== undefined) query.andWhere("d.payment_id = :paymentId", { paymentId: req.paymentId });
       const status = sentWord(DisputeStatusSchema, req.status);
       if (status !== undefined) query.andWhere("d.status = :status", { status });
-      const [rows, total] = await fetchPage(query, "dispute_id", page);
+      const [rows, total] = await fetchPage(query, ["created", "dispute_id"], page);
       return envelope(rows.map(toDispute), total, page);
     },
 

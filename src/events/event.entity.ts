@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from "typeorm";
+import { bigintColumn } from "../db/bigint.js";
 
 /** A status change of an object, written in the same transaction as the change itself. */
 @Entity({ name: "events" })
@@ -25,4 +26,16 @@ export class EventRow {
 
   @Column({ name: "created", type: "timestamptz" })
   created!: Date;
+
+  /** Where the event stands in the total order of events, assigned by the database as it is written. */
+  @Column({
+    name: "seq",
+    type: "bigint",
+    generated: "identity",
+    generatedIdentity: "ALWAYS",
+    insert: false,
+    update: false,
+    transformer: bigintColumn,
+  })
+  seq!: bigint;
 }

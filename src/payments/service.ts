@@ -314,7 +314,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
       const method = sentWord(PaymentMethodSchema, req.paymentMethod);
       if (method !== undefined) query.andWhere("p.payment_method = :method", { method });
-      const [rows, total] = await fetchPage(query, "payment_id", page);
+      const [rows, total] = await fetchPage(query, ["created", "payment_id"], page);
       return envelope(rows.map(toPayment), total, page);
     },
   };

@@ -193,7 +193,7 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
       const payoutType = sentWord(PayoutTypeSchema, req.payoutType);
       if (payoutType !== undefined) query.andWhere("p.payout_type = :payoutType", { payoutType });
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
-      const [rows, total] = await fetchPage(query, "payout_id", page);
+      const [rows, total] = await fetchPage(query, ["created", "payout_id"], page);
       return envelope(rows.map(toPayout), total, page);
     },
   };

@@ -147,7 +147,7 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
       if (req.paymentId !== undefined) query.andWhere("r.payment_id = :paymentId", { paymentId: req.paymentId });
       const status = sentWord(RefundStatusSchema, req.status);
       if (status !== undefined) query.andWhere("r.status = :status", { status });
-      const [rows, total] = await fetchPage(query, "refund_id", page);
+      const [rows, total] = await fetchPage(query, ["created", "refund_id"], page);
       return envelope(rows.map(toRefund), total, page);
     },
   };

@@ -7,6 +7,7 @@ import { Payouts1764300000000 } from "./1764300000000-payouts.js";
 import { Idempotency1764400000000 } from "./1764400000000-idempotency.js";
 import { ApiKeyChanges1764500000000 } from "./1764500000000-api-key-changes.js";
 import { OperationClaims1764600000000 } from "./1764600000000-operation-claims.js";
+import { EventOrder1764700000000 } from "./1764700000000-event-order.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   Idempotency1764400000000,
   ApiKeyChanges1764500000000,
   OperationClaims1764600000000,
+  EventOrder1764700000000,
 ];

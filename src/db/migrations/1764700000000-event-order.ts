@@ -1,0 +1,22 @@
+import type { MigrationInterface, QueryRunner } from "typeorm";
+
+/**
+ * A total order of events (docs/events.md): `seq` is assigned as each event is written, so events
+ * written in one instant (an instant refund's pending and succeeded) still list in the order they
+ * happened, and pages never skip or repeat one. Lists read it newest first.
+ */
+export class EventOrder1764700000000 implements MigrationInterface {
+  name = "EventOrder1764700000000";
+
+  async up(runner: QueryRunner): Promise<void> {
+    await runner.query(`ALTER TABLE events ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY`);
+    await runner.query(`DROP INDEX events_list`);
+    await runner.query(`CREATE INDEX events_list ON events (merchant_id, livemode, seq DESC)`);
+  }
+
+  async down(runner: QueryRunner): Promise<void> {
+    await runner.query(`DROP INDEX events_list`);
+    await runner.query(`CREATE INDEX events_list ON events (merchant_id, livemode, created DESC, event_id DESC)`);
+    await runner.query(`ALTER TABLE events DROP COLUMN seq`);
+  }
+}

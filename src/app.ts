@@ -28,6 +28,7 @@ import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
 import { MemoryCounter } from "./rate-limits/counter.js";
 import { createIdempotencyInterceptor, type IdempotencyDependencies } from "./idempotency/interceptor.js";
+import { eventReapIntervalMs, reapOldEvents } from "./events/retention.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
@@ -65,6 +66,8 @@ export interface App {
   readonly processors: ProcessorRegistry;
   /** How long a scheduled refund waits for the settlement run. */
   readonly scheduledRefundDelayMs: number;
+  /** How long events are kept. */
+  readonly eventRetentionMs: number;
   /** The embedded database, when DATABASE_URL is unset. */
   readonly embedded: EmbeddedDatabase | undefined;
   /** Base of URLs handed to browsers: PUBLIC_BASE_URL, or this instance's own port on localhost. */
@@ -125,6 +128,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       dataCipher: new DataCipher(dataKey),
       processors: new ProcessorRegistry(new SandboxProcessor(), sandboxPayoutRails(dataSource)),
       scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,
+      eventRetentionMs: config.eventRetentionDays * 86_400_000,
       embedded,
       publicBaseUrl,
       jobs,
@@ -164,13 +168,16 @@ export function apiInterceptors(deps: IdempotencyDependencies): Interceptor[] {
 /** Registers every resource's job handlers and the upkeep with a job runner. Shared with in-process tests. */
 export function registerJobs(
   runner: JobRunner,
-  deps: PaymentJobDependencies & RefundJobDependencies & PayoutJobDependencies & { readonly clock: Clock },
+  deps: PaymentJobDependencies &
+    RefundJobDependencies &
+    PayoutJobDependencies & { readonly clock: Clock; readonly eventRetentionMs: number },
 ): void {
   runner.register(paymentJobHandlers(deps));
   runner.register(refundJobHandlers(deps));
   runner.register(disputeJobHandlers(deps));
   runner.register(payoutJobHandlers(deps));
   runner.every(60_000, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
+  runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 
 /**

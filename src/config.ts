@@ -22,6 +22,8 @@ export interface Config {
   readonly sandboxTestClock: boolean;
   /** How long a scheduled refund waits for its settlement run. */
   readonly scheduledRefundDelaySeconds: number;
+  /** How long events are kept (at least 30 days) before the job runner removes them. */
+  readonly eventRetentionDays: number;
 }
 
 /** Reads the configuration, failing with a message that names the variable when a value is unusable. */
@@ -42,6 +44,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobPollMs: integer(env, "JOB_POLL_MS", 1000, 10, 3_600_000),
     sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
     scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
+    eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
   };
 }
 

@@ -3,7 +3,8 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
 /**
  * A total order of events (docs/events.md): `seq` is assigned as each event is written, so events
  * written in one instant (an instant refund's pending and succeeded) still list in the order they
- * happened, and pages never skip or repeat one. Lists read it newest first.
+ * happened, and pages never skip or repeat one. Lists read it newest first. Old events are removed
+ * by age (src/events/retention.ts).
  */
 export class EventOrder1764700000000 implements MigrationInterface {
   name = "EventOrder1764700000000";
@@ -12,9 +13,12 @@ export class EventOrder1764700000000 implements MigrationInterface {
     await runner.query(`ALTER TABLE events ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY`);
     await runner.query(`DROP INDEX events_list`);
     await runner.query(`CREATE INDEX events_list ON events (merchant_id, livemode, seq DESC)`);
+    // The retention reaper finds old events by their age.
+    await runner.query(`CREATE INDEX events_created ON events (created)`);
   }
 
   async down(runner: QueryRunner): Promise<void> {
+    await runner.query(`DROP INDEX events_created`);
     await runner.query(`DROP INDEX events_list`);
     await runner.query(`CREATE INDEX events_list ON events (merchant_id, livemode, created DESC, event_id DESC)`);
     await runner.query(`ALTER TABLE events DROP COLUMN seq`);

@@ -8,6 +8,7 @@ import type { RestResponse } from "./clients.js";
  * src/ so that a wrong catalogue entry fails the tests.
  */
 export const documentedErrorType = {
+  IR_00: "invalid_request",
   IR_01: "authentication_error",
   IR_02: "invalid_request",
   IR_03: "invalid_request",

@@ -4,7 +4,8 @@ import type { TestMerchant } from "./merchant.js";
 import type { TestService } from "./service.js";
 
 /*
- * The events the service stored, read from its database: there is no events API yet.
+ * The events the service stored, read from its database, so a suite can check what a change wrote
+ * without going through the events API (test/events.test.ts covers that API itself).
  */
 
 /** One stored event: its type and the object as the event carries it. */

@@ -760,7 +760,7 @@ describe.skipIf(!onPostgres)(
         disputes.map((d, i) =>
           Promise.all([
             call(instance(i), merchant, "POST", `/disputes/${d.dispute_id}/accept`),
-            call(instance(i + 1), merchant, "POST", "/refunds", { payment_id: d.payment_id }),
+            call(instance(i + 1), merchant, "POST", "/refunds", { payment_id: d.payment_id! }),
           ]),
         ),
       );
@@ -783,7 +783,7 @@ describe.skipIf(!onPostgres)(
         disputes.map((d, i) =>
           Promise.all([
             call(instance(i), merchant, "POST", `/sandbox/disputes/${d.dispute_id}/resolve`, { outcome: "won" }),
-            call(instance(i + 1), merchant, "POST", "/refunds", { payment_id: d.payment_id }),
+            call(instance(i + 1), merchant, "POST", "/refunds", { payment_id: d.payment_id! }),
           ]),
         ),
       );

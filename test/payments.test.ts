@@ -792,7 +792,7 @@ describe.each(protocols)("payments over %s", (protocol) => {
       await expectError(publishable.confirm(id, { client_secret: "pay_x_secret_wrong", payment_method_data: card(visa) }), "IR_22");
       expect(await api.retrieve(id)).toEqual(payment);
 
-      const confirmed = await publishable.confirm(id, { client_secret: payment.client_secret, payment_method_data: card(visa) });
+      const confirmed = await publishable.confirm(id, { client_secret: payment.client_secret!, payment_method_data: card(visa) });
       expect(confirmed).toMatchObject({ payment_id: id, status: "succeeded", amount_received: 100 });
       expect(await api.retrieve(id)).toEqual(confirmed);
     });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DescMessage } from "@bufbuild/protobuf";
-import type { DataSource, EntityManager } from "typeorm";
+import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
 import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
 import { randomBase62 } from "../ids.js";
@@ -39,22 +39,36 @@ function isClaimed(row: ClaimableRow, now: Date): boolean {
   return row.claimToken !== null && row.claimedUntil !== null && row.claimedUntil > now;
 }
 
-/** The SQL condition on an object's key columns, with its parameters from `firstParam` on. */
-function keyCondition<Row extends ClaimableRow>(
-  em: EntityManager,
-  resource: Resource<Row, DescMessage>,
-  scope: Scope,
-  id: string,
-  firstParam: number,
-) {
-  const metadata = em.connection.getMetadata(resource.entity);
-  const key = { merchantId: scope.merchantId, livemode: scope.livemode, [resource.idProperty]: id } as Record<string, unknown>;
-  const columns = Object.keys(key).map((property) => metadata.findColumnWithPropertyName(property)!);
-  return {
-    metadata,
-    sql: columns.map((column, i) => `"${column.databaseName}" = $${firstParam + i}`).join(" AND "),
-    params: columns.map((column) => key[column.propertyName]),
-  };
+/** A resource's claim statements, keyed by merchant, environment and id ($1, $2, $3). */
+interface ClaimStatements {
+  readonly metadata: EntityMetadata;
+  /** Claims the object when no live claim holds it: $4 token, $5 until, $6 now; returns the row. */
+  readonly claim: string;
+  readonly exists: string;
+  /** Ends the claim of token $4. */
+  readonly release: string;
+}
+
+const statements = new WeakMap<object, ClaimStatements>();
+
+/** The claim statements of a resource, built once: claiming is on the path of every confirm and capture. */
+function statementsOf<Row extends ClaimableRow>(dataSource: DataSource, resource: Resource<Row, DescMessage>): ClaimStatements {
+  let built = statements.get(resource);
+  if (built === undefined) {
+    const metadata = dataSource.getMetadata(resource.entity);
+    const key = ["merchantId", "livemode", resource.idProperty]
+      .map((property, i) => `"${metadata.findColumnWithPropertyName(property)!.databaseName}" = $${i + 1}`)
+      .join(" AND ");
+    const table = `"${metadata.tableName}"`;
+    built = {
+      metadata,
+      claim: `UPDATE ${table} SET claim_token = $4, claimed_until = $5 WHERE ${key} AND (claim_token IS NULL OR claimed_until <= $6) RETURNING *`,
+      exists: `SELECT 1 FROM ${table} WHERE ${key}`,
+      release: `UPDATE ${table} SET claim_token = NULL, claimed_until = NULL WHERE ${key} AND claim_token = $4`,
+    };
+    statements.set(resource, built);
+  }
+  return built;
 }
 
 /**
@@ -112,18 +126,18 @@ export async function claimObject<Row extends ClaimableRow>(
   signal?: AbortSignal,
 ): Promise<Claimed<Row> | undefined> {
   const token = randomBase62(24);
+  const sql = statementsOf(dataSource, resource);
   const claimed = await waitingForClaims(async () => {
     const now = clock.now();
-    const key = keyCondition(dataSource.manager, resource, scope, id, 4);
-    const [raw] = await preparedQuery<Record<string, unknown>>(
-      dataSource,
-      `UPDATE "${key.metadata.tableName}" SET claim_token = $1, claimed_until = $2
-        WHERE ${key.sql} AND (claim_token IS NULL OR claimed_until <= $3) RETURNING *`,
-      [token, new Date(now.getTime() + claimLeaseMs), now, ...key.params],
-    );
-    if (raw !== undefined) return rowFromDatabase<Row>(key.metadata, raw);
-    const lookup = keyCondition(dataSource.manager, resource, scope, id, 1);
-    const exists = (await dataSource.query(`SELECT 1 FROM "${lookup.metadata.tableName}" WHERE ${lookup.sql}`, lookup.params)) as unknown[];
+    const key = [scope.merchantId, scope.livemode, id];
+    const [raw] = await preparedQuery<Record<string, unknown>>(dataSource, sql.claim, [
+      ...key,
+      token,
+      new Date(now.getTime() + claimLeaseMs),
+      now,
+    ]);
+    if (raw !== undefined) return rowFromDatabase<Row>(sql.metadata, raw);
+    const exists = (await dataSource.query(sql.exists, key)) as unknown[];
     if (exists.length === 0) throw notFound(resource.label, id);
     throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
   }, signal);
@@ -145,11 +159,12 @@ export async function releaseClaim<Row extends ClaimableRow>(
   resource: Resource<Row, DescMessage>,
   claim: Claimed<Row>,
 ): Promise<void> {
-  const key = keyCondition(dataSource.manager, resource, claim.row, idOf(resource, claim.row), 2);
-  await dataSource.query(
-    `UPDATE "${key.metadata.tableName}" SET claim_token = NULL, claimed_until = NULL WHERE ${key.sql} AND claim_token = $1`,
-    [claim.token, ...key.params],
-  );
+  await dataSource.query(statementsOf(dataSource, resource).release, [
+    claim.row.merchantId,
+    claim.row.livemode,
+    idOf(resource, claim.row),
+    claim.token,
+  ]);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Clock } from "../clock.js";
 import { preconditionFailed } from "../errors.js";
 import { newId } from "../ids.js";
 import { jobKinds } from "../jobs/kinds.js";
+import { jobFor } from "../jobs/runner.js";
 import type { PaymentRow } from "../payments/payment.entity.js";
 import { paymentStates } from "../payments/states.js";
 import { DisputeRow } from "./dispute.entity.js";
@@ -39,8 +40,6 @@ export async function openDispute(em: EntityManager, clock: Clock, payment: Paym
     created: now,
     updated: now,
   } satisfies DisputeRow);
-  await writeNewDispute(em, clock, row, [
-    { kind: jobKinds.expireDispute, merchantId: row.merchantId, livemode: row.livemode, objectId: row.disputeId, runAt: row.evidenceDueBy },
-  ]);
+  await writeNewDispute(em, clock, row, [jobFor(jobKinds.expireDispute, row, row.disputeId, row.evidenceDueBy)]);
   return row;
 }

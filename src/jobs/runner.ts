@@ -28,6 +28,16 @@ export interface NewJob {
   readonly runAt: Date;
 }
 
+/** The job of `kind` about the object `objectId` of `owner`'s merchant and environment, due at `runAt`. */
+export function jobFor(
+  kind: JobKind,
+  owner: { readonly merchantId: string; readonly livemode: boolean },
+  objectId: string,
+  runAt: Date,
+): NewJob {
+  return { kind, merchantId: owner.merchantId, livemode: owner.livemode, objectId, runAt };
+}
+
 /** What a service needs of the job runner: to run at once a job its call made due now. */
 export interface JobWaker {
   wake(): void;

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.js";
 import { randomBase62 } from "../ids.js";
-import { jobKinds, type JobKind } from "../jobs/kinds.js";
-import type { NewJob } from "../jobs/runner.js";
+import { jobKinds } from "../jobs/kinds.js";
+import { jobFor, type NewJob } from "../jobs/runner.js";
 import { cardView } from "../processors/card.js";
 import type { AuthorizeResult, CardDetails, Processor } from "../processors/processor.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
@@ -132,13 +132,6 @@ function applyAuthorization(
   row.nextAction = null;
   row.authenticationToken = null;
   row.modifiedAt = now;
-  const job = (kind: JobKind, runAt: Date): NewJob => ({
-    kind,
-    merchantId: row.merchantId,
-    livemode: row.livemode,
-    objectId: row.paymentId,
-    runAt,
-  });
   switch (result.status) {
     case "captured":
       paymentStates.move(row, operation, "succeeded");
@@ -148,8 +141,9 @@ function applyAuthorization(
     case "authorized": {
       paymentStates.move(row, operation, "requires_capture");
       row.amountCapturable = row.amount;
-      const jobs = [job(jobKinds.expireAuthorization, new Date(now.getTime() + authorizationValidityMs))];
-      if (row.captureMethod === "scheduled" && row.captureOn !== null) jobs.push(job(jobKinds.capturePayment, row.captureOn));
+      const jobs = [jobFor(jobKinds.expireAuthorization, row, row.paymentId, new Date(now.getTime() + authorizationValidityMs))];
+      if (row.captureMethod === "scheduled" && row.captureOn !== null)
+        jobs.push(jobFor(jobKinds.capturePayment, row, row.paymentId, row.captureOn));
       return jobs;
     }
     case "requires_authentication":
@@ -171,7 +165,7 @@ function applyAuthorization(
  * 4000000000000259): a job, due at once, opens it as the network's report would.
  */
 function reportedDisputeJob(row: PaymentRow, now: Date): NewJob {
-  return { kind: jobKinds.openReportedDispute, merchantId: row.merchantId, livemode: row.livemode, objectId: row.paymentId, runAt: now };
+  return jobFor(jobKinds.openReportedDispute, row, row.paymentId, now);
 }
 
 /** Whether the processor should capture at once: automatic capture, or a scheduled capture whose time has come. */

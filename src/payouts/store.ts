@@ -3,7 +3,7 @@ import { PayoutSchema } from "../../gen/paymentservice/v1/payout_pb.js";
 import type { Clock } from "../clock.js";
 import { jobKinds } from "../jobs/kinds.js";
 import { lockObject, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
-import type { NewJob } from "../jobs/runner.js";
+import { jobFor, type NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
 import { PayoutRow, type PayoutStatusWord } from "./payout.entity.js";
 import { payoutStates } from "./states.js";
@@ -24,7 +24,7 @@ export const payoutResource: Resource<PayoutRow, typeof PayoutSchema> = {
 
 /** The job that sends a payout now. */
 export function sendJobOf(row: PayoutRow, now: Date): NewJob {
-  return { kind: jobKinds.sendPayout, merchantId: row.merchantId, livemode: row.livemode, objectId: row.payoutId, runAt: now };
+  return jobFor(jobKinds.sendPayout, row, row.payoutId, now);
 }
 
 /** Loads a payout and locks its row for the transaction (fulfill vs cancel, sending vs cancel, …). */

@@ -18,7 +18,7 @@ import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
 import { findObject } from "../db/resource.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { jobKinds } from "../jobs/kinds.js";
-import type { JobWaker } from "../jobs/runner.js";
+import { jobFor, type JobWaker } from "../jobs/runner.js";
 import { paymentStates } from "../payments/states.js";
 import { paymentResource } from "../payments/store.js";
 import { envelope, pageOf } from "../validation/list.js";
@@ -87,13 +87,7 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
           } satisfies RefundRow);
           const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
           await writeNewRefund(em, clock, refund, [
-            {
-              kind: jobKinds.processRefund,
-              merchantId: refund.merchantId,
-              livemode: refund.livemode,
-              objectId: refund.refundId,
-              runAt: new Date(now.getTime() + delayMs),
-            },
+            jobFor(jobKinds.processRefund, refund, refund.refundId, new Date(now.getTime() + delayMs)),
           ]);
           return toRefund(refund);
         });

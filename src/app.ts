@@ -15,6 +15,7 @@ import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
+import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/transitions.js";
 import { paymentJobHandlers, type PaymentJobDependencies } from "./payments/jobs.js";
@@ -74,6 +75,8 @@ export interface App {
   readonly publicBaseUrl: string;
   /** This instance's job runner; serve() registers the handlers and starts it. */
   readonly jobs: JobRunner;
+  /** Sends events to webhook_urls; serve() starts it. */
+  readonly webhooks: WebhookDispatcher;
   /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
   readonly testClock: SandboxTestClock | undefined;
   /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
@@ -115,6 +118,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     const clock = injected ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
     const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
+    const webhooks = new WebhookDispatcher(dataSource, clock, {}, () => testClock?.refresh());
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter = config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter);
     return {
@@ -132,6 +136,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       embedded,
       publicBaseUrl,
       jobs,
+      webhooks,
       testClock,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
     };
@@ -215,10 +220,12 @@ export async function serve(opened: App): Promise<RunningService> {
 
   registerJobs(app.jobs, app);
   app.jobs.start();
+  app.webhooks.start();
   return {
     app,
     url: `http://127.0.0.1:${port}`,
     async close() {
+      await app.webhooks.stop();
       await app.jobs.stop();
       await listener.close();
     },

@@ -2,6 +2,7 @@ import { ApiKeyRow } from "../api-keys/api-key.entity.js";
 import { CustomerRow } from "../customers/customer.entity.js";
 import { DisputeRow } from "../disputes/dispute.entity.js";
 import { EventRow } from "../events/event.entity.js";
+import { DeliveryRow } from "../webhooks/delivery.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import { MerchantRow } from "../merchants/merchant.entity.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
@@ -10,4 +11,16 @@ import { PayoutRow } from "../payouts/payout.entity.js";
 import { RefundRow } from "../refunds/refund.entity.js";
 
 /** Every entity the data source maps; each lives in the folder of its resource. */
-export const entities = [MerchantRow, ProfileRow, ApiKeyRow, CustomerRow, PaymentRow, RefundRow, PayoutRow, DisputeRow, EventRow, JobRow];
+export const entities = [
+  MerchantRow,
+  ProfileRow,
+  ApiKeyRow,
+  CustomerRow,
+  PaymentRow,
+  RefundRow,
+  PayoutRow,
+  DisputeRow,
+  EventRow,
+  DeliveryRow,
+  JobRow,
+];

@@ -3,10 +3,12 @@ import type { Clock } from "../clock.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
+import { deliveriesOf, eventsReturning } from "../webhooks/schedule.js";
 import type { Statement } from "./statement.js";
 
 /**
- * Adds what must commit with a change — the event of the status it entered and the jobs it needs —
+ * Adds what must commit with a change — the event of the status it entered, its webhook delivery and
+ * the jobs it needs —
  * to the change's statement, written only if the change (the CTE named `after`) wrote its row.
  */
 export function addFollowUps(
@@ -16,7 +18,10 @@ export function addFollowUps(
   followUps: { event?: EventRow; jobs: readonly NewJob[] },
   after: string,
 ): void {
-  if (followUps.event !== undefined) statement.insert("event", em.connection.getMetadata(EventRow), followUps.event, after);
+  if (followUps.event !== undefined) {
+    statement.insert("event", em.connection.getMetadata(EventRow), followUps.event, after, eventsReturning);
+    statement.raw("delivery", deliveriesOf("event"));
+  }
   for (const [i, job] of followUps.jobs.entries()) {
     statement.insert(`job${i}`, em.connection.getMetadata(JobRow), jobRowOf(job, clock), after);
   }

@@ -20,6 +20,8 @@ export interface Scope {
 export interface StatusRow {
   merchantId: string;
   livemode: boolean;
+  /** The business profile whose webhook_url receives the object's events. */
+  profileId: string;
   status: string;
 }
 
@@ -90,6 +92,7 @@ export function eventOf<Row extends StatusRow, Desc extends DescMessage>(resourc
       livemode: row.livemode,
       resource: resource.name,
       objectId: idOf(resource, row),
+      profileId: row.profileId,
       status: row.status,
       schema: resource.schema,
       view: resource.view(row),

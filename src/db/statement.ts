@@ -60,10 +60,13 @@ export class Statement {
     return { columns: names, values: columns.map((c, i) => this.param(columnValue(c, entity), types[i]!)).join(", ") };
   }
 
-  /** Adds `name AS (INSERT … SELECT … FROM after RETURNING 1)`: the row is written only if the CTE `after` wrote one. */
-  insert(name: string, metadata: EntityMetadata, entity: object, after: string): this {
+  /**
+   * Adds `name AS (INSERT … SELECT … FROM after RETURNING returning)`: the row is written only if the
+   * CTE `after` wrote one; a later CTE may read the `returning` columns of what it wrote.
+   */
+  insert(name: string, metadata: EntityMetadata, entity: object, after: string, returning = "1"): this {
     const { columns, values } = this.rowOf(metadata, entity);
-    this.parts.push(`${name} AS (INSERT INTO "${metadata.tableName}" (${columns}) SELECT ${values} FROM ${after} RETURNING 1)`);
+    this.parts.push(`${name} AS (INSERT INTO "${metadata.tableName}" (${columns}) SELECT ${values} FROM ${after} RETURNING ${returning})`);
     return this;
   }
 

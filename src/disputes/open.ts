@@ -30,6 +30,7 @@ export async function openDispute(em: EntityManager, clock: Clock, payment: Paym
     livemode: payment.livemode,
     disputeId: newId("dis"),
     paymentId: payment.paymentId,
+    profileId: payment.profileId,
     status: "opened",
     amount: payment.amountReceived ?? payment.amount,
     currency: payment.currency,

@@ -20,6 +20,10 @@ export class EventRow {
   @Column({ name: "object_id", type: "varchar", length: 64 })
   objectId!: string;
 
+  /** The business profile whose webhook_url receives the event; none on events written before webhooks. */
+  @Column({ name: "profile_id", type: "varchar", length: 64, nullable: true })
+  profileId!: string | null;
+
   /** `{object: …}`: the object as its retrieve call returns it (REST shape) at that moment. */
   @Column({ name: "data", type: "jsonb" })
   data!: { object: unknown };

@@ -11,6 +11,7 @@ export interface EventSubject<Desc extends DescMessage> {
   /** Resource name used in the event type, e.g. "payment". */
   readonly resource: string;
   readonly objectId: string;
+  readonly profileId: string;
   readonly status: string;
   readonly schema: Desc;
   readonly view: MessageInitShape<Desc>;
@@ -27,6 +28,7 @@ export function newEvent<Desc extends DescMessage>(subject: EventSubject<Desc>, 
     livemode: subject.livemode,
     type: `${subject.resource}.${subject.status}`,
     objectId: subject.objectId,
+    profileId: subject.profileId,
     data: { object: writeMessage(create(subject.schema, subject.view), subject.schema) },
     created: clock.now(),
   });

@@ -1,14 +1,46 @@
-import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { EventSchema } from "../../gen/paymentservice/v1/event_pb.js";
+import { DeliveryStatus, type EventDeliverySchema, EventSchema } from "../../gen/paymentservice/v1/event_pb.js";
+import { writeMessage } from "../rest-json/codec.js";
+import type { DeliveryRow } from "../webhooks/delivery.entity.js";
 import type { EventRow } from "./event.entity.js";
 
-/** The API view of an event: its object exactly as it was written then, never as it is now. */
-export function toEvent(row: EventRow): MessageInitShape<typeof EventSchema> {
+const deliveryStatuses = {
+  pending: DeliveryStatus.PENDING,
+  delivered: DeliveryStatus.DELIVERED,
+  failed: DeliveryStatus.FAILED,
+} as const;
+
+/** The delivery state an event shows; an event without a delivery had no webhook_url to go to. */
+function toDelivery(row: DeliveryRow | undefined): MessageInitShape<typeof EventDeliverySchema> {
+  if (row === undefined) return { status: DeliveryStatus.NO_WEBHOOK_URL, attempts: 0 };
+  return {
+    status: deliveryStatuses[row.status],
+    attempts: row.attempts,
+    lastResponseStatus: row.lastResponseStatus ?? undefined,
+    lastError: row.lastError ?? undefined,
+    lastAttemptAt: row.lastAttemptAt === null ? undefined : timestampFromDate(row.lastAttemptAt),
+    nextAttemptAt: row.nextAttemptAt === null ? undefined : timestampFromDate(row.nextAttemptAt),
+  };
+}
+
+/** The API view of an event: its object exactly as it was written then, never as it is now, and how its delivery stands. */
+export function toEvent(row: EventRow, delivery: DeliveryRow | undefined): MessageInitShape<typeof EventSchema> {
+  return { ...payloadOf(row), delivery: toDelivery(delivery) };
+}
+
+function payloadOf(row: Pick<EventRow, "eventId" | "type" | "created" | "data">) {
   return {
     eventId: row.eventId,
     type: row.type,
     created: timestampFromDate(row.created),
     data: { object: row.data.object as JsonObject },
   };
+}
+
+/** The body of the event's webhook: the event in the REST shape, without the delivery state (it is the delivery). */
+export function webhookBodyOf(row: Pick<EventRow, "eventId" | "type" | "created" | "data">): string {
+  const json = writeMessage(create(EventSchema, payloadOf(row)), EventSchema);
+  delete json.delivery;
+  return JSON.stringify(json);
 }

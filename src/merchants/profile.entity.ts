@@ -21,6 +21,13 @@ export class ProfileRow {
   @Column({ name: "webhook_secret", type: "text" })
   webhookSecret!: string;
 
+  /** The secret a rotation replaced: deliveries are signed with it too until `previousWebhookSecretUntil`. */
+  @Column({ name: "previous_webhook_secret", type: "text", nullable: true })
+  previousWebhookSecret!: string | null;
+
+  @Column({ name: "previous_webhook_secret_until", type: "timestamptz", nullable: true })
+  previousWebhookSecretUntil!: Date | null;
+
   @Column({ name: "created", type: "timestamptz" })
   created!: Date;
 }

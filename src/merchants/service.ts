@@ -5,9 +5,11 @@ import type { DataSource, EntityManager } from "typeorm";
 import type { MerchantSchema, MerchantService, ProfileSchema } from "../../gen/paymentservice/v1/merchant_pb.js";
 import type { Clock } from "../clock.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
-import { notFound } from "../errors.js";
-import { newId, randomBase62 } from "../ids.js";
+import { invalidField, notFound } from "../errors.js";
+import { newId } from "../ids.js";
 import { change, text, url } from "../validation/fields.js";
+import { newWebhookSecret } from "../webhooks/signature.js";
+import { refusalOfSavedUrl } from "../webhooks/target.js";
 import { MerchantRow } from "./merchant.entity.js";
 import { ProfileRow } from "./profile.entity.js";
 
@@ -42,7 +44,9 @@ function newProfile(
     profileName: fields.profileName ?? null,
     returnUrl: fields.returnUrl ?? null,
     webhookUrl: fields.webhookUrl ?? null,
-    webhookSecret: `whsec_${randomBase62(32)}`,
+    webhookSecret: newWebhookSecret(),
+    previousWebhookSecret: null,
+    previousWebhookSecretUntil: null,
     created,
   });
 }
@@ -67,10 +71,21 @@ export function toProfile(row: ProfileRow): MessageInitShape<typeof ProfileSchem
     webhookUrl: row.webhookUrl ?? undefined,
     webhookSecret: row.webhookSecret,
     created: timestampFromDate(row.created),
+    previousWebhookSecretExpiresAt: row.previousWebhookSecretUntil === null ? undefined : timestampFromDate(row.previousWebhookSecretUntil),
   };
 }
 
-/** Operator API for merchants and business profiles (decisions §2). */
+/** How long a rotated-out webhook secret still signs deliveries, so receivers can switch without losing any (as Stripe does). */
+const rotationOverlapMs = 24 * 3_600_000;
+
+/** A webhook_url as saved: an http(s) URL that never reaches a link-local or metadata address. */
+async function webhookUrl(value: string): Promise<string> {
+  const checked = url("webhook_url", value)!;
+  const refusal = await refusalOfSavedUrl(checked);
+  if (refusal !== undefined) throw invalidField("webhook_url", refusal);
+  return checked;
+}
+
 /** What the merchants API needs: the database and time. */
 export interface MerchantDependencies {
   readonly dataSource: DataSource;
@@ -78,6 +93,7 @@ export interface MerchantDependencies {
   readonly units: UnitOfWork;
 }
 
+/** Operator API for merchants and business profiles (decisions §2). */
 export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof MerchantService> {
   const { dataSource, clock, units } = deps;
 
@@ -107,7 +123,7 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
       const fields = {
         profileName: text("profile_name", req.profileName, 200),
         returnUrl: url("return_url", req.returnUrl),
-        webhookUrl: url("webhook_url", req.webhookUrl),
+        webhookUrl: req.webhookUrl === undefined ? undefined : await webhookUrl(req.webhookUrl),
       };
       await loadMerchant(req.merchantId);
       const profile = newProfile(req.merchantId, newId("pro"), clock.now(), fields);
@@ -125,7 +141,7 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
       const changes = {
         profileName: change(req.profileName, (v) => text("profile_name", v, 200)),
         returnUrl: change(req.returnUrl, (v) => url("return_url", v)),
-        webhookUrl: change(req.webhookUrl, (v) => url("webhook_url", v)),
+        webhookUrl: req.webhookUrl === "" ? null : req.webhookUrl === undefined ? undefined : await webhookUrl(req.webhookUrl),
       };
       return units.commit(ctx, async (em) => {
         const profile = await em.findOne(ProfileRow, {
@@ -135,6 +151,11 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
         if (profile === null) throw notFound("Profile", req.profileId);
         for (const [key, value] of Object.entries(changes)) {
           if (value !== undefined) Object.assign(profile, { [key]: value });
+        }
+        if (req.rotateWebhookSecret === true) {
+          profile.previousWebhookSecret = profile.webhookSecret;
+          profile.previousWebhookSecretUntil = new Date(clock.now().getTime() + rotationOverlapMs);
+          profile.webhookSecret = newWebhookSecret();
         }
         await em.save(profile);
         return toProfile(profile);

@@ -19,6 +19,10 @@ export class RefundRow {
   @Column({ name: "payment_id", type: "varchar", length: 64 })
   paymentId!: string;
 
+  /** The business profile whose webhook_url receives this object's events: its payment's. */
+  @Column({ name: "profile_id", type: "varchar", length: 64 })
+  profileId!: string;
+
   @Column({ name: "status", type: "varchar", length: 32 })
   status!: RefundStatusWord;
 

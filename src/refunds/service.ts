@@ -71,6 +71,7 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
             livemode: caller.livemode,
             refundId: newId("ref"),
             paymentId: payment.paymentId,
+            profileId: payment.profileId,
             status: "pending",
             amount,
             currency: payment.currency,

@@ -2,8 +2,8 @@
 // @generated from file paymentservice/v1/event.proto (package paymentservice.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file paymentservice/v1/event.proto.
  */
 export const file_paymentservice_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXltZW50c2VydmljZS92MS9ldmVudC5wcm90bxIRcGF5bWVudHNlcnZpY2UudjEigAEKBUV2ZW50EhAKCGV2ZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSKwoHY3JlYXRlZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoEZGF0YRgEIAEoCzIcLnBheW1lbnRzZXJ2aWNlLnYxLkV2ZW50RGF0YSI0CglFdmVudERhdGESJwoGb2JqZWN0GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKAAgoRTGlzdEV2ZW50c1JlcXVlc3QSHQoFbGltaXQYASABKAVCCdLzGAVJUl8wNkgAiAEBEhMKBm9mZnNldBgCIAEoBUgBiAEBEi8KC2NyZWF0ZWRfZ3RlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVkX2x0ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoEdHlwZRgFIAEoCUgCiAEBEhYKCW9iamVjdF9pZBgGIAEoCUgDiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0QgcKBV90eXBlQgwKCl9vYmplY3RfaWQiYwoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBGRhdGEYASADKAsyGC5wYXltZW50c2VydmljZS52MS5FdmVudBITCgt0b3RhbF9jb3VudBgCIAEoAxIQCghoYXNfbW9yZRgDIAEoCCIoChRSZXRyaWV2ZUV2ZW50UmVxdWVzdBIQCghldmVudF9pZBgBIAEoCSIpChVSZWRlbGl2ZXJFdmVudFJlcXVlc3QSEAoIZXZlbnRfaWQYASABKAkyhQMKDEV2ZW50U2VydmljZRKFAQoKTGlzdEV2ZW50cxIkLnBheW1lbnRzZXJ2aWNlLnYxLkxpc3RFdmVudHNSZXF1ZXN0GiUucGF5bWVudHNlcnZpY2UudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIiqQAgGC0+STAiFaEToBKiIML2V2ZW50cy9saXN0EgwvZXZlbnRzL2xpc3QScQoNUmV0cmlldmVFdmVudBInLnBheW1lbnRzZXJ2aWNlLnYxLlJldHJpZXZlRXZlbnRSZXF1ZXN0GhgucGF5bWVudHNlcnZpY2UudjEuRXZlbnQiHZACAYLT5JMCFBISL2V2ZW50cy97ZXZlbnRfaWR9EnoKDlJlZGVsaXZlckV2ZW50EigucGF5bWVudHNlcnZpY2UudjEuUmVkZWxpdmVyRXZlbnRSZXF1ZXN0GhgucGF5bWVudHNlcnZpY2UudjEuRXZlbnQiJILT5JMCHiIcL2V2ZW50cy97ZXZlbnRfaWR9L3JlZGVsaXZlcmIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
+  fileDesc("Ch1wYXltZW50c2VydmljZS92MS9ldmVudC5wcm90bxIRcGF5bWVudHNlcnZpY2UudjEitAEKBUV2ZW50EhAKCGV2ZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSKwoHY3JlYXRlZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoEZGF0YRgEIAEoCzIcLnBheW1lbnRzZXJ2aWNlLnYxLkV2ZW50RGF0YRIyCghkZWxpdmVyeRgFIAEoCzIgLnBheW1lbnRzZXJ2aWNlLnYxLkV2ZW50RGVsaXZlcnkiogIKDUV2ZW50RGVsaXZlcnkSMQoGc3RhdHVzGAEgASgOMiEucGF5bWVudHNlcnZpY2UudjEuRGVsaXZlcnlTdGF0dXMSEAoIYXR0ZW1wdHMYAiABKAUSIQoUbGFzdF9yZXNwb25zZV9zdGF0dXMYAyABKAVIAIgBARIXCgpsYXN0X2Vycm9yGAQgASgJSAGIAQESMwoPbGFzdF9hdHRlbXB0X2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9uZXh0X2F0dGVtcHRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhcKFV9sYXN0X3Jlc3BvbnNlX3N0YXR1c0INCgtfbGFzdF9lcnJvciI0CglFdmVudERhdGESJwoGb2JqZWN0GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKAAgoRTGlzdEV2ZW50c1JlcXVlc3QSHQoFbGltaXQYASABKAVCCdLzGAVJUl8wNkgAiAEBEhMKBm9mZnNldBgCIAEoBUgBiAEBEi8KC2NyZWF0ZWRfZ3RlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVkX2x0ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoEdHlwZRgFIAEoCUgCiAEBEhYKCW9iamVjdF9pZBgGIAEoCUgDiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0QgcKBV90eXBlQgwKCl9vYmplY3RfaWQiYwoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBGRhdGEYASADKAsyGC5wYXltZW50c2VydmljZS52MS5FdmVudBITCgt0b3RhbF9jb3VudBgCIAEoAxIQCghoYXNfbW9yZRgDIAEoCCIoChRSZXRyaWV2ZUV2ZW50UmVxdWVzdBIQCghldmVudF9pZBgBIAEoCSIpChVSZWRlbGl2ZXJFdmVudFJlcXVlc3QSEAoIZXZlbnRfaWQYASABKAkqrQEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBACEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQAxIiCh5ERUxJVkVSWV9TVEFUVVNfTk9fV0VCSE9PS19VUkwQBDKFAwoMRXZlbnRTZXJ2aWNlEoUBCgpMaXN0RXZlbnRzEiQucGF5bWVudHNlcnZpY2UudjEuTGlzdEV2ZW50c1JlcXVlc3QaJS5wYXltZW50c2VydmljZS52MS5MaXN0RXZlbnRzUmVzcG9uc2UiKpACAYLT5JMCIVoROgEqIgwvZXZlbnRzL2xpc3QSDC9ldmVudHMvbGlzdBJxCg1SZXRyaWV2ZUV2ZW50EicucGF5bWVudHNlcnZpY2UudjEuUmV0cmlldmVFdmVudFJlcXVlc3QaGC5wYXltZW50c2VydmljZS52MS5FdmVudCIdkAIBgtPkkwIUEhIvZXZlbnRzL3tldmVudF9pZH0SegoOUmVkZWxpdmVyRXZlbnQSKC5wYXltZW50c2VydmljZS52MS5SZWRlbGl2ZXJFdmVudFJlcXVlc3QaGC5wYXltZW50c2VydmljZS52MS5FdmVudCIkgtPkkwIeIhwvZXZlbnRzL3tldmVudF9pZH0vcmVkZWxpdmVyYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
 
 /**
  * An object entering a status, recorded in the same transaction as the change.
@@ -45,6 +45,13 @@ export type Event = Message<"paymentservice.v1.Event"> & {
    * @generated from field: paymentservice.v1.EventData data = 4;
    */
   data?: EventData | undefined;
+
+  /**
+   * How the event's delivery to its profile's webhook_url stands. Not part of the webhook body.
+   *
+   * @generated from field: paymentservice.v1.EventDelivery delivery = 5;
+   */
+  delivery?: EventDelivery | undefined;
 };
 
 /**
@@ -53,6 +60,58 @@ export type Event = Message<"paymentservice.v1.Event"> & {
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
   messageDesc(file_paymentservice_v1_event, 0);
+
+/**
+ * The delivery state of an event.
+ *
+ * @generated from message paymentservice.v1.EventDelivery
+ */
+export type EventDelivery = Message<"paymentservice.v1.EventDelivery"> & {
+  /**
+   * @generated from field: paymentservice.v1.DeliveryStatus status = 1;
+   */
+  status: DeliveryStatus;
+
+  /**
+   * Attempts made so far, redeliveries included.
+   *
+   * @generated from field: int32 attempts = 2;
+   */
+  attempts: number;
+
+  /**
+   * HTTP status of the last answer; absent when no attempt got one (timeout, refused connection).
+   *
+   * @generated from field: optional int32 last_response_status = 3;
+   */
+  lastResponseStatus?: number | undefined;
+
+  /**
+   * Why the last attempt failed; absent after a success.
+   *
+   * @generated from field: optional string last_error = 4;
+   */
+  lastError?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_attempt_at = 5;
+   */
+  lastAttemptAt?: Timestamp | undefined;
+
+  /**
+   * When a pending delivery is tried next.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_at = 6;
+   */
+  nextAttemptAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message paymentservice.v1.EventDelivery.
+ * Use `create(EventDeliverySchema)` to create a new message.
+ */
+export const EventDeliverySchema: GenMessage<EventDelivery> = /*@__PURE__*/
+  messageDesc(file_paymentservice_v1_event, 1);
 
 /**
  * Payload of an event.
@@ -73,7 +132,7 @@ export type EventData = Message<"paymentservice.v1.EventData"> & {
  * Use `create(EventDataSchema)` to create a new message.
  */
 export const EventDataSchema: GenMessage<EventData> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_event, 1);
+  messageDesc(file_paymentservice_v1_event, 2);
 
 /**
  * Query or body of /events/list.
@@ -125,7 +184,7 @@ export type ListEventsRequest = Message<"paymentservice.v1.ListEventsRequest"> &
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_event, 2);
+  messageDesc(file_paymentservice_v1_event, 3);
 
 /**
  * One page of events.
@@ -156,7 +215,7 @@ export type ListEventsResponse = Message<"paymentservice.v1.ListEventsResponse">
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_event, 3);
+  messageDesc(file_paymentservice_v1_event, 4);
 
 /**
  * GET /events/{event_id}.
@@ -175,7 +234,7 @@ export type RetrieveEventRequest = Message<"paymentservice.v1.RetrieveEventReque
  * Use `create(RetrieveEventRequestSchema)` to create a new message.
  */
 export const RetrieveEventRequestSchema: GenMessage<RetrieveEventRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_event, 4);
+  messageDesc(file_paymentservice_v1_event, 5);
 
 /**
  * POST /events/{event_id}/redeliver (no body).
@@ -194,7 +253,53 @@ export type RedeliverEventRequest = Message<"paymentservice.v1.RedeliverEventReq
  * Use `create(RedeliverEventRequestSchema)` to create a new message.
  */
 export const RedeliverEventRequestSchema: GenMessage<RedeliverEventRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_event, 5);
+  messageDesc(file_paymentservice_v1_event, 6);
+
+/**
+ * Where an event's webhook delivery stands.
+ *
+ * @generated from enum paymentservice.v1.DeliveryStatus
+ */
+export enum DeliveryStatus {
+  /**
+   * @generated from enum value: DELIVERY_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Due or being retried; see next_attempt_at.
+   *
+   * @generated from enum value: DELIVERY_STATUS_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * The receiver answered 2xx.
+   *
+   * @generated from enum value: DELIVERY_STATUS_DELIVERED = 2;
+   */
+  DELIVERED = 2,
+
+  /**
+   * No attempt succeeded within 3 days (or the profile lost its webhook_url); redeliver tries again.
+   *
+   * @generated from enum value: DELIVERY_STATUS_FAILED = 3;
+   */
+  FAILED = 3,
+
+  /**
+   * The profile had no webhook_url when the event was written: nothing is sent.
+   *
+   * @generated from enum value: DELIVERY_STATUS_NO_WEBHOOK_URL = 4;
+   */
+  NO_WEBHOOK_URL = 4,
+}
+
+/**
+ * Describes the enum paymentservice.v1.DeliveryStatus.
+ */
+export const DeliveryStatusSchema: GenEnum<DeliveryStatus> = /*@__PURE__*/
+  enumDesc(file_paymentservice_v1_event, 0);
 
 /**
  * Read access to the events the service records (and delivers as webhooks) on each status change.
@@ -223,7 +328,7 @@ export const EventService: GenService<{
     output: typeof EventSchema;
   },
   /**
-   * Sends the event to the profile's webhook_url again, now.
+   * Sends the event to its profile's webhook_url again: due at once, then retried for 3 days like a new one.
    *
    * @generated from rpc paymentservice.v1.EventService.RedeliverEvent
    */

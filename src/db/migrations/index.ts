@@ -8,6 +8,7 @@ import { Idempotency1764400000000 } from "./1764400000000-idempotency.js";
 import { ApiKeyChanges1764500000000 } from "./1764500000000-api-key-changes.js";
 import { OperationClaims1764600000000 } from "./1764600000000-operation-claims.js";
 import { EventOrder1764700000000 } from "./1764700000000-event-order.js";
+import { WebhookDeliveries1764800000000 } from "./1764800000000-webhook-deliveries.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   ApiKeyChanges1764500000000,
   OperationClaims1764600000000,
   EventOrder1764700000000,
+  WebhookDeliveries1764800000000,
 ];

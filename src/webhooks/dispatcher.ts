@@ -1,0 +1,268 @@
+import type { DataSource } from "typeorm";
+import type { Clock } from "../clock.js";
+import type { EventRow } from "../events/event.entity.js";
+import { webhookBodyOf } from "../events/view.js";
+import { log } from "../log.js";
+import type { DeliveryStatusWord } from "./delivery.entity.js";
+import { retryDelayMs } from "./schedule.js";
+import { type Attempt, attemptTimeoutMs, post } from "./sender.js";
+import { signatureHeaders } from "./signature.js";
+
+/** How the dispatcher shares out its work; defaults suit one instance of the benchmark machine. */
+export interface DispatcherOptions {
+  /** Attempts in flight at once to one profile's webhook_url, per instance: a slow receiver holds no more. */
+  readonly perEndpoint: number;
+  /** Deliveries taken at once for one profile: its next few rounds at `perEndpoint`. */
+  readonly perEndpointBatch: number;
+  /** Deliveries held by this instance at once, all receivers together. */
+  readonly maxHeld: number;
+  /** How often to look for due deliveries when there was nothing to do. */
+  readonly pollMs: number;
+}
+
+const defaultOptions: DispatcherOptions = { perEndpoint: 10, perEndpointBatch: 50, maxHeld: 1000, pollMs: 100 };
+
+/** A delivery this instance has taken, with what sending it needs. */
+interface Taken {
+  readonly event_id: string;
+  readonly livemode: boolean;
+  readonly profile_id: string;
+  readonly attempts: number;
+  readonly deliver_until: Date;
+  readonly type: string;
+  readonly created: Date;
+  readonly data: EventRow["data"];
+  readonly webhook_url: string | null;
+  readonly webhook_secret: string;
+  readonly previous_webhook_secret: string | null;
+  readonly previous_webhook_secret_until: Date | null;
+}
+
+/** What became of one taken delivery, written back while its lease still holds. */
+interface Outcome {
+  readonly eventId: string;
+  readonly lease: Date;
+  readonly status: DeliveryStatusWord;
+  readonly tried: number;
+  readonly attempt: Attempt;
+  readonly attemptedAt: Date;
+  readonly nextAttemptAt: Date | null;
+}
+
+/**
+ * Takes due deliveries, endpoint by endpoint, oldest first: at most `batch` for each of up to `endpoints` profiles not in
+ * `busy`, skipping those another instance holds, and leases them until `$5` (the lease is the claim's token).
+ */
+const takeDue = `
+WITH endpoints AS (
+  SELECT profile_id FROM webhook_deliveries
+   WHERE status = 'pending' AND next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1) AND profile_id <> ALL ($2::varchar[])
+   GROUP BY profile_id ORDER BY min(next_attempt_at) LIMIT $3
+), taken AS (
+  SELECT d.event_id FROM endpoints CROSS JOIN LATERAL (
+    SELECT x.event_id FROM webhook_deliveries x
+     WHERE x.profile_id = endpoints.profile_id AND x.status = 'pending' AND x.next_attempt_at <= $1
+       AND (x.leased_until IS NULL OR x.leased_until <= $1)
+     ORDER BY x.next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) d
+)
+UPDATE webhook_deliveries w SET leased_until = $5
+  FROM taken, events e, profiles p
+ WHERE w.event_id = taken.event_id AND e.event_id = w.event_id AND p.profile_id = w.profile_id
+RETURNING w.event_id, w.livemode, w.profile_id, w.attempts, w.deliver_until, e.type, e.created, e.data,
+          p.webhook_url, p.webhook_secret, p.previous_webhook_secret, p.previous_webhook_secret_until`;
+
+/** Writes back outcomes, each only while its lease is still the one it was taken with. */
+const writeOutcomes = `
+UPDATE webhook_deliveries d
+   SET status = u.status, attempts = d.attempts + u.tried, last_response_status = u.response_status, last_error = u.error,
+       last_attempt_at = u.attempted_at, next_attempt_at = u.next_attempt_at, leased_until = NULL
+  FROM unnest($1::varchar[], $2::timestamptz[], $3::varchar[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[])
+       AS u(event_id, lease, status, tried, response_status, error, attempted_at, next_attempt_at)
+ WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
+
+/**
+ * Sends every event to its profile's webhook_url (docs/events.md), from the deliveries written with
+ * the events. Any number of instances run side by side: a delivery is taken with `FOR UPDATE SKIP
+ * LOCKED` and leased, so no two send it while its lease holds, and one whose instance died is taken
+ * again when the lease ends (at least once). No transaction is open while a receiver is waited on.
+ * Each profile gets at most `perEndpoint` attempts at once, and a profile with deliveries in hand is
+ * not taken again until they are done, so a slow receiver delays only its own events.
+ */
+export class WebhookDispatcher {
+  private readonly options: DispatcherOptions;
+  /** Deliveries in hand, by profile. */
+  private readonly held = new Map<string, number>();
+  private heldTotal = 0;
+  private started = false;
+  private timer: NodeJS.Timeout | undefined;
+  private taking: Promise<number> | undefined;
+  private readonly sending = new Set<Promise<void>>();
+  private outcomes: { outcome: Outcome; written: () => void }[] = [];
+  private writing: Promise<void> | undefined;
+
+  /** `beforePass` runs before each look for due deliveries (the sandbox test clock re-reads its offset there). */
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    options: Partial<DispatcherOptions> = {},
+    private readonly beforePass: () => Promise<void> | undefined = () => undefined,
+  ) {
+    this.options = { ...defaultOptions, ...options };
+  }
+
+  /** Starts looking for due deliveries. */
+  start(): void {
+    this.started = true;
+    this.schedule(0);
+  }
+
+  /** Stops taking deliveries and waits for those in hand. */
+  async stop(): Promise<void> {
+    this.started = false;
+    clearTimeout(this.timer);
+    await this.taking;
+    await this.settled();
+  }
+
+  /**
+   * Sends every delivery due now and waits until their outcomes are written; returns how many were
+   * sent. Tests drive delivery with it on the test clock.
+   */
+  async deliverDue(): Promise<number> {
+    let sent = 0;
+    for (;;) {
+      const taken = await this.takeMore();
+      await this.settled();
+      if (taken === 0) return sent;
+      sent += taken;
+    }
+  }
+
+  private async settled(): Promise<void> {
+    while (this.sending.size > 0) await Promise.all(this.sending);
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.started) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.pump(), delayMs);
+  }
+
+  /** Takes due deliveries while there is room, then looks again after `pollMs`. */
+  private async pump(): Promise<void> {
+    try {
+      while (this.started && (await this.takeMore()) > 0) {}
+    } catch (error) {
+      log.error("webhook dispatcher failed to take deliveries", { error: String(error) });
+    }
+    this.schedule(this.options.pollMs);
+  }
+
+  /** One round of taking: leases what is due (room permitting) and starts sending it; returns how many. */
+  private takeMore(): Promise<number> {
+    if (this.taking !== undefined) return this.taking;
+    this.taking = this.take().finally(() => {
+      this.taking = undefined;
+    });
+    return this.taking;
+  }
+
+  private async take(): Promise<number> {
+    const { perEndpoint, perEndpointBatch, maxHeld } = this.options;
+    const room = maxHeld - this.heldTotal;
+    if (room < perEndpointBatch) return 0;
+    await this.beforePass();
+    const now = this.clock.now();
+    // Long enough for every round of the batch to time out, and the outcome to be written after.
+    const lease = new Date(now.getTime() + Math.ceil(perEndpointBatch / perEndpoint) * attemptTimeoutMs + 30_000);
+    const [rows] = (await this.dataSource.query(takeDue, [
+      now,
+      [...this.held.keys()],
+      Math.floor(room / perEndpointBatch),
+      perEndpointBatch,
+      lease,
+    ])) as [Taken[], number];
+    const byProfile = new Map<string, Taken[]>();
+    for (const row of rows) byProfile.set(row.profile_id, [...(byProfile.get(row.profile_id) ?? []), row]);
+    for (const [profileId, deliveries] of byProfile) {
+      this.held.set(profileId, deliveries.length);
+      this.heldTotal += deliveries.length;
+      const sent = this.sendAll(deliveries, lease).finally(() => {
+        this.held.delete(profileId);
+        this.heldTotal -= deliveries.length;
+        this.sending.delete(sent);
+        if (this.started && this.heldTotal + perEndpointBatch <= maxHeld) this.schedule(0);
+      });
+      this.sending.add(sent);
+    }
+    return rows.length;
+  }
+
+  /** Sends one profile's deliveries, `perEndpoint` at a time. */
+  private async sendAll(deliveries: readonly Taken[], lease: Date): Promise<void> {
+    let next = 0;
+    const lane = async () => {
+      while (next < deliveries.length) {
+        const delivery = deliveries[next++]!;
+        await this.record(await this.send(delivery, lease));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.options.perEndpoint, deliveries.length) }, lane));
+  }
+
+  private async send(delivery: Taken, lease: Date): Promise<Outcome> {
+    const base = { eventId: delivery.event_id, lease };
+    if (delivery.webhook_url === null) {
+      const attempt = { responseStatus: null, error: "the profile no longer has a webhook_url" };
+      return { ...base, status: "failed", tried: 0, attempt, attemptedAt: this.clock.now(), nextAttemptAt: null };
+    }
+    const body = webhookBodyOf({ eventId: delivery.event_id, type: delivery.type, created: delivery.created, data: delivery.data });
+    const secrets = [delivery.webhook_secret];
+    const attemptedAt = this.clock.now();
+    if (delivery.previous_webhook_secret !== null && delivery.previous_webhook_secret_until! > attemptedAt) {
+      secrets.push(delivery.previous_webhook_secret);
+    }
+    // Receivers hold the timestamp against their own clock, so it is the real time, not the sandbox test clock's.
+    const headers = signatureHeaders(delivery.event_id, body, secrets, Math.floor(Date.now() / 1000));
+    const attempt = await post({ url: delivery.webhook_url, livemode: delivery.livemode }, headers, body);
+    if (attempt.error === null) return { ...base, status: "delivered", tried: 1, attempt, attemptedAt, nextAttemptAt: null };
+    const retryAt = new Date(this.clock.now().getTime() + retryDelayMs(delivery.attempts + 1));
+    return retryAt > delivery.deliver_until
+      ? { ...base, status: "failed", tried: 1, attempt, attemptedAt, nextAttemptAt: null }
+      : { ...base, status: "pending", tried: 1, attempt, attemptedAt, nextAttemptAt: retryAt };
+  }
+
+  /** Queues an outcome for the next write, which carries every outcome that arrived meanwhile; resolves once written. */
+  private record(outcome: Outcome): Promise<void> {
+    return new Promise((written) => {
+      this.outcomes.push({ outcome, written });
+      if (this.writing === undefined) this.writing = this.writeQueued();
+    });
+  }
+
+  private async writeQueued(): Promise<void> {
+    while (this.outcomes.length > 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const batch = this.outcomes;
+      this.outcomes = [];
+      const o = batch.map((b) => b.outcome);
+      try {
+        await this.dataSource.query(writeOutcomes, [
+          o.map((x) => x.eventId),
+          o.map((x) => x.lease),
+          o.map((x) => x.status),
+          o.map((x) => x.tried),
+          o.map((x) => x.attempt.responseStatus),
+          o.map((x) => x.attempt.error),
+          o.map((x) => x.attemptedAt),
+          o.map((x) => x.nextAttemptAt),
+        ]);
+      } catch (error) {
+        // The leases run out and the deliveries are taken again: at least once, never lost.
+        log.error("webhook outcomes not written", { count: o.length, error: String(error) });
+      }
+      for (const b of batch) b.written();
+    }
+    this.writing = undefined;
+  }
+}

@@ -15,6 +15,7 @@ import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
+import { EventFeed } from "./events/feed.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/transitions.js";
@@ -77,6 +78,8 @@ export interface App {
   readonly jobs: JobRunner;
   /** Sends events to webhook_urls; serve() starts it. */
   readonly webhooks: WebhookDispatcher;
+  /** Word of committed events, for this instance's event streams. */
+  readonly eventFeed: EventFeed;
   /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
   readonly testClock: SandboxTestClock | undefined;
   /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
@@ -137,6 +140,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       publicBaseUrl,
       jobs,
       webhooks,
+      eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
       testClock,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
     };
@@ -148,6 +152,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
 
 /** Releases the database connections and stops the embedded database. */
 export async function closeApp(app: App): Promise<void> {
+  await app.eventFeed.close();
   await app.rateLimiter.close();
   await app.keys.close();
   await app.dataSource.destroy();

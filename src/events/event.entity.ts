@@ -31,7 +31,11 @@ export class EventRow {
   @Column({ name: "created", type: "timestamptz" })
   created!: Date;
 
-  /** Where the event stands in the total order of events, assigned by the database as it is written. */
+  /**
+   * Where the event stands among those of its transaction, assigned by the database as it is written.
+   * Events are ordered by the transaction that wrote them (the column `txid`, which only SQL reads),
+   * then by seq (docs/events.md), so that a stream can tell which events can no longer be overtaken.
+   */
   @Column({
     name: "seq",
     type: "bigint",

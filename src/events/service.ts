@@ -11,14 +11,36 @@ import { envelope, pageOf } from "../validation/list.js";
 import { DeliveryRow } from "../webhooks/delivery.entity.js";
 import { retryWindowMs } from "../webhooks/schedule.js";
 import { EventRow } from "./event.entity.js";
-import { toEvent } from "./view.js";
+import type { EventFeed } from "./feed.js";
+import { eventPayloadOf, toEvent } from "./view.js";
 
-/** What the events API needs: the database, time and the unit of work a redelivery commits in. */
+/** What the events API needs: the database, time, the unit of work a redelivery commits in, and word of new events for streams. */
 export interface EventDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly units: UnitOfWork;
+  readonly eventFeed: EventFeed;
 }
+
+/** A stream's place in the order of events: the writing transaction, then seq within it. */
+interface Cursor {
+  readonly txid: string;
+  readonly seq: string;
+}
+
+/** Events a stream reads at once. */
+const streamBatch = 500;
+
+/**
+ * The caller's events after the cursor, in order, written by transactions that have all ended: every
+ * transaction older than the oldest one still running has committed or rolled back, so no event can
+ * later appear before the last one read, however the commits of concurrent writers interleave.
+ */
+const eventsAfter = `
+SELECT event_id, type, created, data, txid::text AS txid, seq::text AS seq FROM events
+ WHERE merchant_id = $1 AND livemode = $2 AND (txid, seq) > ($3::xid8, $4::bigint)
+   AND txid < pg_snapshot_xmin(pg_current_snapshot())
+ ORDER BY events.txid, events.seq LIMIT ${streamBatch}`;
 
 /** The deliveries of `events`, by event id. */
 async function deliveriesOf(em: EntityManager, events: readonly EventRow[]): Promise<Map<string, DeliveryRow>> {
@@ -33,7 +55,21 @@ async function deliveriesOf(em: EntityManager, events: readonly EventRow[]): Pro
  * send one again.
  */
 export function eventService(deps: EventDependencies): ServiceImpl<typeof EventService> {
-  const { dataSource, clock, units } = deps;
+  const { dataSource, clock, units, eventFeed } = deps;
+
+  /** Where a stream starts: right after the consumer's last event, or after every transaction that has ended by now. */
+  async function startOf(scope: { merchantId: string; livemode: boolean }, afterEventId: string | undefined): Promise<Cursor> {
+    if (afterEventId === undefined) {
+      const [now] = (await dataSource.query(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS txid`)) as { txid: string }[];
+      return { txid: now!.txid, seq: "-1" };
+    }
+    const [last] = (await dataSource.query(
+      `SELECT txid::text AS txid, seq::text AS seq FROM events WHERE merchant_id = $1 AND livemode = $2 AND event_id = $3`,
+      [scope.merchantId, scope.livemode, afterEventId],
+    )) as Cursor[];
+    if (last === undefined) throw notFound("Event", afterEventId, "after_event_id");
+    return last;
+  }
 
   async function findEvent(em: EntityManager, scope: { merchantId: string; livemode: boolean }, eventId: string): Promise<EventRow> {
     const row = await em.findOneBy(EventRow, { merchantId: scope.merchantId, livemode: scope.livemode, eventId });
@@ -53,14 +89,31 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
       const query = scopedQuery(dataSource, EventRow, "e", caller);
       if (req.type !== undefined) query.andWhere("e.type = :type", { type: req.type });
       if (req.objectId !== undefined) query.andWhere("e.object_id = :objectId", { objectId: req.objectId });
-      // seq orders every event, those written in one instant too, in the order they were written.
-      const [rows, total] = await fetchPage(query, ["seq"], page);
+      // The writing transaction, then seq, orders every event (those written in one instant too) as a stream reads them.
+      const [rows, total] = await fetchPage(query, ["txid", "seq"], page);
       const deliveries = await deliveriesOf(dataSource.manager, rows);
       return envelope(
         rows.map((row) => toEvent(row, deliveries.get(row.eventId))),
         total,
         page,
       );
+    },
+
+    async *streamEvents(req, ctx) {
+      const caller = merchantOf(ctx);
+      let cursor = await startOf(caller, req.afterEventId);
+      while (!ctx.signal.aborted) {
+        const rows = (await dataSource.query(eventsAfter, [caller.merchantId, caller.livemode, cursor.txid, cursor.seq])) as (Pick<
+          EventRow,
+          "type" | "created" | "data"
+        > &
+          Cursor & { event_id: string })[];
+        for (const row of rows) {
+          yield eventPayloadOf({ eventId: row.event_id, type: row.type, created: row.created, data: row.data });
+          cursor = row;
+        }
+        if (rows.length < streamBatch) await eventFeed.next(ctx.signal);
+      }
     },
 
     /**

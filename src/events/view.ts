@@ -26,10 +26,11 @@ function toDelivery(row: DeliveryRow | undefined): MessageInitShape<typeof Event
 
 /** The API view of an event: its object exactly as it was written then, never as it is now, and how its delivery stands. */
 export function toEvent(row: EventRow, delivery: DeliveryRow | undefined): MessageInitShape<typeof EventSchema> {
-  return { ...payloadOf(row), delivery: toDelivery(delivery) };
+  return { ...eventPayloadOf(row), delivery: toDelivery(delivery) };
 }
 
-function payloadOf(row: Pick<EventRow, "eventId" | "type" | "created" | "data">) {
+/** An event without its delivery state: what webhooks and streams carry. */
+export function eventPayloadOf(row: Pick<EventRow, "eventId" | "type" | "created" | "data">) {
   return {
     eventId: row.eventId,
     type: row.type,
@@ -40,7 +41,7 @@ function payloadOf(row: Pick<EventRow, "eventId" | "type" | "created" | "data">)
 
 /** The body of the event's webhook: the event in the REST shape, without the delivery state (it is the delivery). */
 export function webhookBodyOf(row: Pick<EventRow, "eventId" | "type" | "created" | "data">): string {
-  const json = writeMessage(create(EventSchema, payloadOf(row)), EventSchema);
+  const json = writeMessage(create(EventSchema, eventPayloadOf(row)), EventSchema);
   delete json.delivery;
   return JSON.stringify(json);
 }

@@ -6,12 +6,33 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
  * is a row written in the same statement as its event when that profile has a webhook_url: the
  * durable job the dispatcher works through, and the delivery state the event shows. A profile keeps
  * its previous webhook secret for a while after a rotation, so deliveries carry both signatures.
+ *
+ * Events are ordered by the transaction that wrote them, then by `seq` within it (docs/events.md):
+ * every transaction below the oldest one still running has ended, so a stream that reads only
+ * those never passes an event that commits later. Each committed insert of events wakes the streams
+ * of every instance through NOTIFY.
  */
 export class WebhookDeliveries1764800000000 implements MigrationInterface {
   name = "WebhookDeliveries1764800000000";
 
   async up(runner: QueryRunner): Promise<void> {
     await runner.query(`ALTER TABLE events ADD COLUMN profile_id varchar(64)`);
+    // Events written before this migration keep their order among themselves, before every later one.
+    await runner.query(`ALTER TABLE events ADD COLUMN txid xid8 NOT NULL DEFAULT '0'`);
+    await runner.query(`ALTER TABLE events ALTER COLUMN txid SET DEFAULT pg_current_xact_id()`);
+    await runner.query(`DROP INDEX events_list`);
+    await runner.query(`CREATE INDEX events_list ON events (merchant_id, livemode, txid DESC, seq DESC)`);
+    await runner.query(`
+      CREATE FUNCTION notify_events() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM inserted) THEN
+          PERFORM pg_notify('events', '');
+        END IF;
+        RETURN NULL;
+      END $$`);
+    await runner.query(
+      `CREATE TRIGGER events_notify AFTER INSERT ON events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION notify_events()`,
+    );
     for (const table of ["refunds", "disputes"]) {
       await runner.query(`ALTER TABLE ${table} ADD COLUMN profile_id varchar(64)`);
       await runner.query(`
@@ -50,6 +71,11 @@ export class WebhookDeliveries1764800000000 implements MigrationInterface {
     await runner.query(`ALTER TABLE profiles DROP COLUMN previous_webhook_secret`);
     await runner.query(`ALTER TABLE disputes DROP COLUMN profile_id`);
     await runner.query(`ALTER TABLE refunds DROP COLUMN profile_id`);
+    await runner.query(`DROP TRIGGER events_notify ON events`);
+    await runner.query(`DROP FUNCTION notify_events()`);
+    await runner.query(`DROP INDEX events_list`);
+    await runner.query(`CREATE INDEX events_list ON events (merchant_id, livemode, seq DESC)`);
+    await runner.query(`ALTER TABLE events DROP COLUMN txid`);
     await runner.query(`ALTER TABLE events DROP COLUMN profile_id`);
   }
 }

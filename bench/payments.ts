@@ -16,6 +16,7 @@ import os from "node:os";
 import readline from "node:readline";
 import autocannon from "autocannon";
 import pg from "pg";
+import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -91,7 +92,8 @@ async function startServer(databaseUrl: string): Promise<{ url: string; adminKey
   throw new Error("the server exited before listening");
 }
 
-async function newMerchant(url: string, adminKey: string): Promise<{ apiKey: string; profileId: string }> {
+/** A merchant with a sandbox key; its default profile sends events to `webhookUrl` when given. */
+async function newMerchant(url: string, adminKey: string, webhookUrl?: string): Promise<{ apiKey: string; profileId: string }> {
   const post = async (path: string, body: unknown) => {
     const res = await fetch(url + path, {
       method: "POST",
@@ -103,6 +105,8 @@ async function newMerchant(url: string, adminKey: string): Promise<{ apiKey: str
   };
   const merchant = await post("/merchants", { merchant_name: "Bench" });
   const key = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox" });
+  if (webhookUrl !== undefined)
+    await post(`/merchants/${merchant.merchant_id}/profiles/${merchant.default_profile_id}`, { webhook_url: webhookUrl });
   return { apiKey: key.api_key!, profileId: merchant.default_profile_id! };
 }
 
@@ -226,11 +230,45 @@ async function main(): Promise<void> {
       rounds.push(results);
     }
     const results = rounds[0]!.map((_, i) => medianRound(rounds.map((r) => r[i]!)));
-    await writeReport(results, process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL");
+    const webhooks = await measureWebhooks(
+      url,
+      (webhookUrl) => newMerchant(url, adminKey, webhookUrl),
+      (id) => protocolOf("REST", id).create(true),
+      {
+        connections,
+        seconds,
+        rounds: roundCount,
+      },
+    );
+    await writeReport(
+      results,
+      webhooks,
+      process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL",
+    );
   } finally {
     server?.child.kill("SIGTERM");
     if (server !== undefined) await once(server.child, "exit");
   }
+}
+
+/** The webhook scenario's part of the report: throughput without and with webhooks, and delivery delays. */
+function webhookReport({ rounds, delivery }: { rounds: WebhookRound[]; delivery: DeliveryFigures }): string {
+  const median = (webhooks: boolean) => {
+    const sorted = rounds.filter((r) => r.webhooks === webhooks).sort((a, b) => a.paymentsPerSecond - b.paymentsPerSecond);
+    return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  };
+  const [off, on] = [median(false), median(true)];
+  const change = Math.round((100 * (on.paymentsPerSecond - off.paymentsPerSecond)) / off.paymentsPerSecond);
+  return `Webhooks (bench/webhooks.ts): "create with confirm" over REST for a merchant without a webhook_url and for one
+whose profile sends every event to a receiver on this machine that answers 204 at once, interleaved; the
+median round of each. The delay runs from an event's \`created\` (just before its commit) to its arrival.
+
+| Webhooks | Payments/s | p99 ms | Errors |
+|---|---|---|---|
+| off | ${off.paymentsPerSecond} | ${off.p99} | ${rounds.filter((r) => !r.webhooks).reduce((n, r) => n + r.errors, 0)} |
+| on | ${on.paymentsPerSecond} (${change >= 0 ? "+" : ""}${change} %) | ${on.p99} | ${rounds.filter((r) => r.webhooks).reduce((n, r) => n + r.errors, 0)} |
+
+Deliveries: ${delivery.delivered} events arrived, ${delivery.duplicates} twice; delay p50 ${delivery.delayP50} ms, p99 ${delivery.delayP99} ms, max ${delivery.delayMax} ms; the last arrived ${delivery.drainMs} ms after the load stopped.`;
 }
 
 const reportFile = new URL("../docs/performance.md", import.meta.url);
@@ -238,7 +276,11 @@ const startMarker = "<!-- bench:start -->";
 const endMarker = "<!-- bench:end -->";
 
 /** Replaces the measured part of docs/performance.md, keeping the analysis written around it. */
-async function writeReport(results: Summary[], database: string): Promise<void> {
+async function writeReport(
+  results: Summary[],
+  webhooks: { rounds: WebhookRound[]; delivery: DeliveryFigures },
+  database: string,
+): Promise<void> {
   const cpus = os.cpus();
   const rows = results.map(
     (r) =>
@@ -261,6 +303,8 @@ too), with the slowest and fastest round beside it. Errors are summed over the r
 | Scenario | Protocol | Payments/s | Range of rounds | Requests/s | p50 ms | p99 ms | Errors |
 |---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
+
+${webhookReport(webhooks)}
 ${endMarker}`;
   const current = await readFile(reportFile, "utf8").catch(() => `# Performance\n\n${startMarker}\n${endMarker}\n`);
   const start = current.indexOf(startMarker);

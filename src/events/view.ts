@@ -1,7 +1,6 @@
-import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DeliveryStatus, type EventDeliverySchema, EventSchema } from "../../gen/paymentservice/v1/event_pb.js";
-import { writeMessage } from "../rest-json/codec.js";
+import { DeliveryStatus, type EventDeliverySchema, type EventSchema } from "../../gen/paymentservice/v1/event_pb.js";
 import type { DeliveryRow } from "../webhooks/delivery.entity.js";
 import type { EventRow } from "./event.entity.js";
 
@@ -37,11 +36,4 @@ export function eventPayloadOf(row: Pick<EventRow, "eventId" | "type" | "created
     created: timestampFromDate(row.created),
     data: { object: row.data.object as JsonObject },
   };
-}
-
-/** The body of the event's webhook: the event in the REST shape, without the delivery state (it is the delivery). */
-export function webhookBodyOf(row: Pick<EventRow, "eventId" | "type" | "created" | "data">): string {
-  const json = writeMessage(create(EventSchema, eventPayloadOf(row)), EventSchema);
-  delete json.delivery;
-  return JSON.stringify(json);
 }

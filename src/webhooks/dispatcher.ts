@@ -1,7 +1,5 @@
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
-import type { EventRow } from "../events/event.entity.js";
-import { webhookBodyOf } from "../events/view.js";
 import { log } from "../log.js";
 import type { DeliveryStatusWord } from "./delivery.entity.js";
 import { retryDelayMs } from "./schedule.js";
@@ -12,7 +10,7 @@ import { signatureHeaders } from "./signature.js";
 export interface DispatcherOptions {
   /** Attempts in flight at once to one profile's webhook_url, per instance: a slow receiver holds no more. */
   readonly perEndpoint: number;
-  /** Deliveries taken at once for one profile: its next few rounds at `perEndpoint`. */
+  /** Deliveries taken at once for one profile; it gets more only while it holds fewer than this. */
   readonly perEndpointBatch: number;
   /** Deliveries held by this instance at once, all receivers together. */
   readonly maxHeld: number;
@@ -20,7 +18,7 @@ export interface DispatcherOptions {
   readonly pollMs: number;
 }
 
-const defaultOptions: DispatcherOptions = { perEndpoint: 10, perEndpointBatch: 50, maxHeld: 1000, pollMs: 100 };
+const defaultOptions: DispatcherOptions = { perEndpoint: 10, perEndpointBatch: 20, maxHeld: 1000, pollMs: 100 };
 
 /** A delivery this instance has taken, with what sending it needs. */
 interface Taken {
@@ -31,11 +29,14 @@ interface Taken {
   readonly deliver_until: Date;
   readonly type: string;
   readonly created: Date;
-  readonly data: EventRow["data"];
+  /** The event's data as JSON text, sent as it is. */
+  readonly data: string;
   readonly webhook_url: string | null;
   readonly webhook_secret: string;
   readonly previous_webhook_secret: string | null;
   readonly previous_webhook_secret_until: Date | null;
+  /** Until when this instance holds it: the token its outcome is written with. */
+  readonly lease: Date;
 }
 
 /** What became of one taken delivery, written back while its lease still holds. */
@@ -49,26 +50,36 @@ interface Outcome {
   readonly nextAttemptAt: Date | null;
 }
 
+/** One profile's deliveries in this instance's hands: waiting, and being sent. */
+interface Endpoint {
+  readonly waiting: Taken[];
+  sending: number;
+}
+
 /**
- * Takes due deliveries, endpoint by endpoint, oldest first: at most `batch` for each of up to `endpoints` profiles not in
- * `busy`, skipping those another instance holds, and leases them until `$5` (the lease is the claim's token).
+ * Takes due deliveries, oldest first, at most `$4` of each profile and `$3` in all, none of the
+ * profiles in `$2` (this instance holds enough of theirs), skipping those another instance holds,
+ * and leases them until `$5`: the lease is the token their outcome is written with. The candidates
+ * are read without locks and bounded, so the look costs the same however long the queue; rows are
+ * locked only once picked, and the lease condition is checked again on the locked row.
  */
 const takeDue = `
-WITH endpoints AS (
-  SELECT profile_id FROM webhook_deliveries
+WITH due AS (
+  SELECT event_id, profile_id, next_attempt_at FROM webhook_deliveries
    WHERE status = 'pending' AND next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1) AND profile_id <> ALL ($2::varchar[])
-   GROUP BY profile_id ORDER BY min(next_attempt_at) LIMIT $3
-), taken AS (
-  SELECT d.event_id FROM endpoints CROSS JOIN LATERAL (
-    SELECT x.event_id FROM webhook_deliveries x
-     WHERE x.profile_id = endpoints.profile_id AND x.status = 'pending' AND x.next_attempt_at <= $1
-       AND (x.leased_until IS NULL OR x.leased_until <= $1)
-     ORDER BY x.next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) d
+   ORDER BY next_attempt_at LIMIT 1000
+), ranked AS (
+  SELECT event_id, next_attempt_at, row_number() OVER (PARTITION BY profile_id ORDER BY next_attempt_at) AS place FROM due
+), picked AS (
+  SELECT w.event_id FROM webhook_deliveries w
+   WHERE w.event_id IN (SELECT event_id FROM ranked WHERE place <= $4 ORDER BY next_attempt_at LIMIT $3)
+     AND w.status = 'pending' AND (w.leased_until IS NULL OR w.leased_until <= $1)
+   FOR UPDATE SKIP LOCKED
 )
 UPDATE webhook_deliveries w SET leased_until = $5
-  FROM taken, events e, profiles p
- WHERE w.event_id = taken.event_id AND e.event_id = w.event_id AND p.profile_id = w.profile_id
-RETURNING w.event_id, w.livemode, w.profile_id, w.attempts, w.deliver_until, e.type, e.created, e.data,
+  FROM picked, events e, profiles p
+ WHERE w.event_id = picked.event_id AND e.event_id = w.event_id AND p.profile_id = w.profile_id
+RETURNING w.event_id, w.livemode, w.profile_id, w.attempts, w.deliver_until, w.leased_until AS lease, e.type, e.created, e.data::text AS data,
           p.webhook_url, p.webhook_secret, p.previous_webhook_secret, p.previous_webhook_secret_until`;
 
 /** Writes back outcomes, each only while its lease is still the one it was taken with. */
@@ -80,22 +91,29 @@ UPDATE webhook_deliveries d
        AS u(event_id, lease, status, tried, response_status, error, attempted_at, next_attempt_at)
  WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
 
+/** The body of an event's webhook: the event as retrieve shows it, without its delivery state, its data sent as stored. */
+function bodyOf(delivery: Taken): string {
+  return `{"event_id":${JSON.stringify(delivery.event_id)},"type":${JSON.stringify(delivery.type)},"created":"${delivery.created.toISOString()}","data":${delivery.data}}`;
+}
+
 /**
  * Sends every event to its profile's webhook_url (docs/events.md), from the deliveries written with
  * the events. Any number of instances run side by side: a delivery is taken with `FOR UPDATE SKIP
  * LOCKED` and leased, so no two send it while its lease holds, and one whose instance died is taken
  * again when the lease ends (at least once). No transaction is open while a receiver is waited on.
- * Each profile gets at most `perEndpoint` attempts at once, and a profile with deliveries in hand is
- * not taken again until they are done, so a slow receiver delays only its own events.
+ * Each profile gets at most `perEndpoint` attempts at once and is not given more deliveries while it
+ * holds `perEndpointBatch`, so a slow receiver delays only its own events.
  */
 export class WebhookDispatcher {
   private readonly options: DispatcherOptions;
-  /** Deliveries in hand, by profile. */
-  private readonly held = new Map<string, number>();
-  private heldTotal = 0;
+  /** Long enough for every delivery a profile may hold to wait its turn and time out, and the outcome to be written. */
+  private readonly leaseMs: number;
+  private readonly endpoints = new Map<string, Endpoint>();
+  private held = 0;
   private started = false;
   private timer: NodeJS.Timeout | undefined;
   private taking: Promise<number> | undefined;
+  private takeAgain = false;
   private readonly sending = new Set<Promise<void>>();
   private outcomes: { outcome: Outcome; written: () => void }[] = [];
   private writing: Promise<void> | undefined;
@@ -108,6 +126,7 @@ export class WebhookDispatcher {
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
   ) {
     this.options = { ...defaultOptions, ...options };
+    this.leaseMs = Math.ceil((2 * this.options.perEndpointBatch) / this.options.perEndpoint) * attemptTimeoutMs + 30_000;
   }
 
   /** Starts looking for due deliveries. */
@@ -148,7 +167,7 @@ export class WebhookDispatcher {
     this.timer = setTimeout(() => void this.pump(), delayMs);
   }
 
-  /** Takes due deliveries while there is room, then looks again after `pollMs`. */
+  /** Takes due deliveries while there is room and something comes, then looks again after `pollMs`. */
   private async pump(): Promise<void> {
     try {
       while (this.started && (await this.takeMore()) > 0) {}
@@ -158,65 +177,72 @@ export class WebhookDispatcher {
     this.schedule(this.options.pollMs);
   }
 
-  /** One round of taking: leases what is due (room permitting) and starts sending it; returns how many. */
+  /** One look at a time: a look asked for while one runs happens right after it. */
   private takeMore(): Promise<number> {
-    if (this.taking !== undefined) return this.taking;
+    if (this.taking !== undefined) {
+      this.takeAgain = true;
+      return this.taking;
+    }
     this.taking = this.take().finally(() => {
       this.taking = undefined;
+      if (this.takeAgain && this.started) {
+        this.takeAgain = false;
+        this.schedule(0);
+      }
     });
     return this.taking;
   }
 
+  /** Leases what is due (room permitting) and starts sending it; returns how many were taken. */
   private async take(): Promise<number> {
-    const { perEndpoint, perEndpointBatch, maxHeld } = this.options;
-    const room = maxHeld - this.heldTotal;
-    if (room < perEndpointBatch) return 0;
+    const { perEndpointBatch, maxHeld } = this.options;
+    const room = maxHeld - this.held;
+    if (room <= 0) return 0;
     await this.beforePass();
     const now = this.clock.now();
-    // Long enough for every round of the batch to time out, and the outcome to be written after.
-    const lease = new Date(now.getTime() + Math.ceil(perEndpointBatch / perEndpoint) * attemptTimeoutMs + 30_000);
-    const [rows] = (await this.dataSource.query(takeDue, [
-      now,
-      [...this.held.keys()],
-      Math.floor(room / perEndpointBatch),
-      perEndpointBatch,
-      lease,
-    ])) as [Taken[], number];
-    const byProfile = new Map<string, Taken[]>();
-    for (const row of rows) byProfile.set(row.profile_id, [...(byProfile.get(row.profile_id) ?? []), row]);
-    for (const [profileId, deliveries] of byProfile) {
-      this.held.set(profileId, deliveries.length);
-      this.heldTotal += deliveries.length;
-      const sent = this.sendAll(deliveries, lease).finally(() => {
-        this.held.delete(profileId);
-        this.heldTotal -= deliveries.length;
-        this.sending.delete(sent);
-        if (this.started && this.heldTotal + perEndpointBatch <= maxHeld) this.schedule(0);
-      });
-      this.sending.add(sent);
-    }
+    const full = [...this.endpoints].filter(([, e]) => e.waiting.length + e.sending >= perEndpointBatch).map(([id]) => id);
+    const [rows] = (await this.dataSource.query(takeDue, [now, full, room, perEndpointBatch, new Date(now.getTime() + this.leaseMs)])) as [
+      Taken[],
+      number,
+    ];
+    for (const row of rows) this.hold(row);
     return rows.length;
   }
 
-  /** Sends one profile's deliveries, `perEndpoint` at a time. */
-  private async sendAll(deliveries: readonly Taken[], lease: Date): Promise<void> {
-    let next = 0;
-    const lane = async () => {
-      while (next < deliveries.length) {
-        const delivery = deliveries[next++]!;
-        await this.record(await this.send(delivery, lease));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.options.perEndpoint, deliveries.length) }, lane));
+  /** Queues a taken delivery behind its profile's others and starts a sender if the profile has room for one. */
+  private hold(delivery: Taken): void {
+    let endpoint = this.endpoints.get(delivery.profile_id);
+    if (endpoint === undefined) {
+      endpoint = { waiting: [], sending: 0 };
+      this.endpoints.set(delivery.profile_id, endpoint);
+    }
+    endpoint.waiting.push(delivery);
+    this.held++;
+    if (endpoint.sending < this.options.perEndpoint) {
+      endpoint.sending++;
+      const lane = this.sendWaiting(delivery.profile_id, endpoint).finally(() => this.sending.delete(lane));
+      this.sending.add(lane);
+    }
   }
 
-  private async send(delivery: Taken, lease: Date): Promise<Outcome> {
-    const base = { eventId: delivery.event_id, lease };
+  /** One of a profile's senders: sends its waiting deliveries one after another until none is left. */
+  private async sendWaiting(profileId: string, endpoint: Endpoint): Promise<void> {
+    for (let next = endpoint.waiting.shift(); next !== undefined; next = endpoint.waiting.shift()) {
+      await this.record(await this.send(next));
+      this.held--;
+      if (this.started && endpoint.waiting.length + endpoint.sending <= this.options.perEndpointBatch) void this.takeMore();
+    }
+    endpoint.sending--;
+    if (endpoint.sending === 0 && endpoint.waiting.length === 0) this.endpoints.delete(profileId);
+  }
+
+  private async send(delivery: Taken): Promise<Outcome> {
+    const base = { eventId: delivery.event_id, lease: delivery.lease };
     if (delivery.webhook_url === null) {
       const attempt = { responseStatus: null, error: "the profile no longer has a webhook_url" };
       return { ...base, status: "failed", tried: 0, attempt, attemptedAt: this.clock.now(), nextAttemptAt: null };
     }
-    const body = webhookBodyOf({ eventId: delivery.event_id, type: delivery.type, created: delivery.created, data: delivery.data });
+    const body = bodyOf(delivery);
     const secrets = [delivery.webhook_secret];
     const attemptedAt = this.clock.now();
     if (delivery.previous_webhook_secret !== null && delivery.previous_webhook_secret_until! > attemptedAt) {
@@ -231,7 +257,6 @@ export class WebhookDispatcher {
       ? { ...base, status: "failed", tried: 1, attempt, attemptedAt, nextAttemptAt: null }
       : { ...base, status: "pending", tried: 1, attempt, attemptedAt, nextAttemptAt: retryAt };
   }
-
   /** Queues an outcome for the next write, which carries every outcome that arrived meanwhile; resolves once written. */
   private record(outcome: Outcome): Promise<void> {
     return new Promise((written) => {

@@ -1,0 +1,138 @@
+/*
+ * The webhook scenario of `npm run bench`: create-with-confirm payments over REST for one merchant
+ * whose profile has no webhook_url and for one whose profile sends every event to a local receiver,
+ * interleaved, so the cost of delivery shows as the difference; and the delay from each event's
+ * creation (just before its commit) to its arrival at the receiver.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import autocannon from "autocannon";
+
+/** One round of the scenario for one merchant. */
+export interface WebhookRound {
+  readonly webhooks: boolean;
+  readonly paymentsPerSecond: number;
+  readonly p99: number;
+  readonly errors: number;
+}
+
+/** What the receiver saw over all rounds with webhooks. */
+export interface DeliveryFigures {
+  readonly delivered: number;
+  readonly duplicates: number;
+  readonly delayP50: number;
+  readonly delayP99: number;
+  readonly delayMax: number;
+  /** How long after the last round the last event of the merchant with webhooks arrived. */
+  readonly drainMs: number;
+}
+
+interface Receiver {
+  readonly url: string;
+  readonly delays: number[];
+  readonly seen: Set<string>;
+  duplicates: number;
+  lastArrival: number;
+  close(): Promise<void>;
+}
+
+/** A receiver that answers 204 at once and records how long each event took to arrive. */
+async function startReceiver(): Promise<Receiver> {
+  const receiver = { delays: [] as number[], seen: new Set<string>(), duplicates: 0, lastArrival: 0 };
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const now = Date.now();
+      const event = JSON.parse(Buffer.concat(chunks).toString()) as { event_id: string; created: string };
+      if (receiver.seen.has(event.event_id)) receiver.duplicates++;
+      receiver.seen.add(event.event_id);
+      receiver.delays.push(now - Date.parse(event.created));
+      receiver.lastArrival = now;
+      res.statusCode = 204;
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(receiver, {
+    url: `http://127.0.0.1:${port}/hooks`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  });
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
+}
+
+/** A merchant with a sandbox key, its profile's webhook_url set to `webhookUrl` when given. */
+type NewMerchant = (webhookUrl: string | undefined) => Promise<{ apiKey: string; profileId: string }>;
+
+/** Events the merchant of `apiKey` has, all types together. */
+async function eventCount(url: string, apiKey: string): Promise<number> {
+  const res = await fetch(`${url}/events/list?limit=1`, { headers: { "api-key": apiKey } });
+  return ((await res.json()) as { total_count: number }).total_count;
+}
+
+/**
+ * Runs `rounds` rounds of create-with-confirm for `seconds` each, without then with webhooks, and
+ * waits (up to a minute) for every event of the merchant with webhooks to arrive.
+ */
+export async function measureWebhooks(
+  url: string,
+  newMerchant: NewMerchant,
+  payment: (profileId: string) => unknown,
+  options: { connections: number; seconds: number; rounds: number },
+): Promise<{ rounds: WebhookRound[]; delivery: DeliveryFigures }> {
+  const receiver = await startReceiver();
+  try {
+    const without = await newMerchant(undefined);
+    const withHooks = await newMerchant(receiver.url);
+    const rounds: WebhookRound[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      for (const [webhooks, merchant] of [
+        [false, without],
+        [true, withHooks],
+      ] as const) {
+        const result = await autocannon({
+          url,
+          connections: options.connections,
+          duration: options.seconds,
+          requests: [
+            {
+              method: "POST",
+              path: "/payments",
+              headers: { "content-type": "application/json", "api-key": merchant.apiKey },
+              body: JSON.stringify(payment(merchant.profileId)),
+            },
+          ],
+        });
+        const measured = {
+          webhooks,
+          paymentsPerSecond: Math.round(result.requests.total / options.seconds),
+          p99: result.latency.p99,
+          errors: result.errors + result.non2xx,
+        };
+        rounds.push(measured);
+        console.log(JSON.stringify({ scenario: "webhooks", round: round + 1, ...measured }));
+      }
+    }
+    const loadEnded = Date.now();
+    const expected = await eventCount(url, withHooks.apiKey);
+    while (receiver.seen.size < expected && Date.now() - loadEnded < 60_000) await new Promise((resolve) => setTimeout(resolve, 100));
+    const sorted = [...receiver.delays].sort((a, b) => a - b);
+    return {
+      rounds,
+      delivery: {
+        delivered: receiver.seen.size,
+        duplicates: receiver.duplicates,
+        delayP50: percentile(sorted, 50),
+        delayP99: percentile(sorted, 99),
+        delayMax: sorted.at(-1) ?? 0,
+        drainMs: Math.max(0, receiver.lastArrival - loadEnded),
+      },
+    };
+  } finally {
+    await receiver.close();
+  }
+}

@@ -1,11 +1,11 @@
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { type DataSource, type EntityManager, In } from "typeorm";
 import type { EventService } from "../../gen/paymentservice/v1/event_pb.js";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
-import { notFound, preconditionFailed } from "../errors.js";
+import { deadlineExceeded, notFound, preconditionFailed } from "../errors.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { DeliveryRow } from "../webhooks/delivery.entity.js";
@@ -114,6 +114,8 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
         }
         if (rows.length < streamBatch) await eventFeed.next(ctx.signal);
       }
+      // A consumer that went away needs no answer; one whose own deadline passed is told so.
+      if (ctx.signal.reason instanceof ConnectError && ctx.signal.reason.code === Code.DeadlineExceeded) throw deadlineExceeded();
     },
 
     /**

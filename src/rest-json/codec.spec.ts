@@ -144,7 +144,13 @@ describe("writeMessage", () => {
   it("writes a Struct as the JSON it holds", () => {
     const object = { payment_id: "pay_1", amount: 5, paid: true, refunds: [], note: null, card: { last4: "4242" } };
     const event = create(EventSchema, { eventId: "evt_1", type: "payment.succeeded", data: { object } });
-    expect(writeMessage(event, EventSchema)).toEqual({ event_id: "evt_1", type: "payment.succeeded", created: null, data: { object }, delivery: null });
+    expect(writeMessage(event, EventSchema)).toEqual({
+      event_id: "evt_1",
+      type: "payment.succeeded",
+      created: null,
+      data: { object },
+      delivery: null,
+    });
   });
 
   it("reads a ReflectMessage without a schema", () => {

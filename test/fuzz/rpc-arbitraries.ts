@@ -25,6 +25,11 @@ function rarely<T>(arbitrary: fc.Arbitrary<T>, oneIn: number): fc.Arbitrary<T | 
   return fc.oneof({ weight: oneIn - 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary });
 }
 
+/** Whether the server answers the method with a stream, which ends only when the client or its deadline ends it. */
+function streams(method: ApiMethod): boolean {
+  return method.desc.methodKind === "server_streaming";
+}
+
 /**
  * Connect, gRPC and gRPC-Web requests for every method: messages in both codecs, whole or damaged,
  * in correct and broken envelopes, with the protocol's own headers right and wrong.
@@ -93,7 +98,8 @@ export class RpcArbitraries {
           { weight: 10, arbitrary: fc.constant<Header[]>([["connect-protocol-version", "1"]]) },
           { weight: 1, arbitrary: fc.constantFrom<Header[]>([], [["connect-protocol-version", "2"]]) },
         ),
-        timeout: rarely(fc.constantFrom("1500", "0", "abc", "-1", "10000000000", "1.5", ""), 10),
+        // A stream that was read well runs until its deadline: one is always set, or it would never answer.
+        timeout: streams(method) ? fc.constant("300") : rarely(fc.constantFrom("1500", "0", "abc", "-1", "10000000000", "1.5", ""), 10),
         compression: rarely(gzipBody, 12),
         credentials: this.headers.credentials(method),
         idempotency: this.headers.idempotency,
@@ -186,7 +192,7 @@ export class RpcArbitraries {
         payload: this.payload(method, codec),
         framing: framings,
         contentType: fc.constantFrom(...contentTypes),
-        timeout: rarely(grpcTimeout, 10),
+        timeout: streams(method) ? fc.constant("300m") : rarely(grpcTimeout, 10),
         credentials: this.headers.credentials(method),
         idempotency: this.headers.idempotency,
       })

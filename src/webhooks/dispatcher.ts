@@ -228,7 +228,11 @@ export class WebhookDispatcher {
   /** One of a profile's senders: sends its waiting deliveries one after another until none is left. */
   private async sendWaiting(profileId: string, endpoint: Endpoint): Promise<void> {
     for (let next = endpoint.waiting.shift(); next !== undefined; next = endpoint.waiting.shift()) {
-      await this.record(await this.send(next));
+      try {
+        await this.record(await this.send(next));
+      } catch (error) {
+        log.error("webhook delivery failed; it is sent again when its lease ends", { event_id: next.event_id, error: String(error) });
+      }
       this.held--;
       if (this.started && endpoint.waiting.length + endpoint.sending <= this.options.perEndpointBatch) void this.takeMore();
     }

@@ -77,6 +77,20 @@ export function checkedLookup(livemode: boolean): LookupFunction {
   };
 }
 
+/** How long saving a profile waits for its webhook_url's name to resolve before accepting it unresolved. */
+const saveLookupMs = 2000;
+
+/** The addresses a name resolves to now; none when it does not resolve (in time). */
+function addressesOf(host: string): Promise<string[]> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve([]), saveLookupMs);
+    dnsLookup(host, { all: true }, (error, found) => {
+      clearTimeout(timer);
+      resolve(error === null ? found.map((a) => a.address) : []);
+    });
+  });
+}
+
 /**
  * Why a webhook_url may not be saved, or undefined: a profile serves both environments, so a sandbox
  * URL on a laptop (http, localhost) is fine, but one that reaches a link-local or metadata address
@@ -86,11 +100,6 @@ export async function refusalOfSavedUrl(value: string): Promise<string | undefin
   const url = new URL(value);
   if (url.username !== "" || url.password !== "") return "must not carry a user name or password";
   const host = hostOf(url);
-  const addresses =
-    isIP(host) !== 0
-      ? [host]
-      : await new Promise<string[]>((resolve) =>
-          dnsLookup(host, { all: true }, (error, found) => resolve(error === null ? found.map((a) => a.address) : [])),
-        );
+  const addresses = isIP(host) !== 0 ? [host] : await addressesOf(host);
   return addresses.map((address) => refusalOf(address, false)).find((r) => r !== undefined);
 }

@@ -8,8 +8,8 @@ import type { Statement } from "./statement.js";
 
 /**
  * Adds what must commit with a change — the event of the status it entered, its webhook delivery and
- * the jobs it needs —
- * to the change's statement, written only if the change (the CTE named `after`) wrote its row.
+ * the jobs it needs — to the change's statement, written only if the change (the CTE named `after`)
+ * wrote its row.
  */
 export function addFollowUps(
   statement: Statement,

@@ -58,11 +58,8 @@ export class WebhookDeliveries1764800000000 implements MigrationInterface {
         leased_until timestamptz,
         created timestamptz NOT NULL
       )`);
-    // The dispatcher looks for due deliveries, endpoint by endpoint.
+    // The dispatcher looks for the oldest due deliveries.
     await runner.query(`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`);
-    await runner.query(
-      `CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (profile_id, next_attempt_at) WHERE status = 'pending'`,
-    );
   }
 
   async down(runner: QueryRunner): Promise<void> {

@@ -1,7 +1,15 @@
 import type { ServerResponse } from "node:http";
 import { constants as http2Constants, type Http2ServerResponse } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import {
+  codeToHttpStatus,
+  contentTypeStreamProto,
+  contentTypeStreamRegExp,
+  endStreamFlag,
+  endStreamToJson,
+  errorToJsonBytes,
+} from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
@@ -92,9 +100,18 @@ export function writeError(res: NodeResponse, protocol: WireProtocol, error: Con
       send(res, status ?? rest.status, "application/json", JSON.stringify(rest.body));
       return;
     }
-    case "connect":
+    case "connect": {
+      // A Connect streaming client reads errors from the stream's end message only: an HTTP status tells it nothing.
+      const contentType = String(res.req.headers["content-type"] ?? "");
+      if (contentTypeStreamRegExp.test(contentType)) {
+        const end = new TextEncoder().encode(JSON.stringify(endStreamToJson(new Headers(), error, {})));
+        const streamType = contentType.startsWith(contentTypeStreamProto) ? contentTypeStreamProto : "application/connect+json";
+        send(res, 200, streamType, encodeEnvelope(endStreamFlag, end));
+        return;
+      }
       send(res, status ?? codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, {}));
       return;
+    }
     case "grpc":
     case "grpc-web": {
       const header = setTrailerStatus(new Headers(), error);

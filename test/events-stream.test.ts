@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "@connectrpc/connect";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { EventService, type Event } from "../gen/paymentservice/v1/event_pb.js";
 import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type JsonBody, type RpcProtocol } from "./support/clients.js";
+import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { expectRpcError } from "./support/errors.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, iso, uniqueId } from "./support/parity.js";
@@ -18,13 +20,20 @@ import { waitUntil } from "./support/wait.js";
  * compares what a consumer received, event by event, with the list read over REST once the writers
  * are done: no event missing, none twice, none out of order.
  *
- * The service runs with its job runner polling (instant refunds settle on their own) and the
- * system clock.
+ * The services run with their job runners polling (instant refunds settle on their own) and the
+ * system clock. On PostgreSQL a second instance shares the file's database, so concurrent writers
+ * land on both; the embedded database has one owner, so there every writer uses the one instance.
+ * A commit held open on purpose, out of order, exists only on real PostgreSQL.
  */
 
 const protocols = ["connect", "grpc", "grpc-web"] as const satisfies readonly RpcProtocol[];
 
 const service = runningService();
+
+/** On PostgreSQL, a second instance on the same database: racing writers land on both. */
+const second = onPostgres ? runningService() : undefined;
+/** The instance the i-th of many concurrent writers calls. */
+const writer = (i: number) => (second !== undefined && i % 2 === 1 ? second : service);
 
 const visa = "4242424242424242";
 
@@ -384,4 +393,86 @@ describe.each(protocols)("StreamEvents over %s", { timeout: 120_000 }, (protocol
       await expectRpcError(firstOutcome(service.url, protocol, `${merchant.apiKey}x`, ownEvent), Code.Unauthenticated, "IR_01");
     });
   });
+});
+
+describe("concurrent writers", () => {
+  const payments = 200;
+
+  it(`${payments} payments and their refunds created at once${onPostgres ? " on two instances" : ""}: every consumer gets every event once, in the reverse list order`, {
+    timeout: 240_000,
+  }, async () => {
+    const merchant = await newMerchant(service.url);
+    await paidPayment(service.url, merchant);
+    const start = (await listedOldestFirst(service.url, merchant.apiKey)).at(-1)!.event_id as string;
+    // One consumer per protocol, on both instances.
+    const streams = protocols.map((protocol, i) => tracked(consume(writer(i).url, protocol, merchant.apiKey, start)));
+
+    const refunds = await Promise.all(
+      Array.from({ length: payments }, async (_, i) => {
+        const url = writer(i).url;
+        if (i % 5 === 4) return createPayment(url, merchant, { amount: 1000 + i }).then(() => []);
+        const payment = await paidPayment(url, merchant, 1000 + i);
+        if (i % 4 === 3) return [];
+        // Two partial refunds of one payment at once, on both instances.
+        return Promise.all([
+          createRefund(url, merchant, payment.payment_id, 100),
+          createRefund(writer(i + 1).url, merchant, payment.payment_id, 200),
+        ]);
+      }),
+    );
+    const listed = await settledEvents(service.url, merchant.apiKey);
+    expect(listed.filter((e) => e.type === "refund.succeeded")).toHaveLength(refunds.flat().length);
+    const expected = listedAfter(listed, start);
+    expect(expected.length).toBeGreaterThanOrEqual(payments);
+    for (const stream of streams) await expectStreamed(stream, expected);
+    await Promise.all(streams.map((s) => s.stop()));
+
+    // A consumer that starts after everything committed reads the whole backlog, batch after batch (500 at a time).
+    expect(expected.length).toBeGreaterThan(500);
+    const late = tracked(consume(writer(1).url, "connect", merchant.apiKey, start));
+    await expectStreamed(late, expected);
+    await late.stop();
+  });
+
+  it.skipIf(!onPostgres)(
+    "a transaction that got its id first but commits last: the stream holds back the later commits until it ends, then sends its event first",
+    { timeout: 120_000 },
+    async () => {
+      const merchant = await newMerchant(service.url);
+      await paidPayment(service.url, merchant);
+      const start = (await listedOldestFirst(service.url, merchant.apiKey)).at(-1)!.event_id as string;
+      const consumer = tracked(consume(service.url, "connect", merchant.apiKey, start));
+
+      const db = new pg.Client({ connectionString: await fileDatabaseUrl() });
+      await db.connect();
+      try {
+        await db.query("BEGIN");
+        const lateId = uniqueId("evt");
+        const objectId = uniqueId("pay");
+        await db.query(
+          `INSERT INTO events (event_id, merchant_id, livemode, type, object_id, profile_id, data, created)
+           VALUES ($1, $2, false, 'payment.requires_payment_method', $3, $4, $5, now())`,
+          [lateId, merchant.merchantId, objectId, merchant.profileId, JSON.stringify({ object: { payment_id: objectId } })],
+        );
+
+        // Payments written and committed through the API while that transaction (an older id) stays open.
+        await Promise.all(Array.from({ length: 6 }, (_, i) => paidPayment(writer(i).url, merchant, 2000 + i)));
+        const committed = listedAfter(await listedOldestFirst(service.url, merchant.apiKey), start);
+        expect(committed.length).toBeGreaterThanOrEqual(6);
+        await sleep(2500);
+        expectRunning(consumer);
+        expect(streamedIds(consumer.received)).toEqual([]);
+
+        await db.query("COMMIT");
+        const expected = listedAfter(await listedOldestFirst(service.url, merchant.apiKey), start);
+        expect(expected[0]!.event_id).toBe(lateId);
+        expect(listedIds(expected.slice(1))).toEqual(listedIds(committed));
+        await expectStreamed(consumer, expected);
+        await consumer.stop();
+      } finally {
+        await db.query("ROLLBACK").catch(() => undefined);
+        await db.end();
+      }
+    },
+  );
 });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventService, type Event } from "../gen/paymentservice/v1/event_pb.js";
 import { cardData } from "./support/cards.js";
 import { rest, rpcClient, type JsonBody, type RpcProtocol } from "./support/clients.js";
@@ -11,6 +11,7 @@ import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js"
 import { expectError, iso, uniqueId } from "./support/parity.js";
 import { createPayment } from "./support/payments.js";
 import { runningService } from "./support/running.js";
+import { spawnServer, type ServerProcess } from "./support/server-process.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -23,7 +24,7 @@ import { waitUntil } from "./support/wait.js";
  * The services run with their job runners polling (instant refunds settle on their own) and the
  * system clock. On PostgreSQL a second instance shares the file's database, so concurrent writers
  * land on both; the embedded database has one owner, so there every writer uses the one instance.
- * A commit held open on purpose, out of order, exists only on real PostgreSQL.
+ * Out-of-order commits held open on purpose and SIGKILLed servers exist only on real PostgreSQL.
  */
 
 const protocols = ["connect", "grpc", "grpc-web"] as const satisfies readonly RpcProtocol[];
@@ -473,6 +474,82 @@ describe("concurrent writers", () => {
         await db.query("ROLLBACK").catch(() => undefined);
         await db.end();
       }
+    },
+  );
+});
+
+describe.skipIf(!onPostgres)("resuming after a server is killed (PostgreSQL only: two server processes share the database)", () => {
+  const servers: ServerProcess[] = [];
+  let databaseUrl: string;
+  let b: ServerProcess;
+
+  async function startServer(): Promise<ServerProcess> {
+    const server = await spawnServer({ DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4" });
+    servers.push(server);
+    return server;
+  }
+
+  beforeAll(async () => {
+    databaseUrl = (await fileDatabaseUrl())!;
+    b = await startServer();
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.kill()));
+  });
+
+  it.each(protocols)(
+    "over %s: SIGKILL mid-stream, reconnect to the other instance after the last event processed: no gap, no duplicate",
+    { timeout: 180_000 },
+    async (protocol) => {
+      const a = await startServer();
+      const merchant = await newMerchant(b.url);
+      await paidPayment(b.url, merchant);
+      const start = (await listedOldestFirst(b.url, merchant.apiKey)).at(-1)!.event_id as string;
+
+      // Writers on both instances until told to stop; those on the killed one stop at the kill.
+      let writing = true;
+      let aAlive = true;
+      let written = 0;
+      const lanes = Promise.all(
+        Array.from({ length: 4 }, async (_, lane) => {
+          for (let i = 0; writing && written < 400; i++) {
+            const onA = lane % 2 === 1;
+            if (onA && !aAlive) return;
+            const url = onA ? a.url : b.url;
+            try {
+              const payment = await paidPayment(url, merchant, 1000 + written);
+              if (i % 3 === 2) await createRefund(url, merchant, payment.payment_id, 300);
+            } catch (error) {
+              // A call in flight on the killed instance may fail; the list shows whatever it committed.
+              if (onA && !aAlive) return;
+              throw error;
+            }
+            written++;
+          }
+        }),
+      );
+      // Awaited below; a writer failing before then must not be an unhandled rejection.
+      lanes.catch(() => undefined);
+
+      const first = tracked(consume(a.url, protocol, merchant.apiKey, start));
+      await receivedAtLeast(first, 8);
+      aAlive = false;
+      await a.kill();
+      await first.ended;
+      expect(first.failure()).toBeDefined();
+      const processed = [...first.received];
+      const resumeAfter = processed.at(-1)!.eventId;
+
+      const second = tracked(consume(b.url, protocol, merchant.apiKey, resumeAfter));
+      // Writes go on while the consumer resumes, then stop.
+      await receivedAtLeast(second, 8);
+      writing = false;
+      await lanes;
+      const expected = listedAfter(await settledEvents(b.url, merchant.apiKey), start);
+      await receivedAtLeast(second, expected.length - processed.length);
+      await sleep(1500);
+      expectReceived([...processed, ...second.received], expected);
+      await second.stop();
     },
   );
 });

@@ -134,9 +134,9 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
           throw preconditionFailed(`Profile ${row.profileId} has no webhook_url to deliver event ${row.eventId} to`);
         const now = clock.now();
         await em.query(
-          `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, next_attempt_at, deliver_until, created)
-           VALUES ($1, $2, $3, $4, 'pending', 0, $5, $6, $5)
-           ON CONFLICT (event_id) DO UPDATE SET status = 'pending', next_attempt_at = $5, deliver_until = $6`,
+          `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created)
+           VALUES ($1, $2, $3, $4, 'pending', 0, 0, $5, $6, $5)
+           ON CONFLICT (event_id) DO UPDATE SET status = 'pending', window_attempts = 0, next_attempt_at = $5, deliver_until = $6`,
           [row.eventId, row.merchantId, row.livemode, row.profileId, now, new Date(now.getTime() + retryWindowMs)],
         );
         return toEvent(row, (await deliveriesOf(em, [row])).get(row.eventId));

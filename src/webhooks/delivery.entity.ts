@@ -28,6 +28,10 @@ export class DeliveryRow {
   @Column({ name: "attempts", type: "integer" })
   attempts!: number;
 
+  /** Attempts since the retry window began (a redelivery begins a new one): they set the next wait. */
+  @Column({ name: "window_attempts", type: "integer" })
+  windowAttempts!: number;
+
   /** The HTTP status of the last answer; null when no attempt got one (timeout, refused connection). */
   @Column({ name: "last_response_status", type: "integer", nullable: true })
   lastResponseStatus!: number | null;

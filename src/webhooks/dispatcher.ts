@@ -1,8 +1,7 @@
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
 import { log } from "../log.js";
-import type { DeliveryStatusWord } from "./delivery.entity.js";
-import { retryDelayMs } from "./schedule.js";
+import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, attemptTimeoutMs, post } from "./sender.js";
 import { signatureHeaders } from "./signature.js";
 
@@ -25,8 +24,6 @@ interface Taken {
   readonly event_id: string;
   readonly livemode: boolean;
   readonly profile_id: string;
-  readonly attempts: number;
-  readonly deliver_until: Date;
   readonly type: string;
   readonly created: Date;
   /** The event's data as JSON text, sent as it is. */
@@ -39,15 +36,16 @@ interface Taken {
   readonly lease: Date;
 }
 
-/** What became of one taken delivery, written back while its lease still holds. */
+/**
+ * What became of one taken delivery, written back while its lease still holds: an attempt, or none
+ * (its profile lost its webhook_url, which ends the delivery).
+ */
 interface Outcome {
   readonly eventId: string;
   readonly lease: Date;
-  readonly status: DeliveryStatusWord;
-  readonly tried: number;
-  readonly attempt: Attempt;
+  readonly attempt: Attempt | undefined;
   readonly attemptedAt: Date;
-  readonly nextAttemptAt: Date | null;
+  readonly finishedAt: Date;
 }
 
 /** One profile's deliveries in this instance's hands: waiting, and being sent. */
@@ -79,16 +77,27 @@ WITH due AS (
 UPDATE webhook_deliveries w SET leased_until = $5
   FROM picked, events e, profiles p
  WHERE w.event_id = picked.event_id AND e.event_id = w.event_id AND p.profile_id = w.profile_id
-RETURNING w.event_id, w.livemode, w.profile_id, w.attempts, w.deliver_until, w.leased_until AS lease, e.type, e.created, e.data::text AS data,
+RETURNING w.event_id, w.livemode, w.profile_id, w.leased_until AS lease, e.type, e.created, e.data::text AS data,
           p.webhook_url, p.webhook_secret, p.previous_webhook_secret, p.previous_webhook_secret_until`;
 
-/** Writes back outcomes, each only while its lease is still the one it was taken with. */
+/** When a failed attempt is tried again, and whether that is still within the delivery's window. */
+const retryAt = retryAtSql("u.finished_at", "d.window_attempts", "u.spread");
+const retried = `NOT u.delivered AND u.tried = 1 AND ${retryAt} <= d.deliver_until`;
+/**
+ * Writes back outcomes, each only while its lease is still the one it was taken with. Whether a
+ * failed delivery is retried, and when, is decided here from the row as it is now, so that a
+ * redelivery made while the attempt was in flight (a new window) counts.
+ */
 const writeOutcomes = `
 UPDATE webhook_deliveries d
-   SET status = u.status, attempts = d.attempts + u.tried, last_response_status = u.response_status, last_error = u.error,
-       last_attempt_at = u.attempted_at, next_attempt_at = u.next_attempt_at, leased_until = NULL
-  FROM unnest($1::varchar[], $2::timestamptz[], $3::varchar[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[])
-       AS u(event_id, lease, status, tried, response_status, error, attempted_at, next_attempt_at)
+   SET status = CASE WHEN u.delivered THEN 'delivered' WHEN ${retried} THEN 'pending' ELSE 'failed' END,
+       next_attempt_at = CASE WHEN ${retried} THEN ${retryAt} END,
+       attempts = d.attempts + u.tried, window_attempts = d.window_attempts + u.tried,
+       last_response_status = CASE WHEN u.tried = 1 THEN u.response_status ELSE d.last_response_status END,
+       last_attempt_at = CASE WHEN u.tried = 1 THEN u.attempted_at ELSE d.last_attempt_at END,
+       last_error = u.error, leased_until = NULL
+  FROM unnest($1::varchar[], $2::timestamptz[], $3::boolean[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::float8[])
+       AS u(event_id, lease, delivered, tried, response_status, error, attempted_at, finished_at, spread)
  WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
 
 /** The body of an event's webhook: the event as retrieve shows it, without its delivery state, its data sent as stored. */
@@ -241,26 +250,19 @@ export class WebhookDispatcher {
   }
 
   private async send(delivery: Taken): Promise<Outcome> {
-    const base = { eventId: delivery.event_id, lease: delivery.lease };
-    if (delivery.webhook_url === null) {
-      const attempt = { responseStatus: null, error: "the profile no longer has a webhook_url" };
-      return { ...base, status: "failed", tried: 0, attempt, attemptedAt: this.clock.now(), nextAttemptAt: null };
-    }
+    const base = { eventId: delivery.event_id, lease: delivery.lease, attemptedAt: this.clock.now() };
+    if (delivery.webhook_url === null) return { ...base, attempt: undefined, finishedAt: base.attemptedAt };
     const body = bodyOf(delivery);
     const secrets = [delivery.webhook_secret];
-    const attemptedAt = this.clock.now();
-    if (delivery.previous_webhook_secret !== null && delivery.previous_webhook_secret_until! > attemptedAt) {
+    if (delivery.previous_webhook_secret !== null && delivery.previous_webhook_secret_until! > base.attemptedAt) {
       secrets.push(delivery.previous_webhook_secret);
     }
     // Receivers hold the timestamp against their own clock, so it is the real time, not the sandbox test clock's.
     const headers = signatureHeaders(delivery.event_id, body, secrets, Math.floor(Date.now() / 1000));
     const attempt = await post({ url: delivery.webhook_url, livemode: delivery.livemode }, headers, body);
-    if (attempt.error === null) return { ...base, status: "delivered", tried: 1, attempt, attemptedAt, nextAttemptAt: null };
-    const retryAt = new Date(this.clock.now().getTime() + retryDelayMs(delivery.attempts + 1));
-    return retryAt > delivery.deliver_until
-      ? { ...base, status: "failed", tried: 1, attempt, attemptedAt, nextAttemptAt: null }
-      : { ...base, status: "pending", tried: 1, attempt, attemptedAt, nextAttemptAt: retryAt };
+    return { ...base, attempt, finishedAt: this.clock.now() };
   }
+
   /** Queues an outcome for the next write, which carries every outcome that arrived meanwhile; resolves once written. */
   private record(outcome: Outcome): Promise<void> {
     return new Promise((written) => {
@@ -279,12 +281,13 @@ export class WebhookDispatcher {
         await this.dataSource.query(writeOutcomes, [
           o.map((x) => x.eventId),
           o.map((x) => x.lease),
-          o.map((x) => x.status),
-          o.map((x) => x.tried),
-          o.map((x) => x.attempt.responseStatus),
-          o.map((x) => x.attempt.error),
+          o.map((x) => x.attempt?.error === null),
+          o.map((x) => (x.attempt === undefined ? 0 : 1)),
+          o.map((x) => x.attempt?.responseStatus ?? null),
+          o.map((x) => (x.attempt === undefined ? "the profile no longer has a webhook_url" : x.attempt.error)),
           o.map((x) => x.attemptedAt),
-          o.map((x) => x.nextAttemptAt),
+          o.map((x) => x.finishedAt),
+          o.map(() => retrySpread()),
         ]);
       } catch (error) {
         // The leases run out and the deliveries are taken again: at least once, never lost.

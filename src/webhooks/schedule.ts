@@ -2,16 +2,22 @@
 export const retryWindowMs = 3 * 86_400_000;
 
 /** The longest wait between two attempts, so a receiver back after a long outage hears soon. */
-const longestDelayMs = 6 * 3_600_000;
+const longestDelaySeconds = 6 * 3600;
 
 /**
- * The wait before the next attempt after `attempts` failed ones: about 10 s, doubling each time up to
- * 6 hours, spread by ±20 % so that the deliveries that failed together during an outage do not all
- * come back at the same instant when the receiver recovers.
+ * SQL for when a failed attempt is tried again: `after` plus about 10 s, doubling with each earlier
+ * failure of the window (`failedBefore`, an SQL integer) up to 6 hours, spread by `spread` (an SQL
+ * number from 0.8 to 1.2, drawn per attempt) so that the deliveries that failed together during an
+ * outage do not all come back at the same instant when the receiver recovers. It is worked out as the
+ * outcome is written, from the window the row has then: a redelivery meanwhile starts a new one.
  */
-export function retryDelayMs(attempts: number, random: () => number = Math.random): number {
-  const base = Math.min(10_000 * 2 ** Math.max(0, attempts - 1), longestDelayMs);
-  return Math.round(base * (0.8 + 0.4 * random()));
+export function retryAtSql(after: string, failedBefore: string, spread: string): string {
+  return `${after} + make_interval(secs => least(10 * power(2, ${failedBefore}), ${longestDelaySeconds}) * ${spread})`;
+}
+
+/** A factor from 0.8 to 1.2 that spreads one retry's wait. */
+export function retrySpread(random: () => number = Math.random): number {
+  return 0.8 + 0.4 * random();
 }
 
 /**
@@ -22,8 +28,8 @@ export function retryDelayMs(attempts: number, random: () => number = Math.rando
  */
 export function deliveriesOf(events: string): string {
   return (
-    `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, next_attempt_at, deliver_until, created) ` +
-    `SELECT e.event_id, e.merchant_id, e.livemode, e.profile_id, 'pending', 0, e.created, e.created + interval '${retryWindowMs / 1000} seconds', e.created ` +
+    `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created) ` +
+    `SELECT e.event_id, e.merchant_id, e.livemode, e.profile_id, 'pending', 0, 0, e.created, e.created + interval '${retryWindowMs / 1000} seconds', e.created ` +
     `FROM ${events} AS e JOIN profiles AS p ON p.profile_id = e.profile_id WHERE p.webhook_url IS NOT NULL`
   );
 }

@@ -21,8 +21,8 @@ export interface ReceivedRequest {
 
 /** How the receiver answers one request. */
 export type Answer =
-  /** An answer with this status (and headers and body). */
-  | { readonly status: number; readonly headers?: Record<string, string>; readonly body?: string }
+  /** An answer with this status (and headers and body), after `delayMs` when given. */
+  | { readonly status: number; readonly headers?: Record<string, string>; readonly body?: string; readonly delayMs?: number }
   /** No answer at all: the request stays open until released, the sender gives up or the receiver closes. */
   | { readonly hold: true }
   /** 200 and then `bytes` bytes of body, written as fast as the sender reads them. */
@@ -78,8 +78,13 @@ export async function startReceiver(script: Script = alwaysOk): Promise<WebhookR
       } else if ("stream" in answer) {
         void stream(res, answer.stream);
       } else {
-        res.writeHead(answer.status, { "content-type": "text/plain", ...answer.headers });
-        res.end(answer.body ?? "");
+        const send = () => {
+          if (res.destroyed) return;
+          res.writeHead(answer.status, { "content-type": "text/plain", ...answer.headers });
+          res.end(answer.body ?? "");
+        };
+        if (answer.delayMs === undefined) send();
+        else setTimeout(send, answer.delayMs);
       }
     });
   });

@@ -46,6 +46,7 @@ import {
  */
 
 const second = 1000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hour = 3_600_000;
 const day = 24 * hour;
 
@@ -116,12 +117,31 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
     expect(wait, `${at} is ${wait} ms after ${now()}`).toBeLessThanOrEqual(Math.ceil(expected * 1.2));
   }
 
+  /**
+   * Delivers the (always failing) event's attempts one after another, moving the clock to each
+   * next_attempt_at: ~10 s doubling (±20 %) up to 6 h, never past the 3 days after `created`, until
+   * the delivery is no longer pending. Returns it then.
+   */
+  async function failThroughTheWindow(merchant: TestMerchant, eventId: string, created: number): Promise<JsonBody> {
+    for (let attempt = 1; ; attempt++) {
+      expect(attempt, "attempts before the delivery failed").toBeLessThan(40);
+      await deliverDue();
+      const delivery = await deliveryOf(merchant, eventId);
+      expect(delivery).toMatchObject({ attempts: attempt, last_attempt_at: now() });
+      if (delivery.status !== "pending") return delivery;
+      expectAfterNow(delivery.next_attempt_at, Math.min(10 * second * 2 ** (attempt - 1), 6 * hour));
+      expect(Date.parse(delivery.next_attempt_at)).toBeLessThanOrEqual(created + 3 * day);
+      clock.advance(Date.parse(delivery.next_attempt_at) - clock.now().getTime());
+    }
+  }
+
   describe("a delivered event", () => {
     it("arrives as the event GET /events/:id answers minus delivery, signed for our check and for Standard Webhooks", async () => {
       const hooks = await receiver();
       const { merchant, profile } = await merchantSendingTo(hooks.url);
       const secret = profile.webhook_secret as string;
-      const payment = await createPayment(service.url, merchant);
+      // Not only ASCII: the signature is over the body's UTF-8 bytes, as sent.
+      const payment = await createPayment(service.url, merchant, { description: "Café ☕ für Zoë — 🧾", metadata: { order: "ø-1" } });
       await rest(service.url, "POST", `/payments/${payment.payment_id}/confirm`, {
         apiKey: merchant.apiKey,
         body: { payment_method_data: cardData("4242424242424242", clock.now()) },
@@ -172,6 +192,63 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
       clock.advance(4 * day);
       await deliverDue();
       expect(hooks.requests).toHaveLength(2);
+    });
+
+    it("every kind of event (payment, refund, dispute, payout) goes to the webhook_url of its object's profile", async () => {
+      const defaultHooks = await receiver();
+      const shopHooks = await receiver();
+      const { merchant } = await merchantSendingTo(defaultHooks.url);
+      const shop = await rest(service.url, "POST", `/merchants/${merchant.merchantId}/profiles`, {
+        admin: true,
+        body: { profile_name: "shop", webhook_url: shopHooks.url },
+      });
+      expect(shop.status, JSON.stringify(shop.body)).toBe(200);
+      const profileId = shop.body.profile_id as string;
+
+      const payment = await createPayment(service.url, merchant, {
+        profile_id: profileId,
+        confirm: true,
+        payment_method_data: cardData("4242424242424242", clock.now()),
+      });
+      expect(payment.status).toBe("succeeded");
+      const refund = await rest(service.url, "POST", "/refunds", {
+        apiKey: merchant.apiKey,
+        body: { payment_id: payment.payment_id, amount: 100 },
+      });
+      expect(refund.status, JSON.stringify(refund.body)).toBe(200);
+      const dispute = await rest(service.url, "POST", `/sandbox/payments/${payment.payment_id}/dispute`, { apiKey: merchant.apiKey });
+      expect(dispute.status, JSON.stringify(dispute.body)).toBe(200);
+      const payout = await rest(service.url, "POST", "/payouts/create", {
+        apiKey: merchant.apiKey,
+        body: {
+          amount: 1000,
+          currency: "USD",
+          profile_id: profileId,
+          payout_type: "card",
+          payout_method_data: {
+            card: { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3) },
+          },
+        },
+      });
+      expect(payout.status, JSON.stringify(payout.body)).toBe(200);
+      // The refund and the payout finish in jobs (a runner woken by the create may hold one a moment): run them until both
+      // have, and every event is delivered.
+      const events = await waitUntil(
+        async () => {
+          await service.jobs.runDue();
+          await deliverDue();
+          return listEvents(merchant);
+        },
+        (list) =>
+          ["refund.succeeded", "payout.success"].every((type) => list.some((e) => e.type === type)) &&
+          list.every((e) => e.delivery.status === "delivered"),
+      );
+      const kinds = new Set(events.map((e) => (e.type as string).split(".")[0]));
+      expect(kinds).toEqual(new Set(["payment", "refund", "dispute", "payout"]));
+      expect(new Set(ids(shopHooks))).toEqual(new Set(events.map((e) => e.event_id)));
+      expect(shopHooks.requests).toHaveLength(events.length);
+      expect(defaultHooks.requests).toEqual([]);
+      for (const event of events) expect(event.delivery, event.type).toMatchObject({ status: "delivered", attempts: 1 });
     });
 
     it("an event of a profile without a webhook_url is sent nowhere and says no_webhook_url", async () => {
@@ -310,22 +387,7 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
       const created = clock.now().getTime();
       const eventId = await onePaymentEvent(merchant);
 
-      let delivery: JsonBody;
-      let previousWait = 0;
-      for (let attempt = 1; ; attempt++) {
-        expect(attempt, "attempts before the delivery failed").toBeLessThan(40);
-        await deliverDue();
-        delivery = await deliveryOf(merchant, eventId);
-        expect(delivery).toMatchObject({ attempts: attempt, last_response_status: 500, last_attempt_at: now() });
-        if (delivery.status !== "pending") break;
-        const wait = Date.parse(delivery.next_attempt_at) - clock.now().getTime();
-        // Doubling (with jitter) up to 6 hours, never beyond the 3 days.
-        expect(wait).toBeLessThanOrEqual(6 * hour * 1.2);
-        if (attempt > 1) expect(wait).toBeGreaterThan(Math.min(previousWait * 1.2, 6 * hour * 0.8) * 0.6);
-        expect(Date.parse(delivery.next_attempt_at)).toBeLessThanOrEqual(created + 3 * day);
-        previousWait = wait;
-        clock.advance(wait);
-      }
+      const delivery = await failThroughTheWindow(merchant, eventId, created);
       const attempts = delivery.attempts as number;
       expect(delivery).toEqual({
         status: "failed",
@@ -359,6 +421,54 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
         next_attempt_at: null,
       });
       expect(hooks.requests).toHaveLength(attempts + 1);
+    });
+
+    it("after a redelivery a failing receiver is retried like a new delivery: after ~10 s, not after the 6 h the old attempts reached", async () => {
+      const hooks = await receiver(() => ({ status: 500 }));
+      const { merchant } = await merchantSendingTo(hooks.url);
+      const created = clock.now().getTime();
+      const eventId = await onePaymentEvent(merchant);
+      const failed = await failThroughTheWindow(merchant, eventId, created);
+      expect(failed.status).toBe("failed");
+
+      await redeliver(merchant, eventId);
+      await deliverDue();
+      const retried = await deliveryOf(merchant, eventId);
+      expect(retried).toMatchObject({ status: "pending", attempts: failed.attempts + 1, last_attempt_at: now() });
+      // proto: "due at once, then retried for 3 days like a new one".
+      expectAfterNow(retried.next_attempt_at, 10 * second);
+    });
+
+    it("a redelivery while the last attempt of the old window is in flight: that attempt failing leaves it pending in the fresh window", async () => {
+      // The first attempt fails; the second is held open until the test answers it.
+      const hooks = await receiver((_request, index) => (index === 0 ? { status: 500 } : { hold: true }));
+      const { merchant } = await merchantSendingTo(hooks.url);
+      const eventId = await onePaymentEvent(merchant);
+      await deliverDue();
+      const pending = await deliveryOf(merchant, eventId);
+      expect(pending).toMatchObject({ status: "pending", attempts: 1 });
+      // Nothing is due now, so nothing is taken while the window is cut short: it ends a second after the
+      // next attempt, which is therefore the last one it allows (another would come ~20 s later).
+      const nextAttempt = Date.parse(pending.next_attempt_at);
+      await service.app.dataSource.query("UPDATE webhook_deliveries SET deliver_until = $2 WHERE event_id = $1", [
+        eventId,
+        new Date(nextAttempt + second),
+      ]);
+      clock.advance(nextAttempt - clock.now().getTime());
+      const sending = deliverDue();
+      await waitUntil(
+        () => sleep(10).then(() => hooks.held()),
+        (held) => held === 1,
+      );
+      const redelivered = await redeliver(merchant, eventId);
+      expect(redelivered.delivery).toMatchObject({ status: "pending", attempts: 1, next_attempt_at: now() });
+
+      hooks.release(500);
+      await sending;
+      // The in-flight attempt's outcome stands for the redelivery (src/events/service.ts), but its window is the fresh one.
+      const delivery = await deliveryOf(merchant, eventId);
+      expect(delivery).toMatchObject({ status: "pending", attempts: 2, last_response_status: 500 });
+      expect(delivery.next_attempt_at).not.toBeNull();
     });
 
     it("a pending delivery whose profile loses its webhook_url fails without an attempt, and cannot be redelivered", async () => {
@@ -710,8 +820,6 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
     });
   });
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("the webhook secret in a server process", () => {
   let dataDir: string | undefined;

@@ -316,6 +316,7 @@ describe.each(protocols)("events over %s", (protocol) => {
       expect(await production.list({ object_id: paymentId })).toEqual(empty);
       expect(await production.list({ type: "payment.succeeded" })).toEqual(empty);
       await expectError(production.retrieve(sandboxEvent.event_id as string), "HE_02", sandboxEvent.event_id as string);
+      await expectError(production.redeliver(sandboxEvent.event_id as string), "HE_02", sandboxEvent.event_id as string);
 
       // Production has no processor yet, so a production payment is refused and writes no event.
       const refused = await rest(service.url, "POST", "/payments", {
@@ -356,7 +357,7 @@ describe.each(protocols)("events over %s", (protocol) => {
       await expectError(production.redeliver(live.event_id), "IR_16", live.event_id);
     });
 
-    it("a publishable key of the merchant may not read events (403 IR_22), whatever the id", async () => {
+    it("a publishable key of the merchant may not read nor redeliver events (403 IR_22), whatever the id", async () => {
       const { merchant, api } = await merchantApi(protocol);
       await createPayment(service.url, merchant);
       const event = await onlyEvent(api);
@@ -364,6 +365,7 @@ describe.each(protocols)("events over %s", (protocol) => {
       await expectError(publishable.list({}), "IR_22");
       await expectError(publishable.retrieve(event.event_id as string), "IR_22");
       await expectError(publishable.retrieve("evt_missing"), "IR_22");
+      await expectError(publishable.redeliver(event.event_id as string), "IR_22");
     });
   });
 

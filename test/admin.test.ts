@@ -42,7 +42,16 @@ describe("admin API over REST", () => {
       created: expect.stringMatching(isoUtc),
     });
     expect(Object.keys(profile.body).sort()).toEqual(
-      ["created", "merchant_id", "profile_id", "profile_name", "return_url", "webhook_secret", "webhook_url"].sort(),
+      [
+        "created",
+        "merchant_id",
+        "profile_id",
+        "profile_name",
+        "return_url",
+        "webhook_secret",
+        "webhook_url",
+        "previous_webhook_secret_expires_at",
+      ].sort(),
     );
   });
 
@@ -72,6 +81,8 @@ describe("admin API over REST", () => {
       webhook_url: "http://hooks.example.com/pay",
       webhook_secret: expect.stringMatching(/^whsec_[0-9A-Za-z]+$/),
       created: expect.stringMatching(isoUtc),
+      // Set by a rotation only (test/webhooks.test.ts).
+      previous_webhook_secret_expires_at: null,
     });
     expect(created.body.profile_id).not.toBe(merchant.default_profile_id);
     const path = `${base}/${created.body.profile_id}`;

@@ -6,7 +6,7 @@ import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
-import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
+import { issueKey, newMerchant, type TestMerchant, updateProfile } from "./support/merchant.js";
 import {
   expectError,
   iso,
@@ -23,18 +23,23 @@ import { createPayment, retrievePayment } from "./support/payments.js";
 import { runningService } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
+import { deliveryAsRest, noWebhookUrl, startReceiver } from "./support/webhook-receiver.js";
 
 /*
  * The events API (proto/paymentservice/v1/event.proto; decisions §7 lists, §8 events): retrieve an
- * event, list events newest first with the type and object_id filters, the same scenarios over every
- * protocol. Each scenario talks to a small EventApi: over REST it sends the documented JSON; over
- * Connect, gRPC and gRPC-Web it sends the same JSON through the generated client and maps the answer
- * to the REST field names (data.object is a Struct there, so it arrives as the same JSON object).
- * The events themselves come from payments and refunds made over REST, which only set the scene.
+ * event, list events newest first with the type and object_id filters, redeliver one, the same
+ * scenarios over every protocol. Every event shows its webhook delivery state (`delivery`; delivery
+ * itself is test/webhooks.test.ts's subject): no_webhook_url unless the test gives the profile a
+ * webhook_url, a local receiver's. Each scenario talks to a small EventApi: over REST it sends the
+ * documented JSON; over Connect, gRPC and gRPC-Web it sends the same JSON through the generated
+ * client and maps the answer to the REST field names (data.object is a Struct there, so it arrives
+ * as the same JSON object). The events themselves come from payments and refunds made over REST,
+ * which only set the scene.
  *
- * The service runs on a TestClock with the background poll out of reach: an event's `created` is
- * the clock's reading when it was written, so a test that does not tick writes all its events in one
- * instant, and their order must then come from the order they were written in (events.seq).
+ * The service runs on a TestClock with the background job poll out of reach (the webhook dispatcher
+ * still polls, but nothing is due before the clock says so): an event's `created` is the clock's
+ * reading when it was written, so a test that does not tick writes all its events in one instant,
+ * and their order must then come from the order they were written in (events.seq).
  */
 
 const clock = new TestClock();
@@ -64,6 +69,7 @@ function asRest(e: Event): Json {
     type: e.type,
     created: iso(e.created),
     data: e.data === undefined ? null : { object: e.data.object ?? null },
+    delivery: deliveryAsRest(e.delivery),
   };
 }
 
@@ -174,6 +180,7 @@ describe.each(protocols)("events over %s", (protocol) => {
         type: "payment.requires_payment_method",
         created: createdAt,
         data: { object: payment },
+        delivery: noWebhookUrl,
       });
       expect(await api.retrieve(event.event_id as string)).toEqual(event);
 
@@ -235,6 +242,7 @@ describe.each(protocols)("events over %s", (protocol) => {
         type: "payment.succeeded",
         created: confirmedAt,
         data: { object: retrievedNow },
+        delivery: noWebhookUrl,
       });
       expect(((later.data as Json).object as Json).status).toBe("succeeded");
 
@@ -278,8 +286,8 @@ describe.each(protocols)("events over %s", (protocol) => {
       const ofRefund = await api.list({ object_id: created.refund_id as string });
       expect(ofRefund).toEqual({
         data: [
-          { event_id: expect.any(String), type: "refund.succeeded", created: instant, data: { object: done } },
-          { event_id: expect.any(String), type: "refund.pending", created: instant, data: { object: created } },
+          { event_id: expect.any(String), type: "refund.succeeded", created: instant, data: { object: done }, delivery: noWebhookUrl },
+          { event_id: expect.any(String), type: "refund.pending", created: instant, data: { object: created }, delivery: noWebhookUrl },
         ],
         total_count: 2,
         has_more: false,
@@ -308,6 +316,7 @@ describe.each(protocols)("events over %s", (protocol) => {
       expect(await production.list({ object_id: paymentId })).toEqual(empty);
       expect(await production.list({ type: "payment.succeeded" })).toEqual(empty);
       await expectError(production.retrieve(sandboxEvent.event_id as string), "HE_02", sandboxEvent.event_id as string);
+      await expectError(production.redeliver(sandboxEvent.event_id as string), "HE_02", sandboxEvent.event_id as string);
 
       // Production has no processor yet, so a production payment is refused and writes no event.
       const refused = await rest(service.url, "POST", "/payments", {
@@ -331,6 +340,7 @@ describe.each(protocols)("events over %s", (protocol) => {
         type: "payment.requires_payment_method",
         created: createdAt,
         data: { object: { payment_id: "pay_live" } },
+        delivery: noWebhookUrl,
       };
       await service.app.dataSource.query(
         "INSERT INTO events (event_id, merchant_id, livemode, type, object_id, data, created) VALUES ($1, $2, true, $3, 'pay_live', $4, $5)",
@@ -343,9 +353,11 @@ describe.each(protocols)("events over %s", (protocol) => {
       expect(await sandbox.list({})).toEqual({ data: [sandboxEvent], total_count: 1, has_more: false });
       expect(await sandbox.list({ object_id: "pay_live" })).toEqual(empty);
       await expectError(sandbox.retrieve(live.event_id), "HE_02", live.event_id);
+      // Written without a profile (as events were before webhooks), it has nowhere to be redelivered to.
+      await expectError(production.redeliver(live.event_id), "IR_16", live.event_id);
     });
 
-    it("a publishable key of the merchant may not read events (403 IR_22), whatever the id", async () => {
+    it("a publishable key of the merchant may not read nor redeliver events (403 IR_22), whatever the id", async () => {
       const { merchant, api } = await merchantApi(protocol);
       await createPayment(service.url, merchant);
       const event = await onlyEvent(api);
@@ -353,21 +365,82 @@ describe.each(protocols)("events over %s", (protocol) => {
       await expectError(publishable.list({}), "IR_22");
       await expectError(publishable.retrieve(event.event_id as string), "IR_22");
       await expectError(publishable.retrieve("evt_missing"), "IR_22");
+      await expectError(publishable.redeliver(event.event_id as string), "IR_22");
     });
   });
 
   describe("redelivery", () => {
-    it("is not built yet: 501 IR_00 over REST, unimplemented (IR_00) over RPC, for an existing event too", async () => {
+    it("is IR_16 naming the profile when the event's profile has no webhook_url; nothing changes", async () => {
       const { merchant, api } = await merchantApi(protocol);
       await createPayment(service.url, merchant);
       const event = await onlyEvent(api);
-      await expectError(api.redeliver(event.event_id as string), "IR_00");
-      await expectError(api.redeliver("evt_missing"), "IR_00");
+      expect(event.delivery).toEqual(noWebhookUrl);
+      const eventId = event.event_id as string;
+      expect(await expectError(api.redeliver(eventId), "IR_16", merchant.profileId, eventId)).toContain("webhook_url");
       // An empty id is refused before that, as on every path-bound id (over REST it is no path at all).
       if (protocol === "rest") await expectError(api.redeliver(""), "IR_02", "/events//redeliver");
       else await expectError(api.redeliver(""), "IR_04", "event_id");
-      // Nothing changed.
-      expect(await api.retrieve(event.event_id as string)).toEqual(event);
+      expect(await api.retrieve(eventId)).toEqual(event);
+    });
+
+    it("another merchant's event and an unknown id are 404 HE_02 naming the id; the owner's delivery is untouched", async () => {
+      const receiver = await startReceiver();
+      try {
+        const owner = await merchantApi(protocol);
+        await updateProfile(service.url, owner.merchant, { webhook_url: receiver.url });
+        await createPayment(service.url, owner.merchant);
+        await service.app.webhooks.deliverDue();
+        const event = await onlyEvent(owner.api);
+        const eventId = event.event_id as string;
+        expect(event.delivery).toMatchObject({ status: "delivered", attempts: 1 });
+
+        const stranger = await merchantApi(protocol);
+        await updateProfile(service.url, stranger.merchant, { webhook_url: receiver.url });
+        expect(await expectError(stranger.api.redeliver(eventId), "HE_02", eventId)).toBe(`Event not found: ${eventId}`);
+        await expectError(stranger.api.redeliver("evt_missing"), "HE_02", "evt_missing");
+        await expectError(owner.api.redeliver(uniqueId("evt")), "HE_02");
+        await service.app.webhooks.deliverDue();
+        expect(receiver.requests).toHaveLength(1);
+        expect(await owner.api.retrieve(eventId)).toEqual(event);
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it("makes the event due now (a first delivery for one written before the webhook_url was set) and sends it again once delivered", async () => {
+      const receiver = await startReceiver();
+      try {
+        const { merchant, api } = await merchantApi(protocol);
+        await createPayment(service.url, merchant);
+        const event = await onlyEvent(api);
+        const eventId = event.event_id as string;
+        expect(event.delivery).toEqual(noWebhookUrl);
+        await updateProfile(service.url, merchant, { webhook_url: receiver.url });
+
+        const first = clock.tick();
+        const redelivered = await api.redeliver(eventId);
+        expect(redelivered).toEqual({
+          ...event,
+          delivery: { ...noWebhookUrl, status: "pending", next_attempt_at: first },
+        });
+        await service.app.webhooks.deliverDue();
+        expect(receiver.requests.map((r) => r.headers["webhook-id"])).toEqual([eventId]);
+        const delivered = { status: "delivered", attempts: 1, last_response_status: 200, last_error: null, last_attempt_at: first };
+        expect((await api.retrieve(eventId)).delivery).toEqual({ ...delivered, next_attempt_at: null });
+
+        // Delivered already: redeliver sends it once more; attempts count every one.
+        const second = clock.tick();
+        expect((await api.redeliver(eventId)).delivery).toEqual({ ...delivered, status: "pending", next_attempt_at: second });
+        await service.app.webhooks.deliverDue();
+        expect(receiver.requests.map((r) => r.headers["webhook-id"])).toEqual([eventId, eventId]);
+        expect(receiver.requests[1]!.body).toBe(receiver.requests[0]!.body);
+        expect(await api.retrieve(eventId)).toEqual({
+          ...event,
+          delivery: { ...delivered, attempts: 2, last_attempt_at: second, next_attempt_at: null },
+        });
+      } finally {
+        await receiver.close();
+      }
     });
   });
 });

@@ -54,3 +54,13 @@ export async function issueKey(
 ): Promise<string> {
   return (await adminIssue(url, merchantId, kind === undefined ? { environment } : { environment, kind })).api_key;
 }
+
+/**
+ * Changes the merchant's default profile as the operator does (name, return_url, webhook_url,
+ * rotate_webhook_secret); fails the test unless it is changed, and returns the profile as answered.
+ */
+export async function updateProfile(url: string, merchant: TestMerchant, body: Record<string, unknown>): Promise<JsonBody> {
+  const res = await rest(url, "POST", `/merchants/${merchant.merchantId}/profiles/${merchant.profileId}`, { admin: true, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}

@@ -26,8 +26,7 @@ interface Taken {
   readonly profile_id: string;
   readonly type: string;
   readonly created: Date;
-  /** The event's data as JSON text, sent as it is. */
-  readonly data: string;
+  readonly data: unknown;
   readonly webhook_url: string | null;
   readonly webhook_secret: string;
   readonly previous_webhook_secret: string | null;
@@ -77,7 +76,7 @@ WITH due AS (
 UPDATE webhook_deliveries w SET leased_until = $5
   FROM picked, events e, profiles p
  WHERE w.event_id = picked.event_id AND e.event_id = w.event_id AND p.profile_id = w.profile_id
-RETURNING w.event_id, w.livemode, w.profile_id, w.leased_until AS lease, e.type, e.created, e.data::text AS data,
+RETURNING w.event_id, w.livemode, w.profile_id, w.leased_until AS lease, e.type, e.created, e.data,
           p.webhook_url, p.webhook_secret, p.previous_webhook_secret, p.previous_webhook_secret_until`;
 
 /** When a failed attempt is tried again, and whether that is still within the delivery's window. */
@@ -100,9 +99,9 @@ UPDATE webhook_deliveries d
        AS u(event_id, lease, delivered, tried, response_status, error, attempted_at, finished_at, spread)
  WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
 
-/** The body of an event's webhook: the event as retrieve shows it, without its delivery state, its data sent as stored. */
+/** The body of an event's webhook: the event as retrieve shows it, without its delivery state. */
 function bodyOf(delivery: Taken): string {
-  return `{"event_id":${JSON.stringify(delivery.event_id)},"type":${JSON.stringify(delivery.type)},"created":"${delivery.created.toISOString()}","data":${delivery.data}}`;
+  return JSON.stringify({ event_id: delivery.event_id, type: delivery.type, created: delivery.created.toISOString(), data: delivery.data });
 }
 
 /**

@@ -12,7 +12,8 @@ const longestDelaySeconds = 6 * 3600;
  * outcome is written, from the window the row has then: a redelivery meanwhile starts a new one.
  */
 export function retryAtSql(after: string, failedBefore: string, spread: string): string {
-  return `${after} + make_interval(secs => least(10 * power(2, ${failedBefore}), ${longestDelaySeconds}) * ${spread})`;
+  // Whole milliseconds, as the API shows it: a retry is due at the very time the event says.
+  return `date_trunc('milliseconds', ${after} + make_interval(secs => least(10 * power(2, ${failedBefore}), ${longestDelaySeconds}) * ${spread}))`;
 }
 
 /** A factor from 0.8 to 1.2 that spreads one retry's wait. */

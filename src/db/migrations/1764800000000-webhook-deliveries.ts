@@ -50,7 +50,7 @@ export class WebhookDeliveries1764800000000 implements MigrationInterface {
         profile_id varchar(64) NOT NULL,
         status varchar(16) NOT NULL,
         attempts integer NOT NULL,
-        window_attempts integer NOT NULL,
+        window_attempts integer NOT NULL DEFAULT 0,
         last_response_status integer,
         last_error text,
         last_attempt_at timestamptz,

@@ -120,8 +120,10 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
 
     /**
      * Makes the event's delivery due now with a fresh 3-day window, whatever became of it before (an
-     * event whose profile had no webhook_url then gets its first delivery). An attempt already in
-     * flight still finishes, and its outcome stands for this request.
+     * event whose profile had no webhook_url then gets its first delivery). A delivery an instance
+     * holds stays its own until the lease ends, so one attempt at a time ever goes out: an attempt in
+     * flight stands for the redelivery, and one held by an instance that died goes out when its lease
+     * runs out (at most 80 s).
      */
     async redeliverEvent(req, ctx) {
       const caller = merchantOf(ctx);

@@ -158,6 +158,8 @@ export class WebhookDispatcher {
   async deliverDue(): Promise<number> {
     let sent = 0;
     for (;;) {
+      // A look already under way may have begun before what is due now committed: this one starts after it.
+      await this.taking?.catch(() => 0);
       const taken = await this.takeMore();
       await this.settled();
       if (taken === 0) return sent;

@@ -84,19 +84,16 @@ export function post(
         },
       },
       (answer) => {
+        // The status decides: a receiver that accepted the event has it, however its body ends.
         const status = answer.statusCode ?? 0;
+        resolve({ responseStatus: status, error: status >= 200 && status < 300 ? null : `the receiver answered HTTP ${status}` });
+        // The body is read (so the connection can carry the next delivery) up to the cap, then cut off.
         let read = 0;
-        const settle = () =>
-          resolve({ responseStatus: status, error: status >= 200 && status < 300 ? null : `the receiver answered HTTP ${status}` });
         answer.on("data", (chunk: Buffer) => {
           read += chunk.length;
-          if (read > answerCapBytes) {
-            answer.destroy();
-            settle();
-          }
+          if (read > answerCapBytes) answer.destroy();
         });
-        answer.on("end", settle);
-        answer.on("error", (error) => resolve({ responseStatus: status, error: describe(error, signal.aborted) }));
+        answer.on("error", () => undefined);
       },
     );
     request.on("error", (error) => resolve({ responseStatus: null, error: describe(error, signal.aborted) }));

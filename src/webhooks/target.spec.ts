@@ -21,6 +21,9 @@ const neverReachable = [
   "::ffff:169.254.169.254",
   "::ffff:a9fe:a9fe",
   "::FFFF:169.254.169.254",
+  // The same behind the NAT64 prefix, which a NAT64 gateway turns back into the IPv4 address.
+  "64:ff9b::a9fe:a9fe",
+  "64:ff9b::169.254.169.254",
 ];
 
 const privateButReachable = [
@@ -44,6 +47,8 @@ const privateButReachable = [
   "::ffff:127.0.0.1",
   "::ffff:7f00:1",
   "::ffff:10.0.0.1",
+  "64:ff9b::a00:1",
+  "2001:db8::1",
 ];
 
 const publicAddresses = [
@@ -55,6 +60,7 @@ const publicAddresses = [
   "193.0.0.1",
   "2606:4700:4700::1111",
   "2a00:1450::1",
+  "64:ff9b::808:808",
 ];
 
 describe("refusalOf", () => {

@@ -1,6 +1,11 @@
 import { lookup as dnsLookup } from "node:dns";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 
+/** IPv6 ranges that carry an IPv4 address in their last 32 bits: IPv4-mapped and the NAT64 well-known prefix. */
+const ipv4Within = new BlockList();
+ipv4Within.addSubnet("::ffff:0:0", 96, "ipv6");
+ipv4Within.addSubnet("64:ff9b::", 96, "ipv6");
+
 /** Addresses no webhook may ever reach: unspecified, link-local (cloud metadata lives there) and metadata services. */
 const neverReachable = new BlockList();
 neverReachable.addSubnet("0.0.0.0", 8, "ipv4");
@@ -31,17 +36,29 @@ for (const [network, prefix] of [
   ["fc00::", 7],
   ["fe80::", 10],
   ["ff00::", 8],
-  ["64:ff9b::", 96],
   ["100::", 64],
+  ["2001:db8::", 32],
 ] as const) {
   notPublic.addSubnet(network, prefix, "ipv6");
 }
 
-/** An IPv4 address written as IPv6 (::ffff:10.0.0.1) is judged as the IPv4 address it is. */
+/** The IPv4 address in the last 32 bits of an IPv6 address, e.g. 169.254.169.254 in 64:ff9b::a9fe:a9fe. */
+function embeddedIpv4(address: string): string {
+  const groups = address.split(":");
+  const [high, low] = groups.slice(-2).map((group) => Number.parseInt(group || "0", 16));
+  return [high! >> 8, high! & 255, low! >> 8, low! & 255].join(".");
+}
+
+/**
+ * An IPv4 address written as IPv6 is judged as the IPv4 address it is: mapped (::ffff:10.0.0.1) or
+ * behind NAT64 (64:ff9b::a9fe:a9fe is 169.254.169.254), which a NAT64 gateway would connect to.
+ */
 function normalized(address: string): { address: string; family: "ipv4" | "ipv6" } {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped !== null) return { address: mapped[1]!, family: "ipv4" };
-  return { address, family: isIP(address) === 4 ? "ipv4" : "ipv6" };
+  if (isIP(address) === 4) return { address, family: "ipv4" };
+  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (dotted !== null) return { address: dotted[1]!, family: "ipv4" };
+  if (ipv4Within.check(address, "ipv6")) return { address: embeddedIpv4(address), family: "ipv4" };
+  return { address, family: "ipv6" };
 }
 
 /** Why a delivery of an event of this environment may not go to `address`, or undefined if it may. */

@@ -87,7 +87,6 @@ export class JobRunner implements JobWaker {
   private readonly slots: Slots;
   private readonly batchSize: number;
   private started = false;
-  private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private wokenDuringTick = false;
@@ -124,7 +123,6 @@ export class JobRunner implements JobWaker {
   /** Starts polling. */
   start(): void {
     this.started = true;
-    this.stopping = false;
     this.schedule(this.pollMs);
   }
 
@@ -138,10 +136,9 @@ export class JobRunner implements JobWaker {
     else this.schedule(0);
   }
 
-  /** Stops polling, ends the pass in progress after the batch in hand, and waits for every job still running. */
+  /** Stops polling, ends the polling pass in progress after the batch in hand, and waits for every job still running. */
   async stop(): Promise<void> {
     this.started = false;
-    this.stopping = true;
     clearTimeout(this.timer);
     await this.running;
     await this.slots.drained();
@@ -153,7 +150,7 @@ export class JobRunner implements JobWaker {
   }
 
   private tick(): void {
-    this.running = this.runDue()
+    this.running = this.pass(() => this.started)
       .then(() => undefined)
       .catch((error: unknown) => log.error("job runner tick failed", { error: String(error) }))
       .finally(() => {
@@ -165,7 +162,12 @@ export class JobRunner implements JobWaker {
   }
 
   /** Runs every job due now, in batches; returns how many ran (a job that failed counts, one whose lease was lost does not). */
-  async runDue(): Promise<number> {
+  runDue(): Promise<number> {
+    return this.pass(() => true);
+  }
+
+  /** A pass over due jobs, claiming batch after batch while they come back full and `goOn` agrees. */
+  private async pass(goOn: () => boolean): Promise<number> {
     await this.beforePass();
     const now = this.clock.now().getTime();
     for (const chore of this.upkeep) {
@@ -179,7 +181,7 @@ export class JobRunner implements JobWaker {
         const batch = await claimDueJobs(this.dataSource, this.clock.now(), this.batchSize, this.leaseMsOf, transactionalLeaseMs);
         const runs = batch.map((job) => this.slots.run(() => this.settle(job)));
         outcomes.push(...runs.map((run) => run.ended));
-        if (batch.length < this.batchSize || this.stopping) break;
+        if (batch.length < this.batchSize || !goOn()) break;
         // Claiming more before this batch is under way would only start more leases waiting for a slot.
         await runs.at(-1)!.started;
       }

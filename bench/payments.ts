@@ -9,13 +9,12 @@
  * BENCH_ROUNDS (3) runs every scenario that many times, interleaved, and reports the median round,
  * because on a shared virtual machine the same code measures ±20 % from one minute to the next.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
-import readline from "node:readline";
 import autocannon from "autocannon";
 import pg from "pg";
+import { card, newMerchant, prepareDatabase, startServer } from "./service.js";
 import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -24,7 +23,6 @@ const roundCount = Number(process.env.BENCH_ROUNDS ?? 3);
 // The service shares this machine with PostgreSQL and the load generator, which take about half of
 // the CPU per payment: one core is left to them (docs/performance.md, "Workers").
 const workers = process.env.WORKERS ?? String(Math.max(1, os.cpus().length - 1));
-const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
 
 interface Result {
   scenario: string;
@@ -51,63 +49,6 @@ function medianRound(results: Result[]): Summary {
     fastest: sorted.at(-1)!.paymentsPerSecond,
     errors: results.reduce((n, r) => n + r.errors, 0),
   };
-}
-
-/** Creates the database if it is missing; `fresh` drops it first (only ever the bench's own database). */
-async function prepareDatabase(url: string, fresh: boolean): Promise<void> {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  const quoted = `"${name.replace(/"/g, '""')}"`;
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: "/postgres" }).toString() });
-  await admin.connect();
-  if (fresh) await admin.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
-  const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-  if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${quoted}`);
-  await admin.end();
-}
-
-async function startServer(databaseUrl: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
-  const adminKey = "bench-admin-key";
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    env: {
-      ...process.env,
-      WORKERS: workers,
-      PORT: "0",
-      DATABASE_URL: databaseUrl,
-      ADMIN_API_KEY: adminKey,
-      API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret",
-      DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32),
-      RATE_LIMIT_PER_MINUTE: "1000000000",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const lines = readline.createInterface({ input: child.stdout! });
-  for await (const line of lines) {
-    const url = /"message":"listening","url":"([^"]+)"/.exec(line)?.[1];
-    if (url !== undefined) {
-      // Keep draining the request log so the server never blocks on a full pipe.
-      lines.on("line", () => undefined);
-      return { url, adminKey, child };
-    }
-  }
-  throw new Error("the server exited before listening");
-}
-
-/** A merchant with a sandbox key; its default profile sends events to `webhookUrl` when given. */
-async function newMerchant(url: string, adminKey: string, webhookUrl?: string): Promise<{ apiKey: string; profileId: string }> {
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(url + path, {
-      method: "POST",
-      headers: { "content-type": "application/json", "admin-api-key": adminKey },
-      body: JSON.stringify(body),
-    });
-    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as Record<string, string>;
-  };
-  const merchant = await post("/merchants", { merchant_name: "Bench" });
-  const key = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox" });
-  if (webhookUrl !== undefined)
-    await post(`/merchants/${merchant.merchant_id}/profiles/${merchant.default_profile_id}`, { webhook_url: webhookUrl });
-  return { apiKey: key.api_key!, profileId: merchant.default_profile_id! };
 }
 
 /** Request shapes of one protocol: REST speaks the documented dialect, Connect proto JSON. */
@@ -196,7 +137,7 @@ async function main(): Promise<void> {
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   if (process.env.BENCH_URL === undefined) {
     await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
-    server = await startServer(databaseUrl);
+    server = await startServer(databaseUrl, workers);
   }
   const url = process.env.BENCH_URL ?? server!.url;
   const adminKey = process.env.BENCH_ADMIN_KEY ?? server!.adminKey;

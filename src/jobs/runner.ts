@@ -1,18 +1,24 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
 import { log } from "../log.js";
-import { JobRow } from "./job.entity.js";
+import type { JobRow } from "./job.entity.js";
 import type { JobKind } from "./kinds.js";
+import { claimDueJobs, endJobIn, endLeasedJob, retryJobLater } from "./leases.js";
+import { Slots } from "./slots.js";
 
-/** What a job does; it runs inside the transaction that deletes the job, so its effect and the job's end commit together. */
+/**
+ * What a job that only touches the database does; it runs inside the transaction that deletes the
+ * job (if the runner's lease on it still holds), so its effect and the job's end commit together.
+ */
 export type JobHandler = (em: EntityManager, job: JobRow) => Promise<void>;
 
 /**
  * A job whose work must not run inside a database transaction: it calls out to a processor that
  * may be slow, and commits recovery points of its own before and after. The runner leases the job
- * (moves its run_at `leaseMs` ahead) and commits before running it, and deletes it afterwards; if
- * the instance dies meanwhile, the job is due again when the lease ends. So it runs at least once,
- * possibly twice at the same time after a lease ran out: `run` must be idempotent.
+ * (moves its run_at `leaseMs` ahead) and commits before running it, and deletes it afterwards if the
+ * lease is still its own; if the instance dies meanwhile, the job is due again when the lease ends.
+ * So it runs at least once, possibly twice at the same time after a lease ran out: `run` must be
+ * idempotent.
  */
 export interface LeasedJobHandler {
   readonly leaseMs: number;
@@ -48,13 +54,38 @@ function retryDelayMs(attempts: number): number {
   return Math.min(10_000 * 2 ** (attempts - 1), 3_600_000);
 }
 
+/** How much one instance takes on at once. */
+export interface JobRunnerOptions {
+  /**
+   * Jobs running at the same time on this instance (16). Bounded so that a backlog leaves pooled
+   * connections to the requests being served, and a slow processor holds up only its own jobs.
+   */
+  readonly concurrency?: number;
+  /**
+   * Jobs claimed per statement (64). Each is leased from its claim, so a batch should not be so much
+   * larger than the concurrency that its last jobs wait out their leases for a slot.
+   */
+  readonly batchSize?: number;
+}
+
 /**
- * Runs due jobs. Each job is claimed with `FOR UPDATE SKIP LOCKED` in its own transaction, so any
- * number of instances can run side by side without running a job twice, and a crash mid-job rolls
- * back to a job that is still there.
+ * The lease of a job run in a transaction (the dispute jobs): it covers the wait for a slot and the
+ * transaction, whose row lock on the job then keeps every other runner away.
+ */
+const transactionalLeaseMs = 60_000;
+
+/**
+ * Runs due jobs. A pass claims a batch of due jobs in one statement, leasing each (its run_at moves
+ * to the end of the lease, which is the claim token, leases.ts) so any number of instances run side
+ * by side without running a job twice while its lease holds, and runs the batch with bounded
+ * concurrency; it claims the next batch once the last job of this one has started, for as long as
+ * batches come back full. A job whose instance died is due again when its lease ends.
  */
 export class JobRunner implements JobWaker {
   private readonly handlers = new Map<string, JobHandler | LeasedJobHandler>();
+  private readonly leaseMsOf = new Map<string, number>();
+  private readonly slots: Slots;
+  private readonly batchSize: number;
   private started = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -67,11 +98,18 @@ export class JobRunner implements JobWaker {
     private readonly clock: Clock,
     private readonly pollMs: number,
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
-  ) {}
+    options: JobRunnerOptions = {},
+  ) {
+    this.slots = new Slots(options.concurrency ?? 16);
+    this.batchSize = options.batchSize ?? 64;
+  }
 
   /** Adds the handlers of one resource's job kinds. */
   register(handlers: ReadonlyMap<JobKind, JobHandler | LeasedJobHandler>): void {
-    for (const [kind, handler] of handlers) this.handlers.set(kind, handler);
+    for (const [kind, handler] of handlers) {
+      this.handlers.set(kind, handler);
+      this.leaseMsOf.set(kind, typeof handler === "function" ? transactionalLeaseMs : handler.leaseMs);
+    }
   }
 
   /**
@@ -98,11 +136,12 @@ export class JobRunner implements JobWaker {
     else this.schedule(0);
   }
 
-  /** Stops polling and waits for the job in progress. */
+  /** Stops polling, ends the polling pass in progress after the batch in hand, and waits for every job still running. */
   async stop(): Promise<void> {
     this.started = false;
     clearTimeout(this.timer);
     await this.running;
+    await this.slots.drained();
   }
 
   private schedule(delayMs: number): void {
@@ -111,7 +150,7 @@ export class JobRunner implements JobWaker {
   }
 
   private tick(): void {
-    this.running = this.runDue()
+    this.running = this.pass(() => this.started)
       .then(() => undefined)
       .catch((error: unknown) => log.error("job runner tick failed", { error: String(error) }))
       .finally(() => {
@@ -122,8 +161,13 @@ export class JobRunner implements JobWaker {
       });
   }
 
-  /** Runs every job due now, one transaction each; returns how many ran. */
-  async runDue(): Promise<number> {
+  /** Runs every job due now, in batches; returns how many ran (a job that failed counts, one whose lease was lost does not). */
+  runDue(): Promise<number> {
+    return this.pass(() => true);
+  }
+
+  /** A pass over due jobs, claiming batch after batch while they come back full and `goOn` agrees. */
+  private async pass(goOn: () => boolean): Promise<number> {
     await this.beforePass();
     const now = this.clock.now().getTime();
     for (const chore of this.upkeep) {
@@ -131,53 +175,59 @@ export class JobRunner implements JobWaker {
       chore.nextAt = now + chore.everyMs;
       await chore.task();
     }
-    let ran = 0;
-    while (await this.runOne()) ran++;
-    return ran;
-  }
-
-  private async runOne(): Promise<boolean> {
-    const now = this.clock.now();
-    let claimed: JobRow | undefined;
-    let leased: LeasedJobHandler | undefined;
+    const outcomes: Promise<boolean>[] = [];
     try {
-      await this.dataSource.transaction(async (em) => {
-        claimed =
-          (await em
-            .createQueryBuilder(JobRow, "j")
-            .where("j.run_at <= :now", { now })
-            .orderBy("j.run_at")
-            .limit(1)
-            .setLock("pessimistic_write")
-            .setOnLocked("skip_locked")
-            .getOne()) ?? undefined;
-        if (claimed === undefined) return;
-        const handler = this.handlers.get(claimed.kind);
-        if (handler === undefined) throw new Error(`no handler for job kind ${claimed.kind}`);
-        if (typeof handler === "function") {
-          await handler(em, claimed);
-          await em.delete(JobRow, { jobId: claimed.jobId });
-        } else {
-          leased = handler;
-          await em.update(JobRow, { jobId: claimed.jobId }, { runAt: new Date(now.getTime() + handler.leaseMs) });
-        }
-      });
-      if (leased !== undefined && claimed !== undefined) {
-        await leased.run(claimed);
-        await this.dataSource.getRepository(JobRow).delete({ jobId: claimed.jobId });
+      for (;;) {
+        const batch = await claimDueJobs(this.dataSource, this.clock.now(), this.batchSize, this.leaseMsOf, transactionalLeaseMs);
+        const runs = batch.map((job) => this.slots.run(() => this.settle(job)));
+        outcomes.push(...runs.map((run) => run.ended));
+        if (batch.length < this.batchSize || !goOn()) break;
+        // Claiming more before this batch is under way would only start more leases waiting for a slot.
+        await runs.at(-1)!.started;
       }
     } catch (error) {
-      if (claimed === undefined) throw error;
-      await this.recordFailure(claimed, error, now);
+      // The jobs already claimed still run to their end before the pass does.
+      await Promise.all(outcomes);
+      throw error;
     }
-    return claimed !== undefined;
+    return (await Promise.all(outcomes)).filter(Boolean).length;
   }
 
-  private async recordFailure(job: JobRow, error: unknown, now: Date): Promise<void> {
+  /**
+   * Runs one leased job and ends it, or records its failure; false when the lease was no longer ours
+   * (it ran out while the job waited for a slot, or another runner holds the job). Never rejects: a
+   * failure that cannot even be recorded is logged, and the job is due again when its lease ends.
+   */
+  private async settle(job: JobRow): Promise<boolean> {
+    const leasedUntil = job.runAt;
+    if (this.clock.now() >= leasedUntil) return false;
+    try {
+      const handler = this.handlers.get(job.kind);
+      if (handler === undefined) throw new Error(`no handler for job kind ${job.kind}`);
+      if (typeof handler !== "function") {
+        await handler.run(job);
+        await endLeasedJob(this.dataSource, job, leasedUntil);
+        return true;
+      }
+      return await this.dataSource.transaction(async (em) => {
+        if (!(await endJobIn(em, job, leasedUntil))) return false;
+        await handler(em, job);
+        return true;
+      });
+    } catch (error) {
+      await this.recordFailure(job, leasedUntil, error);
+      return true;
+    }
+  }
+
+  private async recordFailure(job: JobRow, leasedUntil: Date, error: unknown): Promise<void> {
     const attempts = job.attempts + 1;
     log.error("job failed", { kind: job.kind, object_id: job.objectId, attempts, error: String(error) });
-    await this.dataSource
-      .getRepository(JobRow)
-      .update({ jobId: job.jobId }, { attempts, lastError: String(error), runAt: new Date(now.getTime() + retryDelayMs(attempts)) });
+    const retryAt = new Date(this.clock.now().getTime() + retryDelayMs(attempts));
+    try {
+      await retryJobLater(this.dataSource, job, leasedUntil, attempts, String(error), retryAt);
+    } catch (recording) {
+      log.error("job failure not recorded", { kind: job.kind, object_id: job.objectId, error: String(recording) });
+    }
   }
 }

@@ -1,0 +1,69 @@
+/*
+ * What the benchmarks share: the service they start (`npm start` on a database of their own) and the
+ * merchant they call it as.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import readline from "node:readline";
+import pg from "pg";
+
+/** The 4242 test card: the sandbox processor approves it. */
+export const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
+
+/** Creates the database if it is missing; `fresh` drops it first (only ever the bench's own database). */
+export async function prepareDatabase(url: string, fresh: boolean): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const quoted = `"${name.replace(/"/g, '""')}"`;
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: "/postgres" }).toString() });
+  await admin.connect();
+  if (fresh) await admin.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
+  const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+  if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${quoted}`);
+  await admin.end();
+}
+
+/** Starts the service of this checkout with `workers` workers on `databaseUrl`, as `npm start` does; resolves once it listens. */
+export async function startServer(databaseUrl: string, workers: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
+  const adminKey = "bench-admin-key";
+  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    env: {
+      ...process.env,
+      WORKERS: workers,
+      PORT: "0",
+      DATABASE_URL: databaseUrl,
+      ADMIN_API_KEY: adminKey,
+      API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret",
+      DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32),
+      RATE_LIMIT_PER_MINUTE: "1000000000",
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = readline.createInterface({ input: child.stdout! });
+  for await (const line of lines) {
+    const url = /"message":"listening","url":"([^"]+)"/.exec(line)?.[1];
+    if (url !== undefined) {
+      // Keep draining the request log so the server never blocks on a full pipe.
+      lines.on("line", () => undefined);
+      return { url, adminKey, child };
+    }
+  }
+  throw new Error("the server exited before listening");
+}
+
+/** A new merchant with a sandbox secret key, created through the admin API; its default profile sends events to `webhookUrl` when given. */
+export async function newMerchant(url: string, adminKey: string, webhookUrl?: string): Promise<{ apiKey: string; profileId: string }> {
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(url + path, {
+      method: "POST",
+      headers: { "content-type": "application/json", "admin-api-key": adminKey },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as Record<string, string>;
+  };
+  const merchant = await post("/merchants", { merchant_name: "Bench" });
+  const key = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox" });
+  if (webhookUrl !== undefined) {
+    await post(`/merchants/${merchant.merchant_id}/profiles/${merchant.default_profile_id}`, { webhook_url: webhookUrl });
+  }
+  return { apiKey: key.api_key!, profileId: merchant.default_profile_id! };
+}

@@ -123,7 +123,7 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
      * event whose profile had no webhook_url then gets its first delivery). A delivery an instance
      * holds stays its own until the lease ends, so one attempt at a time ever goes out: an attempt in
      * flight stands for the redelivery, and one held by an instance that died goes out when its lease
-     * runs out (at most 80 s).
+     * runs out (at most 70 s).
      */
     async redeliverEvent(req, ctx) {
       const caller = merchantOf(ctx);

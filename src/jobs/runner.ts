@@ -69,8 +69,9 @@ export interface JobRunnerOptions {
 }
 
 /**
- * The lease of a job run in a transaction (the dispute jobs): it covers the wait for a slot and the
- * transaction, whose row lock on the job then keeps every other runner away.
+ * The lease of a job run in a transaction (the dispute jobs), and of a job of a kind no handler
+ * knows (it only fails): it covers the wait for a slot, after which the transaction's row lock on
+ * the job keeps every other runner away.
  */
 const transactionalLeaseMs = 60_000;
 

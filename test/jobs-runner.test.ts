@@ -114,11 +114,32 @@ describe.skipIf(!onPostgres)(
   },
 );
 
-describe("a job whose instance stopped mid-job", () => {
+describe("one instance's runner", () => {
   const clock = new TestClock();
   const service = runningService(noPolling, clock);
 
-  it("is left alone while its lease holds, and runs again, once, after the lease ends", async () => {
+  it("has sent every due refund when runDue() returns, those its woken pass claimed included", async () => {
+    const merchant = await newMerchant(service.url);
+    const paymentIds = await Promise.all(Array.from({ length: 10 }, () => paidPayment(service, merchant, 1000)));
+    await Promise.all(
+      paymentIds.map(async (paymentId) => {
+        for (let i = 0; i < 10; i++)
+          await createRefund(service, merchant, { payment_id: paymentId, amount: 100, refund_type: "scheduled" });
+      }),
+    );
+    clock.advance(scheduledDelayMs + 1000);
+
+    // An instant refund wakes the runner, whose pass claims it with the 100 scheduled ones now due,
+    // so runDue() finds them leased: it must still wait until they have run.
+    const instantFor = await paidPayment(service, merchant, 1000);
+    await createRefund(service, merchant, { payment_id: instantFor, amount: 1000 });
+    await service.jobs.runDue();
+
+    const listed = (await Promise.all([...paymentIds, instantFor].map((id) => refundsOf(service, merchant, id)))).flat();
+    expect(listed.map((r) => r.status)).toEqual(Array(101).fill("succeeded"));
+  });
+
+  it("leaves a job whose instance stopped mid-job alone while its lease holds, and runs it again, once, after the lease ends", async () => {
     const merchant = await newMerchant(service.url);
     const paymentId = await paidPayment(service, merchant, 500);
     const refund = await createRefund(service, merchant, { payment_id: paymentId, amount: 500, refund_type: "scheduled" });

@@ -7,8 +7,10 @@ import { JobRow } from "./job.entity.js";
  * A runner owns a job by leasing it: the claim moves the job's run_at to the end of its lease, and
  * that value is the claim token. Whatever the runner does to the job afterwards (delete it, put it
  * off after a failure) is conditioned on run_at still holding that token, so a runner whose lease
- * ran out and whose job another runner claimed changes nothing. No two claims can hand out the same
- * token: a job is only claimed once due, so a later claim's lease ends strictly after the earlier one.
+ * ran out and whose job another runner claimed changes nothing. No two claims of a job hand out the
+ * same token: each claim comes later than the one before (the job is due again only once that lease
+ * has ended, or at the retry time a failure set after that claim), and a kind's leases are equally
+ * long.
  */
 
 /**

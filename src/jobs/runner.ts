@@ -69,8 +69,9 @@ export interface JobRunnerOptions {
 }
 
 /**
- * The lease of a job run in a transaction (the dispute jobs): it covers the wait for a slot and the
- * transaction, whose row lock on the job then keeps every other runner away.
+ * The lease of a job run in a transaction (the dispute jobs), and of a job of a kind no handler
+ * knows (it only fails): it covers the wait for a slot, after which the transaction's row lock on
+ * the job keeps every other runner away.
  */
 const transactionalLeaseMs = 60_000;
 
@@ -161,9 +162,15 @@ export class JobRunner implements JobWaker {
       });
   }
 
-  /** Runs every job due now, in batches; returns how many ran (a job that failed counts, one whose lease was lost does not). */
-  runDue(): Promise<number> {
-    return this.pass(() => true);
+  /**
+   * Runs every job due now, in batches, and returns once they have all run: those of this pass, and
+   * those this instance's polling pass had claimed meanwhile, which this pass skipped as locked or
+   * leased. Returns how many this pass ran (a job that failed counts, one whose lease was lost does not).
+   */
+  async runDue(): Promise<number> {
+    const ran = await this.pass(() => true);
+    await this.running;
+    return ran;
   }
 
   /** A pass over due jobs, claiming batch after batch while they come back full and `goOn` agrees. */

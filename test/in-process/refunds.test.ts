@@ -70,7 +70,9 @@ describe("an instant refund", () => {
 
     expect(rest.amount).toBe(950n);
     expect(message).toBe("Nothing is left to refund on this payment");
-    expect(processor.callsTo("refund").map((request) => request.amount)).toEqual([300n, 950n]);
+    // The runner sends the two refunds at once, so the processor may hear of them in either order.
+    expect(processor.callsTo("refund").map((request) => request.amount)).toEqual(expect.arrayContaining([300n, 950n]));
+    expect(processor.callsTo("refund")).toHaveLength(2);
   });
 
   it("answers manual_review when the processor holds it for review, and the amount stays counted", async () => {

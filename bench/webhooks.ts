@@ -4,8 +4,8 @@
  * interleaved, so the cost of delivery shows as the difference; and the delay from each event's
  * creation (just before its commit) to its arrival at the receiver.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { once } from "node:events";
+import { Worker } from "node:worker_threads";
 import autocannon from "autocannon";
 
 /** One round of the scenario for one merchant. */
@@ -27,38 +27,65 @@ export interface DeliveryFigures {
   readonly drainMs: number;
 }
 
+/** What the receiver has seen so far. */
+interface Received {
+  readonly delays: number[];
+  readonly seen: number;
+  readonly duplicates: number;
+  readonly lastArrival: number;
+}
+
 interface Receiver {
   readonly url: string;
-  readonly delays: number[];
-  readonly seen: Set<string>;
-  duplicates: number;
-  lastArrival: number;
+  received(): Promise<Received>;
   close(): Promise<void>;
 }
 
-/** A receiver that answers 204 at once and records how long each event took to arrive. */
+/**
+ * The receiver's code, run in a worker thread so that its event loop never waits on autocannon's:
+ * it answers 204 at once and records how long each event took to arrive.
+ */
+const receiverCode = `
+const http = require("node:http");
+const { parentPort } = require("node:worker_threads");
+const delays = [];
+const seen = new Set();
+let duplicates = 0;
+let lastArrival = 0;
+const server = http.createServer({ keepAliveTimeout: 60000 }, (req, res) => {
+  const chunks = [];
+  req.on("data", (chunk) => chunks.push(chunk));
+  req.on("end", () => {
+    const now = Date.now();
+    const event = JSON.parse(Buffer.concat(chunks).toString());
+    if (seen.has(event.event_id)) duplicates++;
+    seen.add(event.event_id);
+    delays.push(now - Date.parse(event.created));
+    lastArrival = now;
+    res.statusCode = 204;
+    res.end();
+  });
+});
+server.listen(0, "127.0.0.1", () => parentPort.postMessage({ port: server.address().port }));
+parentPort.on("message", (message) => {
+  if (message === "report") parentPort.postMessage({ delays, seen: seen.size, duplicates, lastArrival });
+  else server.close(() => parentPort.close());
+});`;
+
 async function startReceiver(): Promise<Receiver> {
-  const receiver = { delays: [] as number[], seen: new Set<string>(), duplicates: 0, lastArrival: 0 };
-  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const now = Date.now();
-      const event = JSON.parse(Buffer.concat(chunks).toString()) as { event_id: string; created: string };
-      if (receiver.seen.has(event.event_id)) receiver.duplicates++;
-      receiver.seen.add(event.event_id);
-      receiver.delays.push(now - Date.parse(event.created));
-      receiver.lastArrival = now;
-      res.statusCode = 204;
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(receiver, {
+  const worker = new Worker(receiverCode, { eval: true });
+  const [{ port }] = (await once(worker, "message")) as [{ port: number }];
+  return {
     url: `http://127.0.0.1:${port}/hooks`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  });
+    async received() {
+      worker.postMessage("report");
+      return ((await once(worker, "message")) as [Received])[0];
+    },
+    async close() {
+      worker.postMessage("close");
+      await once(worker, "exit");
+    },
+  };
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -119,17 +146,21 @@ export async function measureWebhooks(
     }
     const loadEnded = Date.now();
     const expected = await eventCount(url, withHooks.apiKey);
-    while (receiver.seen.size < expected && Date.now() - loadEnded < 60_000) await new Promise((resolve) => setTimeout(resolve, 100));
-    const sorted = [...receiver.delays].sort((a, b) => a - b);
+    let received = await receiver.received();
+    while (received.seen < expected && Date.now() - loadEnded < 60_000) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      received = await receiver.received();
+    }
+    const sorted = [...received.delays].sort((a, b) => a - b);
     return {
       rounds,
       delivery: {
-        delivered: receiver.seen.size,
-        duplicates: receiver.duplicates,
+        delivered: received.seen,
+        duplicates: received.duplicates,
         delayP50: percentile(sorted, 50),
         delayP99: percentile(sorted, 99),
         delayMax: sorted.at(-1) ?? 0,
-        drainMs: Math.max(0, receiver.lastArrival - loadEnded),
+        drainMs: Math.max(0, received.lastArrival - loadEnded),
       },
     };
   } finally {

@@ -121,7 +121,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     const clock = injected ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
     const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
-    const webhooks = new WebhookDispatcher(dataSource, clock, {}, () => testClock?.refresh());
+    const webhooks = new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency, () => testClock?.refresh());
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter = config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter);
     return {

@@ -24,6 +24,8 @@ export interface Config {
   readonly scheduledRefundDelaySeconds: number;
   /** How long events are kept (at least 30 days) before the job runner removes them. */
   readonly eventRetentionDays: number;
+  /** Webhook attempts each instance sends at once to one profile's webhook_url. */
+  readonly webhookEndpointConcurrency: number;
 }
 
 /** Reads the configuration, failing with a message that names the variable when a value is unusable. */
@@ -45,6 +47,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
     scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
     eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
+    webhookEndpointConcurrency: integer(env, "WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
   };
 }
 

@@ -130,7 +130,12 @@ describe.skipIf(!onPostgres)("a server killed with SIGKILL mid-delivery (Postgre
   });
 
   async function startServer(databaseUrl: string): Promise<ServerProcess> {
-    const server = await spawnServer({ DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4", SANDBOX_TEST_CLOCK: "true" });
+    const server = await spawnServer({
+      DATABASE_URL: databaseUrl,
+      DATABASE_POOL_SIZE: "4",
+      SANDBOX_TEST_CLOCK: "true",
+      WEBHOOK_ENDPOINT_CONCURRENCY: "10",
+    });
     servers.push(server);
     return server;
   }
@@ -164,8 +169,8 @@ describe.skipIf(!onPostgres)("a server killed with SIGKILL mid-delivery (Postgre
       (seen) => seen.held > 0 && seen.held === seen.leased,
     );
     expect(held).toBe(4);
-    // A second wave: a server sends at most 10 at once to one receiver, and takes only a few rounds of
-    // its deliveries ahead, leaving the rest to other servers.
+    // A second wave: a server sends at most WEBHOOK_ENDPOINT_CONCURRENCY (10) at once to one receiver,
+    // and takes only a few rounds of its deliveries ahead, leaving the rest to other servers.
     await Promise.all(Array.from({ length: 36 }, (_, i) => createPayment(first.url, merchant, { amount: 200 + i })));
     await waitUntil(
       async () => {

@@ -5,19 +5,10 @@ import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, attemptTimeoutMs, post } from "./sender.js";
 import { signatureHeaders } from "./signature.js";
 
-/** How the dispatcher shares out its work; defaults suit one instance of the benchmark machine. */
-export interface DispatcherOptions {
-  /** Attempts in flight at once to one profile's webhook_url, per instance: a slow receiver holds no more. */
-  readonly perEndpoint: number;
-  /** Deliveries taken at once for one profile; it gets more only while it holds fewer than this. */
-  readonly perEndpointBatch: number;
-  /** Deliveries held by this instance at once, all receivers together. */
-  readonly maxHeld: number;
-  /** How often to look for due deliveries when there was nothing to do. */
-  readonly pollMs: number;
-}
-
-const defaultOptions: DispatcherOptions = { perEndpoint: 10, perEndpointBatch: 20, maxHeld: 1000, pollMs: 100 };
+/** How often to look for due deliveries when there was nothing to do. */
+const pollMs = 100;
+/** Deliveries held by this instance at once, all receivers together. */
+const maxHeld = 2000;
 
 /** A delivery this instance has taken, with what sending it needs. */
 interface Taken {
@@ -113,7 +104,8 @@ function bodyOf(delivery: Taken): string {
  * holds `perEndpointBatch`, so a slow receiver delays only its own events.
  */
 export class WebhookDispatcher {
-  private readonly options: DispatcherOptions;
+  /** Deliveries taken at once for one profile: it gets more only while it holds fewer than this. */
+  private readonly perEndpointBatch: number;
   /** Long enough for every delivery a profile may hold to wait its turn and time out, and the outcome to be written. */
   private readonly leaseMs: number;
   private readonly endpoints = new Map<string, Endpoint>();
@@ -126,15 +118,20 @@ export class WebhookDispatcher {
   private outcomes: { outcome: Outcome; written: () => void }[] = [];
   private writing: Promise<void> | undefined;
 
-  /** `beforePass` runs before each look for due deliveries (the sandbox test clock re-reads its offset there). */
+  /**
+   * `perEndpoint` attempts at most go out at once to one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY),
+   * and twice as many of its deliveries are taken at a time; `beforePass` runs before each look for due
+   * deliveries (the sandbox test clock re-reads its offset there).
+   */
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
-    options: Partial<DispatcherOptions> = {},
+    private readonly perEndpoint: number,
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
   ) {
-    this.options = { ...defaultOptions, ...options };
-    this.leaseMs = Math.ceil((2 * this.options.perEndpointBatch) / this.options.perEndpoint) * attemptTimeoutMs + 30_000;
+    this.perEndpointBatch = 2 * perEndpoint;
+    // A delivery waits behind at most twice a batch of its profile's, `perEndpoint` at a time.
+    this.leaseMs = Math.ceil((2 * this.perEndpointBatch) / perEndpoint) * attemptTimeoutMs + 30_000;
   }
 
   /** Starts looking for due deliveries. */
@@ -184,7 +181,7 @@ export class WebhookDispatcher {
     } catch (error) {
       log.error("webhook dispatcher failed to take deliveries", { error: String(error) });
     }
-    this.schedule(this.options.pollMs);
+    this.schedule(pollMs);
   }
 
   /** One look at a time: a look asked for while one runs happens right after it. */
@@ -205,7 +202,7 @@ export class WebhookDispatcher {
 
   /** Leases what is due (room permitting) and starts sending it; returns how many were taken. */
   private async take(): Promise<number> {
-    const { perEndpointBatch, maxHeld } = this.options;
+    const { perEndpointBatch } = this;
     const room = maxHeld - this.held;
     if (room <= 0) return 0;
     await this.beforePass();
@@ -228,7 +225,7 @@ export class WebhookDispatcher {
     }
     endpoint.waiting.push(delivery);
     this.held++;
-    if (endpoint.sending < this.options.perEndpoint) {
+    if (endpoint.sending < this.perEndpoint) {
       endpoint.sending++;
       const lane = this.sendWaiting(delivery.profile_id, endpoint).finally(() => this.sending.delete(lane));
       this.sending.add(lane);
@@ -244,7 +241,7 @@ export class WebhookDispatcher {
         log.error("webhook delivery failed; it is sent again when its lease ends", { event_id: next.event_id, error: String(error) });
       }
       this.held--;
-      if (this.started && endpoint.waiting.length + endpoint.sending <= this.options.perEndpointBatch) void this.takeMore();
+      if (this.started && endpoint.waiting.length + endpoint.sending <= this.perEndpointBatch) void this.takeMore();
     }
     endpoint.sending--;
     if (endpoint.sending === 0 && endpoint.waiting.length === 0) this.endpoints.delete(profileId);

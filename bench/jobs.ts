@@ -21,7 +21,7 @@ import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import pg from "pg";
-import { card, newMerchant, prepareDatabase, startServer } from "./service.js";
+import { benchTarget, card, newMerchant } from "./service.js";
 
 const refundsPerSecond = Number(process.env.BENCH_REFUNDS_PER_SECOND ?? 200);
 const seconds = Number(process.env.BENCH_SECONDS ?? 45);
@@ -138,14 +138,7 @@ async function stopServer(child: ChildProcess): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@localhost/jobs_bench?host=/var/run/postgresql";
-  let server: Awaited<ReturnType<typeof startServer>> | undefined;
-  if (process.env.BENCH_URL === undefined) {
-    await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
-    server = await startServer(databaseUrl, workers);
-  }
-  const url = process.env.BENCH_URL ?? server!.url;
-  const adminKey = process.env.BENCH_ADMIN_KEY ?? server!.adminKey;
+  const { url, adminKey, databaseUrl, child } = await benchTarget("jobs_bench", workers);
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
@@ -229,7 +222,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await db.end();
-    if (server !== undefined) await stopServer(server.child);
+    if (child !== undefined) await stopServer(child);
   }
 }
 

@@ -14,7 +14,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import autocannon from "autocannon";
 import pg from "pg";
-import { card, newMerchant, prepareDatabase, startServer } from "./service.js";
+import { benchTarget, card, newMerchant } from "./service.js";
 import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -133,14 +133,7 @@ async function describeDatabase(databaseUrl: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@localhost/payments_bench?host=/var/run/postgresql";
-  let server: Awaited<ReturnType<typeof startServer>> | undefined;
-  if (process.env.BENCH_URL === undefined) {
-    await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
-    server = await startServer(databaseUrl, workers);
-  }
-  const url = process.env.BENCH_URL ?? server!.url;
-  const adminKey = process.env.BENCH_ADMIN_KEY ?? server!.adminKey;
+  const { url, adminKey, databaseUrl, child } = await benchTarget("payments_bench", workers);
   try {
     const { apiKey, profileId } = await newMerchant(url, adminKey);
     const rounds: Result[][] = [];
@@ -187,8 +180,8 @@ async function main(): Promise<void> {
       process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL",
     );
   } finally {
-    server?.child.kill("SIGTERM");
-    if (server !== undefined) await once(server.child, "exit");
+    child?.kill("SIGTERM");
+    if (child !== undefined) await once(child, "exit");
   }
 }
 

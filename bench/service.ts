@@ -67,3 +67,27 @@ export async function newMerchant(url: string, adminKey: string, webhookUrl?: st
   }
   return { apiKey: key.api_key!, profileId: merchant.default_profile_id! };
 }
+
+/** The service a benchmark measures, and how it reaches it. */
+export interface BenchTarget {
+  readonly url: string;
+  readonly adminKey: string;
+  readonly databaseUrl: string;
+  /** The service the benchmark started; undefined when it measures one already running (BENCH_URL). */
+  readonly child: ChildProcess | undefined;
+}
+
+/**
+ * BENCH_URL and BENCH_ADMIN_KEY when set; else the service started with `workers` workers on
+ * DATABASE_URL, by default the database `defaultDatabase` of the local PostgreSQL over its Unix
+ * socket, created afresh so that every run starts from the same state.
+ */
+export async function benchTarget(defaultDatabase: string, workers: string): Promise<BenchTarget> {
+  const databaseUrl = process.env.DATABASE_URL ?? `postgres://postgres@localhost/${defaultDatabase}?host=/var/run/postgresql`;
+  if (process.env.BENCH_URL !== undefined) {
+    return { url: process.env.BENCH_URL, adminKey: process.env.BENCH_ADMIN_KEY ?? "", databaseUrl, child: undefined };
+  }
+  await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
+  const server = await startServer(databaseUrl, workers);
+  return { ...server, databaseUrl };
+}

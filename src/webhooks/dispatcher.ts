@@ -241,7 +241,10 @@ export class WebhookDispatcher {
         log.error("webhook delivery failed; it is sent again when its lease ends", { event_id: next.event_id, error: String(error) });
       }
       this.held--;
-      if (this.started && endpoint.waiting.length + endpoint.sending <= this.perEndpointBatch) void this.takeMore();
+      if (this.started && endpoint.waiting.length + endpoint.sending <= this.perEndpointBatch) {
+        // A failed look is logged; the next poll looks again.
+        this.takeMore().catch((error: unknown) => log.error("webhook dispatcher failed to take deliveries", { error: String(error) }));
+      }
     }
     endpoint.sending--;
     if (endpoint.sending === 0 && endpoint.waiting.length === 0) this.endpoints.delete(profileId);

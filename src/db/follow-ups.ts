@@ -3,7 +3,7 @@ import type { Clock } from "../clock.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
-import { deliveriesOf, eventsReturning } from "../webhooks/schedule.js";
+import { deliveriesSql, eventsReturning } from "../webhooks/schedule.js";
 import type { Statement } from "./statement.js";
 
 /**
@@ -20,7 +20,7 @@ export function addFollowUps(
 ): void {
   if (followUps.event !== undefined) {
     statement.insert("event", em.connection.getMetadata(EventRow), followUps.event, after, eventsReturning);
-    statement.raw("delivery", deliveriesOf("event"));
+    statement.raw("delivery", deliveriesSql("event"));
   }
   for (const [i, job] of followUps.jobs.entries()) {
     statement.insert(`job${i}`, em.connection.getMetadata(JobRow), jobRowOf(job, clock), after);

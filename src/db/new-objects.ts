@@ -6,7 +6,7 @@ import { alreadyExists, type ApiError } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
-import { deliveriesOf, eventsReturning } from "../webhooks/schedule.js";
+import { deliveriesSql, eventsReturning } from "../webhooks/schedule.js";
 import { jobRowOf } from "./follow-ups.js";
 import { preparedQuery } from "./prepared.js";
 import { eventOf, idOf, type Resource, type StatusRow } from "./resource.js";
@@ -78,7 +78,7 @@ function statementText<Row extends StatusRow, Desc extends DescMessage>(em: Enti
     `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM allowed ON CONFLICT (${key}) DO NOTHING RETURNING ${key}),\n` +
     `written AS (SELECT allowed.position FROM allowed JOIN object USING (${key})),\n` +
     `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position) RETURNING ${eventsReturning}),\n` +
-    `delivery AS (${deliveriesOf("event")}),\n` +
+    `delivery AS (${deliveriesSql("event")}),\n` +
     `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT ${qualifiedNames(job, "j")} FROM ${unnestOf(job, "j", jobParam, "array")} JOIN written USING (position))\n` +
     `SELECT position, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written ` +
     `FROM input LEFT JOIN allowed USING (position) LEFT JOIN written USING (position)`;

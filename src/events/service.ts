@@ -9,7 +9,7 @@ import { deadlineExceeded, notFound, preconditionFailed } from "../errors.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { DeliveryRow } from "../webhooks/delivery.entity.js";
-import { retryWindowMs } from "../webhooks/schedule.js";
+import { redeliver } from "../webhooks/schedule.js";
 import { EventRow } from "./event.entity.js";
 import type { EventFeed } from "./feed.js";
 import { eventPayloadOf, toEvent } from "./view.js";
@@ -134,13 +134,7 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
         const profile = await em.findOneBy(ProfileRow, { profileId: row.profileId });
         if (profile?.webhookUrl == null)
           throw preconditionFailed(`Profile ${row.profileId} has no webhook_url to deliver event ${row.eventId} to`);
-        const now = clock.now();
-        await em.query(
-          `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created)
-           VALUES ($1, $2, $3, $4, 'pending', 0, 0, $5, $6, $5)
-           ON CONFLICT (event_id) DO UPDATE SET status = 'pending', window_attempts = 0, next_attempt_at = $5, deliver_until = $6`,
-          [row.eventId, row.merchantId, row.livemode, row.profileId, now, new Date(now.getTime() + retryWindowMs)],
-        );
+        await redeliver(em, { ...row, profileId: row.profileId }, clock.now());
         return toEvent(row, (await deliveriesOf(em, [row])).get(row.eventId));
       });
     },

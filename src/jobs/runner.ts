@@ -54,19 +54,17 @@ function retryDelayMs(attempts: number): number {
   return Math.min(10_000 * 2 ** (attempts - 1), 3_600_000);
 }
 
-/** How much one instance takes on at once. */
-export interface JobRunnerOptions {
-  /**
-   * Jobs running at the same time on this instance (16). Bounded so that a backlog leaves pooled
-   * connections to the requests being served, and a slow processor holds up only its own jobs.
-   */
-  readonly concurrency?: number;
-  /**
-   * Jobs claimed per statement (64). Each is leased from its claim, so a batch should not be so much
-   * larger than the concurrency that its last jobs wait out their leases for a slot.
-   */
-  readonly batchSize?: number;
-}
+/**
+ * Jobs running at the same time on one instance. Bounded so that a backlog leaves pooled connections
+ * to the requests being served, and a slow processor holds up only its own jobs.
+ */
+const concurrency = 16;
+
+/**
+ * Jobs claimed per statement. Each is leased from its claim, so a batch should not be so much larger
+ * than the concurrency that its last jobs wait out their leases for a slot.
+ */
+const batchSize = 64;
 
 /**
  * The lease of a job run in a transaction (the dispute jobs), and of a job of a kind no handler
@@ -85,8 +83,7 @@ const transactionalLeaseMs = 60_000;
 export class JobRunner implements JobWaker {
   private readonly handlers = new Map<string, JobHandler | LeasedJobHandler>();
   private readonly leaseMsOf = new Map<string, number>();
-  private readonly slots: Slots;
-  private readonly batchSize: number;
+  private readonly slots = new Slots(concurrency);
   private started = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -99,11 +96,7 @@ export class JobRunner implements JobWaker {
     private readonly clock: Clock,
     private readonly pollMs: number,
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
-    options: JobRunnerOptions = {},
-  ) {
-    this.slots = new Slots(options.concurrency ?? 16);
-    this.batchSize = options.batchSize ?? 64;
-  }
+  ) {}
 
   /** Adds the handlers of one resource's job kinds. */
   register(handlers: ReadonlyMap<JobKind, JobHandler | LeasedJobHandler>): void {
@@ -185,10 +178,10 @@ export class JobRunner implements JobWaker {
     const outcomes: Promise<boolean>[] = [];
     try {
       for (;;) {
-        const batch = await claimDueJobs(this.dataSource, this.clock.now(), this.batchSize, this.leaseMsOf, transactionalLeaseMs);
+        const batch = await claimDueJobs(this.dataSource, this.clock.now(), batchSize, this.leaseMsOf, transactionalLeaseMs);
         const runs = batch.map((job) => this.slots.run(() => this.settle(job)));
         outcomes.push(...runs.map((run) => run.ended));
-        if (batch.length < this.batchSize || !goOn()) break;
+        if (batch.length < batchSize || !goOn()) break;
         // Claiming more before this batch is under way would only start more leases waiting for a slot.
         await runs.at(-1)!.started;
       }

@@ -1,3 +1,5 @@
+import type { EntityManager } from "typeorm";
+
 /** How long a failing delivery is retried before it is marked failed (decisions §8: 3 days). */
 export const retryWindowMs = 3 * 86_400_000;
 
@@ -27,7 +29,7 @@ export function retrySpread(random: () => number = Math.random): number {
  * webhook_url, due at once. Part of the statement that writes the events, so that an event and its
  * delivery commit together.
  */
-export function deliveriesOf(events: string): string {
+export function deliveriesSql(events: string): string {
   return (
     `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created) ` +
     `SELECT e.event_id, e.merchant_id, e.livemode, e.profile_id, 'pending', 0, 0, e.created, e.created + interval '${retryWindowMs / 1000} seconds', e.created ` +
@@ -37,3 +39,21 @@ export function deliveriesOf(events: string): string {
 
 /** What the CTE writing events returns for `deliveriesOf`. */
 export const eventsReturning = "event_id, merchant_id, livemode, profile_id, created";
+
+/**
+ * Makes an event's delivery due at `now` with a fresh retry window, whatever became of it before; an
+ * event whose profile had no webhook_url when it was written gets its first delivery. A lease an
+ * instance holds is left alone, so one attempt at a time ever goes out.
+ */
+export async function redeliver(
+  em: EntityManager,
+  event: { readonly eventId: string; readonly merchantId: string; readonly livemode: boolean; readonly profileId: string },
+  now: Date,
+): Promise<void> {
+  await em.query(
+    `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created)
+     VALUES ($1, $2, $3, $4, 'pending', 0, 0, $5, $6, $5)
+     ON CONFLICT (event_id) DO UPDATE SET status = 'pending', window_attempts = 0, next_attempt_at = $5, deliver_until = $6`,
+    [event.eventId, event.merchantId, event.livemode, event.profileId, now, new Date(now.getTime() + retryWindowMs)],
+  );
+}

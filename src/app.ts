@@ -16,6 +16,7 @@ import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
 import { EventFeed } from "./events/feed.js";
+import { DeliveryThread, type WebhookSender } from "./webhooks/delivery-thread.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { authenticationPath } from "./payments/transitions.js";
@@ -76,8 +77,8 @@ export interface App {
   readonly publicBaseUrl: string;
   /** This instance's job runner; serve() registers the handlers and starts it. */
   readonly jobs: JobRunner;
-  /** Sends events to webhook_urls; serve() starts it. */
-  readonly webhooks: WebhookDispatcher;
+  /** Sends events to webhook_urls, in a thread of its own unless a clock is injected; serve() starts it. */
+  readonly webhooks: WebhookSender;
   /** Word of committed events, for this instance's event streams. */
   readonly eventFeed: EventFeed;
   /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
@@ -121,7 +122,16 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     const clock = injected ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
     const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
-    const webhooks = new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency, () => testClock?.refresh());
+    // An injected clock (tests) lives in this thread's memory, so its dispatcher runs here to read it.
+    const webhooks =
+      injected === undefined
+        ? new DeliveryThread({
+            databaseUrl: config.databaseUrl ?? embedded!.url,
+            namedStatements: embedded === undefined,
+            sandboxTestClock: config.sandboxTestClock,
+            perEndpoint: config.webhookEndpointConcurrency,
+          })
+        : new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency);
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter = config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter);
     return {

@@ -3,10 +3,18 @@ import type { Clock } from "../clock.js";
 import { log } from "../log.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, attemptTimeoutMs, post } from "./sender.js";
+import type { WebhookSender } from "./delivery-thread.js";
 import { signatureHeaders } from "./signature.js";
 
 /** How often to look for due deliveries when there was nothing to do. */
 const pollMs = 100;
+/**
+ * While deliveries flow, the least time between two looks for more and between two writes of
+ * outcomes: each statement then carries the deliveries of that span together, since what a
+ * statement costs the database is mostly per statement, not per row. Well under the 1 s a delivery
+ * may take under load (issue 16).
+ */
+const batchGapMs = 20;
 /** Deliveries held by this instance at once, all receivers together. */
 const maxHeld = 2000;
 
@@ -45,6 +53,15 @@ interface Endpoint {
 }
 
 /**
+ * When a pending delivery can next be taken, as an SQL expression over the row `alias`: once it is
+ * due and no lease holds it. The index webhook_deliveries_takeable is on this very expression, so
+ * the deliveries being sent, whose leases hold, are never walked past.
+ */
+function takeableAt(alias: string): string {
+  return `greatest(${alias}next_attempt_at, coalesce(${alias}leased_until, '-infinity'))`;
+}
+
+/**
  * Takes due deliveries, oldest first, at most `$4` of each profile and `$3` in all, none of the
  * profiles in `$2` (this instance holds enough of theirs), skipping those another instance holds,
  * and leases them until `$5`: the lease is the token their outcome is written with. The candidates
@@ -53,15 +70,15 @@ interface Endpoint {
  */
 const takeDue = `
 WITH due AS (
-  SELECT event_id, profile_id, next_attempt_at FROM webhook_deliveries
-   WHERE status = 'pending' AND next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1) AND profile_id <> ALL ($2::varchar[])
-   ORDER BY next_attempt_at LIMIT 1000
+  SELECT event_id, profile_id, ${takeableAt("")} AS takeable_at FROM webhook_deliveries
+   WHERE status = 'pending' AND ${takeableAt("")} <= $1 AND profile_id <> ALL ($2::varchar[])
+   ORDER BY ${takeableAt("")} LIMIT 1000
 ), ranked AS (
-  SELECT event_id, next_attempt_at, row_number() OVER (PARTITION BY profile_id ORDER BY next_attempt_at) AS place FROM due
+  SELECT event_id, takeable_at, row_number() OVER (PARTITION BY profile_id ORDER BY takeable_at) AS place FROM due
 ), picked AS (
   SELECT w.event_id FROM webhook_deliveries w
-   WHERE w.event_id IN (SELECT event_id FROM ranked WHERE place <= $4 ORDER BY next_attempt_at LIMIT $3)
-     AND w.status = 'pending' AND (w.leased_until IS NULL OR w.leased_until <= $1)
+   WHERE w.event_id = ANY (ARRAY(SELECT event_id FROM ranked WHERE place <= $4 ORDER BY takeable_at LIMIT $3))
+     AND w.status = 'pending' AND ${takeableAt("w.")} <= $1
    FOR UPDATE SKIP LOCKED
 )
 UPDATE webhook_deliveries w SET leased_until = $5
@@ -103,7 +120,7 @@ function bodyOf(delivery: Taken): string {
  * Each profile gets at most `perEndpoint` attempts at once and is not given more deliveries while it
  * holds `perEndpointBatch`, so a slow receiver delays only its own events.
  */
-export class WebhookDispatcher {
+export class WebhookDispatcher implements WebhookSender {
   /** Deliveries taken at once for one profile: it gets more only while it holds fewer than this. */
   private readonly perEndpointBatch: number;
   /** Long enough for every delivery a profile may hold to wait its turn and time out, and the outcome to be written. */
@@ -112,6 +129,7 @@ export class WebhookDispatcher {
   private held = 0;
   private started = false;
   private timer: NodeJS.Timeout | undefined;
+  private timerAt = 0;
   private taking: Promise<number> | undefined;
   private takeAgain = false;
   private readonly sending = new Set<Promise<void>>();
@@ -164,24 +182,33 @@ export class WebhookDispatcher {
     }
   }
 
+  /** Waits until every delivery in hand is sent and its outcome written. */
   private async settled(): Promise<void> {
-    while (this.sending.size > 0) await Promise.all(this.sending);
+    while (this.sending.size > 0 || this.writing !== undefined) await Promise.all([...this.sending, this.writing]);
   }
 
+  /** Looks for due deliveries in `delayMs`, unless a look is already set for sooner. */
   private schedule(delayMs: number): void {
     if (!this.started) return;
+    const at = performance.now() + delayMs;
+    if (this.timer !== undefined && this.timerAt <= at) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.pump(), delayMs);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.pump();
+    }, delayMs);
   }
 
-  /** Takes due deliveries while there is room and something comes, then looks again after `pollMs`. */
+  /** Takes due deliveries; looks again after `batchGapMs` when something came, else after `pollMs`. */
   private async pump(): Promise<void> {
+    let taken = 0;
     try {
-      while (this.started && (await this.takeMore()) > 0) {}
+      taken = await this.takeMore();
     } catch (error) {
       log.error("webhook dispatcher failed to take deliveries", { error: String(error) });
     }
-    this.schedule(pollMs);
+    this.schedule(taken > 0 ? batchGapMs : pollMs);
   }
 
   /** One look at a time: a look asked for while one runs happens right after it. */
@@ -194,7 +221,7 @@ export class WebhookDispatcher {
       this.taking = undefined;
       if (this.takeAgain && this.started) {
         this.takeAgain = false;
-        this.schedule(0);
+        this.schedule(batchGapMs);
       }
     });
     return this.taking;
@@ -236,15 +263,13 @@ export class WebhookDispatcher {
   private async sendWaiting(profileId: string, endpoint: Endpoint): Promise<void> {
     for (let next = endpoint.waiting.shift(); next !== undefined; next = endpoint.waiting.shift()) {
       try {
-        await this.record(await this.send(next));
+        // The next attempt goes out while this outcome waits for the batch that writes it.
+        void this.record(await this.send(next));
       } catch (error) {
         log.error("webhook delivery failed; it is sent again when its lease ends", { event_id: next.event_id, error: String(error) });
       }
       this.held--;
-      if (this.started && endpoint.waiting.length + endpoint.sending <= this.perEndpointBatch) {
-        // A failed look is logged; the next poll looks again.
-        this.takeMore().catch((error: unknown) => log.error("webhook dispatcher failed to take deliveries", { error: String(error) }));
-      }
+      if (endpoint.waiting.length + endpoint.sending <= this.perEndpointBatch) this.schedule(batchGapMs);
     }
     endpoint.sending--;
     if (endpoint.sending === 0 && endpoint.waiting.length === 0) this.endpoints.delete(profileId);
@@ -274,7 +299,7 @@ export class WebhookDispatcher {
 
   private async writeQueued(): Promise<void> {
     while (this.outcomes.length > 0) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, batchGapMs));
       const batch = this.outcomes;
       this.outcomes = [];
       const o = batch.map((b) => b.outcome);

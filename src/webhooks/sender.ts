@@ -1,5 +1,4 @@
-import http from "node:http";
-import https from "node:https";
+import { Agent, request } from "undici";
 import { isIP } from "node:net";
 import { checkedLookup, hostOf, refusalOf } from "./target.js";
 
@@ -16,20 +15,18 @@ export const attemptTimeoutMs = 10_000;
 const answerCapBytes = 16 * 1024;
 
 /**
- * Connection pools, one per environment and scheme: a connection opened under the sandbox's rules
+ * Connection pools, one per environment: a connection opened under the sandbox's rules
  * (a private address) must never be reused for a production delivery to the same host and port.
  */
-const pools = new Map<string, http.Agent>();
+const agents = new Map<boolean, Agent>();
 
-function poolFor(livemode: boolean, secure: boolean): http.Agent {
-  const key = `${livemode}:${secure}`;
-  let pool = pools.get(key);
-  if (pool === undefined) {
-    const options = { keepAlive: true, lookup: checkedLookup(livemode) };
-    pool = secure ? new https.Agent(options) : new http.Agent(options);
-    pools.set(key, pool);
+function agentFor(livemode: boolean): Agent {
+  let agent = agents.get(livemode);
+  if (agent === undefined) {
+    agent = new Agent({ connect: { lookup: checkedLookup(livemode) } });
+    agents.set(livemode, agent);
   }
-  return pool;
+  return agent;
 }
 
 /** A refusal before any connection: production needs https, and an address literal is checked as one. */
@@ -54,7 +51,7 @@ function describe(error: unknown, timedOut: boolean): string {
  * its final URL); at most `answerCapBytes` of the answer are read; the whole attempt ends after
  * `attemptTimeoutMs`. Never throws: every outcome is an `Attempt`.
  */
-export function post(
+export async function post(
   target: { readonly url: string; readonly livemode: boolean },
   headers: Record<string, string>,
   body: string,
@@ -63,40 +60,23 @@ export function post(
   try {
     url = new URL(target.url);
   } catch {
-    return Promise.resolve({ responseStatus: null, error: "webhook_url is not a valid URL" });
+    return { responseStatus: null, error: "webhook_url is not a valid URL" };
   }
   const refusal = refusalBeforeConnecting(url, target.livemode);
-  if (refusal !== undefined) return Promise.resolve({ responseStatus: null, error: refusal });
-  const secure = url.protocol === "https:";
+  if (refusal !== undefined) return { responseStatus: null, error: refusal };
   const signal = AbortSignal.timeout(attemptTimeoutMs);
-  return new Promise<Attempt>((resolve) => {
-    const request = (secure ? https : http).request(
-      url,
-      {
-        method: "POST",
-        agent: poolFor(target.livemode, secure),
-        signal,
-        headers: {
-          ...headers,
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-          "user-agent": "payment-service-webhooks/1",
-        },
-      },
-      (answer) => {
-        // The status decides: a receiver that accepted the event has it, however its body ends.
-        const status = answer.statusCode ?? 0;
-        resolve({ responseStatus: status, error: status >= 200 && status < 300 ? null : `the receiver answered HTTP ${status}` });
-        // The body is read (so the connection can carry the next delivery) up to the cap, then cut off.
-        let read = 0;
-        answer.on("data", (chunk: Buffer) => {
-          read += chunk.length;
-          if (read > answerCapBytes) answer.destroy();
-        });
-        answer.on("error", () => undefined);
-      },
-    );
-    request.on("error", (error) => resolve({ responseStatus: null, error: describe(error, signal.aborted) }));
-    request.end(body);
-  });
+  try {
+    const answer = await request(url, {
+      method: "POST",
+      dispatcher: agentFor(target.livemode),
+      signal,
+      headers: { ...headers, "content-type": "application/json", "user-agent": "payment-service-webhooks/1" },
+      body,
+    });
+    const status = answer.statusCode;
+    await answer.body.dump({ limit: answerCapBytes }).catch(() => undefined);
+    return { responseStatus: status, error: status >= 200 && status < 300 ? null : `the receiver answered HTTP ${status}` };
+  } catch (error) {
+    return { responseStatus: null, error: describe(error, signal.aborted) };
+  }
 }

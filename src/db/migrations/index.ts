@@ -9,6 +9,7 @@ import { ApiKeyChanges1764500000000 } from "./1764500000000-api-key-changes.js";
 import { OperationClaims1764600000000 } from "./1764600000000-operation-claims.js";
 import { EventOrder1764700000000 } from "./1764700000000-event-order.js";
 import { WebhookDeliveries1764800000000 } from "./1764800000000-webhook-deliveries.js";
+import { WebhookTakeable1764900000000 } from "./1764900000000-webhook-takeable.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -23,4 +24,5 @@ export const migrations = [
   OperationClaims1764600000000,
   EventOrder1764700000000,
   WebhookDeliveries1764800000000,
+  WebhookTakeable1764900000000,
 ];

@@ -1,0 +1,110 @@
+import { once } from "node:events";
+import { Worker } from "node:worker_threads";
+import { log } from "../log.js";
+
+/** What an instance's webhook sender offers the rest of the service, wherever it runs. */
+export interface WebhookSender {
+  /** Starts looking for due deliveries. */
+  start(): void;
+  /** Stops taking deliveries and waits for those in hand. */
+  stop(): Promise<void>;
+  /** Sends every delivery due now and waits until their outcomes are written; returns how many were sent. */
+  deliverDue(): Promise<number>;
+}
+
+/** What the delivery thread needs to open its own connections and clock (all of it cloneable). */
+export interface DeliveryThreadSettings {
+  readonly databaseUrl: string;
+  /** Whether DATABASE_URL is real PostgreSQL, where statements may be named per connection. */
+  readonly namedStatements: boolean;
+  readonly sandboxTestClock: boolean;
+  readonly perEndpoint: number;
+}
+
+/** A message from the host to the thread. */
+export type ToThread = { readonly type: "deliver-due"; readonly id: number } | { readonly type: "stop" };
+
+/** A message from the thread to the host. */
+export type FromThread =
+  | { readonly type: "ready" }
+  | { readonly type: "delivered"; readonly id: number; readonly sent: number }
+  | { readonly type: "failed"; readonly id: number; readonly error: string }
+  | { readonly type: "stopped" };
+
+/** After a crash of the thread, how long before another is started. */
+const restartDelayMs = 1000;
+
+/**
+ * Runs the instance's webhook dispatcher (dispatcher.ts) in a worker thread of its own, with its own
+ * database connections, so that signing, sending and reading answers never take the event loop that
+ * serves API calls: under load a payment then costs the API no more with webhooks than without.
+ * Deliveries live in the database, so a thread that dies loses nothing: another is started, and what
+ * the dead one held is sent once its lease ends.
+ */
+export class DeliveryThread implements WebhookSender {
+  private worker: Worker | undefined;
+  private ready: Promise<void> | undefined;
+  private stopping = false;
+  private nextId = 0;
+  private readonly waiting = new Map<number, { resolve(sent: number): void; reject(error: Error): void }>();
+
+  constructor(private readonly settings: DeliveryThreadSettings) {}
+
+  start(): void {
+    this.stopping = false;
+    this.spawn();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const worker = this.worker;
+    if (worker === undefined) return;
+    await this.ready?.catch(() => undefined);
+    const exited = once(worker, "exit");
+    worker.postMessage({ type: "stop" } satisfies ToThread);
+    await exited;
+  }
+
+  async deliverDue(): Promise<number> {
+    if (this.worker === undefined) throw new Error("the webhook delivery thread is not running");
+    await this.ready;
+    const id = this.nextId++;
+    const sent = new Promise<number>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+    this.worker.postMessage({ type: "deliver-due", id } satisfies ToThread);
+    return sent;
+  }
+
+  private spawn(): void {
+    const worker = new Worker(new URL("./delivery-worker-boot.mjs", import.meta.url), { workerData: this.settings });
+    this.worker = worker;
+    this.ready = new Promise<void>((resolve, reject) => {
+      worker.once("error", reject);
+      worker.once("exit", () => reject(new Error("the webhook delivery thread exited before it was ready")));
+      worker.on("message", (message: FromThread) => {
+        if (message.type === "ready") resolve();
+        else this.answer(message);
+      });
+    });
+    this.ready.catch(() => undefined);
+    worker.on("error", (error) => log.error("webhook delivery thread failed", { error: String(error) }));
+    worker.on("exit", (code) => {
+      for (const pending of this.waiting.values()) pending.reject(new Error("the webhook delivery thread exited"));
+      this.waiting.clear();
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      if (this.stopping) return;
+      log.error("webhook delivery thread exited; starting another", { code });
+      setTimeout(() => {
+        if (!this.stopping && this.worker === undefined) this.spawn();
+      }, restartDelayMs).unref();
+    });
+  }
+
+  private answer(message: FromThread): void {
+    if (message.type !== "delivered" && message.type !== "failed") return;
+    const pending = this.waiting.get(message.id);
+    this.waiting.delete(message.id);
+    if (message.type === "delivered") pending?.resolve(message.sent);
+    else pending?.reject(new Error(message.error));
+  }
+}

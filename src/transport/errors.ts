@@ -11,8 +11,9 @@ import {
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { create } from "@bufbuild/protobuf";
-import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
+import { create, type DescFile } from "@bufbuild/protobuf";
+import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
+import { ErrorDetailSchema, file_paymentservice_v1_error } from "../../gen/paymentservice/v1/error_pb.js";
 import { ApiError, errorCatalogue, internalError, notImplemented, type ErrorCode } from "../errors.js";
 import type { WireProtocol } from "./protocol.js";
 
@@ -27,6 +28,13 @@ import type { WireProtocol } from "./protocol.js";
 export interface RestErrorBody {
   error: { type: string; code: string; message: string };
 }
+
+/**
+ * The files of the types errors carry: a gRPC client receives a google.rpc.Status holding our
+ * ErrorDetail in `grpc-status-details-bin`. No method names either, so reflection is handed them
+ * to let clients decode what they receive.
+ */
+export const errorTypeFiles: readonly DescFile[] = [file_google_rpc_status, file_paymentservice_v1_error];
 
 /** A Node response of either HTTP version. */
 export type NodeResponse = ServerResponse | Http2ServerResponse;

@@ -44,6 +44,10 @@ import { createAdmission } from "./transport/admission.js";
 import { deadlineInterceptor } from "./transport/deadline-interceptor.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
 import { isReflectionMethod, registerReflection } from "./transport/reflection.js";
+import { errorTypeFiles } from "./transport/errors.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { grpcHealthService, isGrpcHealthMethod } from "./health/grpc-health.js";
+import { Readiness } from "./health/readiness.js";
 import { createRequestRulesInterceptor } from "./transport/request-rules.js";
 import { rpcJsonOptions } from "./transport/rpc-json.js";
 
@@ -201,8 +205,8 @@ export function registerJobs(
 }
 
 /**
- * Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web, reflection and
- * the 3DS pages; and runs due jobs in the background.
+ * Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web, reflection,
+ * the standard gRPC health service and the 3DS pages; and runs due jobs in the background.
  */
 export async function serve(opened: App): Promise<RunningService> {
   // Bind first: with PORT=0 the port, and so the default public URL, is known only then.
@@ -220,7 +224,14 @@ export async function serve(opened: App): Promise<RunningService> {
 
   const router = new ApiRouter({ ...routerOptions, interceptors: apiInterceptors(app) });
   routes(router, app);
-  registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file))]);
+  const readiness = new Readiness(app.dataSource);
+  // Read at the first health call, when every service (reflection's too) is registered.
+  let served: ReadonlySet<string> | undefined;
+  router.service(
+    Health,
+    grpcHealthService(readiness, () => (served ??= new Set(router.handlers.map((h) => h.service.typeName)))),
+  );
+  registerReflection(router, [...new Set<DescFile>(router.handlers.map((h) => h.service.file)), ...errorTypeFiles]);
   const admit = createAdmission({
     authenticate: createAuthenticator({
       adminApiKey: app.config.adminApiKey,
@@ -229,7 +240,7 @@ export async function serve(opened: App): Promise<RunningService> {
       findKey: (keyHash) => app.keys.find(keyHash),
     }),
     rateLimiter: app.rateLimiter,
-    isPublic: isReflectionMethod,
+    isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
   });
   handle = createNodeHandler({ router, pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }], admit });
 
@@ -240,6 +251,8 @@ export async function serve(opened: App): Promise<RunningService> {
     app,
     url: `http://127.0.0.1:${port}`,
     async close() {
+      // First, so health checks answer NOT_SERVING while in-flight work finishes.
+      readiness.beginClosing();
       await app.webhooks.stop();
       await app.jobs.stop();
       await listener.close();

@@ -11,9 +11,10 @@ import {
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { create } from "@bufbuild/protobuf";
-import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
-import { ApiError, errorCatalogue, internalError, notImplemented, type ErrorCode } from "../errors.js";
+import { create, type DescFile } from "@bufbuild/protobuf";
+import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
+import { ErrorDetailSchema, file_paymentservice_v1_error } from "../../gen/paymentservice/v1/error_pb.js";
+import { ApiError, errorCatalogue, internalError, notImplemented, unrecognizedUrl, type ErrorCode } from "../errors.js";
 import type { WireProtocol } from "./protocol.js";
 
 /*
@@ -28,15 +29,31 @@ export interface RestErrorBody {
   error: { type: string; code: string; message: string };
 }
 
+/**
+ * The files of the types errors carry: a gRPC client receives a google.rpc.Status holding our
+ * ErrorDetail in `grpc-status-details-bin`. No method names either, so reflection is handed them
+ * to let clients decode what they receive.
+ */
+export const errorTypeFiles: readonly DescFile[] = [file_google_rpc_status, file_paymentservice_v1_error];
+
 /** A Node response of either HTTP version. */
 export type NodeResponse = ServerResponse | Http2ServerResponse;
 
-/** The ConnectError of a documented error: its code's Connect code, with the ErrorDetail. */
-export function documentedError(error: ApiError): ConnectError {
+/** The ConnectError of a documented error: its code's Connect code (unless `code` says otherwise), with the ErrorDetail. */
+export function documentedError(error: ApiError, code: Code = errorCatalogue[error.code].connectCode): ConnectError {
   const row = errorCatalogue[error.code];
-  return new ConnectError(error.message, row.connectCode, undefined, [
+  return new ConnectError(error.message, code, undefined, [
     { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { type: row.type, code: error.code, message: error.message }) },
   ]);
+}
+
+/**
+ * The answer to an RPC path no method is served at. Its ErrorDetail is IR_02, an unknown path, as
+ * REST says of one; its code is `unimplemented`, which gRPC and Connect give an unknown method and
+ * their clients act on (a gRPC health client, for one, stops retrying on it).
+ */
+export function unknownMethodError(httpMethod: string, path: string): ConnectError {
+  return documentedError(unrecognizedUrl(httpMethod, path), Code.Unimplemented);
 }
 
 /**

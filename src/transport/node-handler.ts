@@ -8,9 +8,17 @@ import { describeValue, invalidRequest, MethodNotAllowedError, type ApiError } f
 import type { Admit } from "./admission.js";
 import type { ApiRouter } from "./api-router.js";
 import { withDocumentedRefusals } from "./connect-refusals.js";
-import { closeIfBodyUnread, destroyResponse, documentedCodeOf, toConnectError, writeError, type NodeResponse } from "./errors.js";
+import {
+  closeIfBodyUnread,
+  destroyResponse,
+  documentedCodeOf,
+  toConnectError,
+  unknownMethodError,
+  writeError,
+  type NodeResponse,
+} from "./errors.js";
 import type { DualProtocolHandler } from "./listener.js";
-import { rpcProtocolOf } from "./protocol.js";
+import { rpcProtocolOf, unservedRpcProtocolOf } from "./protocol.js";
 import { callValues, RequestRecord } from "./request-record.js";
 import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
@@ -39,8 +47,8 @@ export interface NodeHandlerOptions {
  * request is served inside a promise whose failure is answered with the documented error of the
  * request's protocol (HE_00 carrying the request id when the failure is ours), and logged once when
  * the request ends. RPC paths (`/package.Service/Method`) go to connect, which speaks Connect, gRPC
- * and gRPC-Web; browser pages go to their handler; every other path is a REST path for the
- * transcoder. A call is admitted (authenticated, rate-limited) from its headers before its body is
+ * and gRPC-Web; browser pages go to their handler; an RPC to a method not served is answered
+ * `unimplemented` in its protocol; every other path is a REST path for the transcoder. A call is admitted (authenticated, rate-limited) from its headers before its body is
  * read, and a request whose body was refused unread is closed rather than read to its end.
  */
 export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions): DualProtocolHandler {
@@ -58,6 +66,12 @@ export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions):
       // The rest of a page's path is the token that authorizes it: not for the log.
       record.procedure = page.prefix;
       return page.handler(req, res, target.path);
+    }
+    const unservedProtocol = unservedRpcProtocolOf(req.method, req.headers["content-type"], target);
+    if (unservedProtocol !== undefined) {
+      record.protocol = unservedProtocol;
+      // Connect has no status of its own for an unknown procedure: 404, as connect-go's mux answers.
+      return refuse(res, record, unknownMethodError(req.method ?? "", target.path), unservedProtocol === "connect" ? 404 : undefined);
     }
     return serveRest(req, res, target, record);
   }

@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { DescFile, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescFile, DescMethod } from "@bufbuild/protobuf";
 import { nestedTypes } from "@bufbuild/protobuf/reflect";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
@@ -9,10 +9,34 @@ import {
   ServerReflectionResponseSchema,
   file_grpc_reflection_v1_reflection,
 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
-import type { ServerReflectionRequest } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import {
+  ServerReflection as ServerReflectionV1alpha,
+  ServerReflectionResponseSchema as ServerReflectionResponseSchemaV1alpha,
+  file_grpc_reflection_v1alpha_reflection,
+} from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+
+/*
+ * v1 and v1alpha differ only in their package, so one implementation answers both: a request is
+ * read, and its answer built, as the plain shapes below, which the messages of either version fit.
+ */
+
+/** What a reflection request asks. */
+interface Question {
+  readonly host: string;
+  readonly messageRequest:
+    | { readonly case: "listServices" | "fileByFilename" | "fileContainingSymbol"; readonly value: string }
+    | { readonly case: "fileContainingExtension" | "allExtensionNumbersOfType"; readonly value: unknown }
+    | { readonly case: undefined; readonly value?: undefined };
+}
 
 /** One reply of the reflection stream. */
-type Answer = MessageInitShape<typeof ServerReflectionResponseSchema>["messageResponse"];
+type Answer =
+  | { readonly case: "listServicesResponse"; readonly value: { service: { name: string }[] } }
+  | { readonly case: "fileDescriptorResponse"; readonly value: { fileDescriptorProto: Uint8Array[] } }
+  | { readonly case: "errorResponse"; readonly value: { errorCode: number; errorMessage: string } };
+
+/** The reflection services served: v1, and v1alpha for older tools (grpcurl before 1.8.8, Postman). */
+const reflectionServices = [ServerReflection, ServerReflectionV1alpha] as const;
 
 /** The files reachable from the registered ones, looked up the ways reflection clients ask. */
 interface Schema {
@@ -24,25 +48,37 @@ interface Schema {
 
 /** Whether a method is reflection's: public, like the schema it describes (no API key). */
 export function isReflectionMethod(method: DescMethod): boolean {
-  return method.parent.typeName === ServerReflection.typeName;
+  return reflectionServices.some((service) => service.typeName === method.parent.typeName);
 }
 
-/** Serves grpc.reflection.v1 so `buf curl` and `grpcurl` can list, describe and call the services in `files` without a local schema. */
+/**
+ * Serves grpc.reflection.v1, and v1alpha with the same answers, so `buf curl`, `grpcurl` and older
+ * tools can list, describe and call the services in `files` without a local schema. `files` may
+ * also hold files no service names (the types errors carry), so clients can resolve them too.
+ */
 export function registerReflection(router: ConnectRouter, files: readonly DescFile[]): void {
-  const schema = indexSchema([...files, file_grpc_reflection_v1_reflection]);
+  const schema = indexSchema([...files, file_grpc_reflection_v1_reflection, file_grpc_reflection_v1alpha_reflection]);
   router.service(ServerReflection, {
     async *serverReflectionInfo(requests) {
-      // Per stream, because the protocol lets a client cache what this stream already sent it.
-      const sent = new Set<DescFile>();
-      for await (const request of requests) {
-        yield create(ServerReflectionResponseSchema, {
-          validHost: request.host,
-          originalRequest: request,
-          messageResponse: answer(schema, request, sent),
-        });
+      for await (const [request, messageResponse] of answers(schema, requests)) {
+        yield create(ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse });
       }
     },
   });
+  router.service(ServerReflectionV1alpha, {
+    async *serverReflectionInfo(requests) {
+      for await (const [request, messageResponse] of answers(schema, requests)) {
+        yield create(ServerReflectionResponseSchemaV1alpha, { validHost: request.host, originalRequest: request, messageResponse });
+      }
+    },
+  });
+}
+
+/** The answer to each request of one reflection stream, whichever version it speaks. */
+async function* answers<Q extends Question>(schema: Schema, requests: AsyncIterable<Q>): AsyncIterable<[Q, Answer]> {
+  // Per stream, because the protocol lets a client cache what this stream already sent it.
+  const sent = new Set<DescFile>();
+  for await (const request of requests) yield [request, answer(schema, request, sent)];
 }
 
 function indexSchema(roots: readonly DescFile[]): Schema {
@@ -70,7 +106,7 @@ function indexSchema(roots: readonly DescFile[]): Schema {
   return schema;
 }
 
-function answer(schema: Schema, request: ServerReflectionRequest, sent: Set<DescFile>): Answer {
+function answer(schema: Schema, request: Question, sent: Set<DescFile>): Answer {
   const query = request.messageRequest;
   switch (query.case) {
     case "listServices":

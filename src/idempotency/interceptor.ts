@@ -1,5 +1,15 @@
 import { createHash } from "node:crypto";
-import { clearField, clone, create, fromBinary, toBinary, type DescMessage, type Message, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  clearField,
+  clone,
+  create,
+  fromBinary,
+  getOption,
+  toBinary,
+  type DescMessage,
+  type Message,
+  type MessageInitShape,
+} from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { DataSource } from "typeorm";
@@ -8,6 +18,7 @@ import { callerKey } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { responseRecorderKey } from "../db/unit-of-work.js";
 import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
+import { shown_once as shownOnce } from "../../gen/paymentservice/v1/options_pb.js";
 import { claimKey, completeKey, releaseKey, type KeyRef } from "./store.js";
 
 /** Header names a key may come in (decisions §6), first match wins. */
@@ -100,11 +111,11 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
 }
 
 /**
- * The part of a response the key table may keep: fields marked `debug_redact` in the protos are
+ * The part of a response the key table may keep: fields marked `(shown_once)` in the protos are
  * secrets shown once (a new API key's plaintext, decisions §2), so a replay answers without them.
  */
 function storable(schema: DescMessage, message: Message): Message {
-  const secrets = schema.fields.filter((field) => field.proto.options?.debugRedact === true);
+  const secrets = schema.fields.filter((field) => getOption(field, shownOnce));
   if (secrets.length === 0) return message;
   const kept = clone(schema, message);
   for (const field of secrets) clearField(kept, field);

@@ -68,7 +68,7 @@ class RecordedResponse {
     return this;
   }
 
-  end(body: string | Uint8Array): void {
+  end(body: string | Uint8Array = ""): void {
     this.body = Buffer.from(body);
     this.headersSent = true;
   }
@@ -226,10 +226,10 @@ describe("what an error message may carry", () => {
     expect(received(protocol, toConnectError(new ApiError("IR_05", message))).detail?.message).toBe(message);
   });
 
-  it("gRPC puts the status, the message and the ErrorDetail in headers (a trailers-only answer)", () => {
-    const { res } = received("grpc", toConnectError(new ApiError("RL_01", "Too many requests")));
+  it("gRPC puts the status, the message (percent-encoded only where the gRPC spec says) and the ErrorDetail in headers (a trailers-only answer)", () => {
+    const { res } = received("grpc", toConnectError(new ApiError("RL_01", "Too many requests: 100% used, wait")));
     expect(res.headers.get("grpc-status")).toBe(String(Code.ResourceExhausted));
-    expect(res.headers.get("grpc-message")).toBe("Too%20many%20requests");
+    expect(res.headers.get("grpc-message")).toBe("Too many requests: 100%25 used, wait");
     expect(res.headers.get("grpc-status-details-bin")).toMatch(/^[A-Za-z0-9+/]+=*$/);
   });
 });

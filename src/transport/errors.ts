@@ -15,6 +15,7 @@ import { create, type DescFile } from "@bufbuild/protobuf";
 import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { ErrorDetailSchema, file_paymentservice_v1_error } from "../../gen/paymentservice/v1/error_pb.js";
 import { ApiError, errorCatalogue, internalError, notImplemented, unrecognizedUrl, type ErrorCode } from "../errors.js";
+import { respecGrpcMessage } from "./grpc-message.js";
 import type { WireProtocol } from "./protocol.js";
 
 /*
@@ -132,6 +133,7 @@ export function writeError(res: NodeResponse, protocol: WireProtocol, error: Con
     case "grpc":
     case "grpc-web": {
       const header = setTrailerStatus(new Headers(), error);
+      if (protocol === "grpc") respecGrpcMessage(header);
       for (const [name, value] of header) res.setHeader(name, value);
       send(res, 200, protocol === "grpc" ? "application/grpc+proto" : "application/grpc-web+proto", "");
       return;
@@ -143,7 +145,11 @@ function send(res: NodeResponse, status: number, contentType: string, body: stri
   res.statusCode = status;
   res.setHeader("content-type", contentType);
   res.setHeader("content-length", typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
-  res.end(body);
+  // Writing even an empty chunk sends HTTP/2 headers without END_STREAM. A gRPC trailers-only answer
+  // must end the stream in its one HEADERS frame: @grpc/grpc-js reads the status from headers only
+  // then, and otherwise reports "Call ended without gRPC status".
+  if (body.length === 0) res.end();
+  else res.end(body);
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   writeError,
   type NodeResponse,
 } from "./errors.js";
+import { withSpecGrpcMessage } from "./grpc-message.js";
 import type { DualProtocolHandler } from "./listener.js";
 import { rpcProtocolOf, unservedRpcProtocolOf } from "./protocol.js";
 import { callValues, RequestRecord } from "./request-record.js";
@@ -106,7 +107,7 @@ export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions):
     // Connect answers once it has read the request, or has given up reading it (a refusal).
     closeIfBodyUnread(res);
     const documented = await withDocumentedRefusals(answer, protocol, { httpMethod: req.method, method: handler.method }, record);
-    await universalResponseToNodeResponse(documented, res);
+    await universalResponseToNodeResponse(protocol === "grpc" ? withSpecGrpcMessage(documented) : documented, res);
   }
 
   return (req, res) => {

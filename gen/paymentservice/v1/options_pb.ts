@@ -11,7 +11,7 @@ import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
  * Describes the file paymentservice/v1/options.proto.
  */
 export const file_paymentservice_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSq2AQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAUSHQoZQUNDRVNTX1NBTkRCT1hfU0VDUkVUX0tFWRAGOlMKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yGS5wYXltZW50c2VydmljZS52MS5BY2Nlc3NSBmFjY2VzczpNChJpbnZhbGlkX3ZhbHVlX2NvZGUSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAlSEGludmFsaWRWYWx1ZUNvZGViBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSq2AQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAUSHQoZQUNDRVNTX1NBTkRCT1hfU0VDUkVUX0tFWRAGOlMKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yGS5wYXltZW50c2VydmljZS52MS5BY2Nlc3NSBmFjY2VzczpNChJpbnZhbGlkX3ZhbHVlX2NvZGUSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAlSEGludmFsaWRWYWx1ZUNvZGU6PgoKc2hvd25fb25jZRIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYu44DIAEoCFIJc2hvd25PbmNlYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * Who may call an RPC. Declared on each method so that the authentication interceptor enforces the
@@ -92,4 +92,14 @@ export const access: GenExtension<MethodOptions, Access> = /*@__PURE__*/
  */
 export const invalid_value_code: GenExtension<FieldOptions, string> = /*@__PURE__*/
   extDesc(file_paymentservice_v1_options, 1);
+
+/**
+ * A secret shown once (a new API key's plaintext): never stored, not even as the stored response
+ * of an idempotent request. Ours rather than protobuf's `debug_redact`, which the protoc of Debian
+ * stable (3.21) does not know, so that every proto here compiles with it.
+ *
+ * @generated from extension: bool shown_once = 51003;
+ */
+export const shown_once: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
+  extDesc(file_paymentservice_v1_options, 2);
 

@@ -57,7 +57,7 @@ async function protoFiles(): Promise<string[]> {
 }
 
 describe("Python grpcio client (Debian packages)", () => {
-  it("runs the client scenario: payments, capture, refund, list, a decoded ErrorDetail, a replay and the event stream", async () => {
+  it("runs the client scenario: payments, capture, refund, list, a decoded ErrorDetail, a replay, the event stream, an unknown method and a health check", async () => {
     await requireDebianTools();
     const generated = await mkdtemp(path.join(tmpdir(), "python-grpcio-"));
     try {
@@ -86,6 +86,8 @@ describe("Python grpcio client (Debian packages)", () => {
         "ok idempotent replay returns the same payment",
         "ok saved the newest event id",
         "ok stream from the saved event receives the next event",
+        "ok unknown method is UNIMPLEMENTED",
+        "ok health check is SERVING",
         "all checks passed",
       ]);
     } finally {

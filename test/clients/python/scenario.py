@@ -16,8 +16,20 @@ import uuid
 sys.path.insert(0, os.environ["PAYMENTS_GENERATED"])
 
 import grpc  # noqa: E402
+import importlib.util  # noqa: E402
+
 from google.rpc import status_pb2  # noqa: E402
 from paymentservice.v1 import customer_pb2, error_pb2, event_pb2, payment_pb2, refund_pb2  # noqa: E402
+
+def load_generated(module_name, relative_path):
+    """A generated module whose package path would shadow an installed one (grpc/health/v1 beside grpcio's grpc)."""
+    spec = importlib.util.spec_from_file_location(module_name, os.path.join(os.environ["PAYMENTS_GENERATED"], relative_path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+health_pb2 = load_generated("grpc_health_v1_health_pb2", "grpc/health/v1/health_pb2.py")
 
 TARGET = os.environ["PAYMENTS_TARGET"]
 API_KEY = os.environ["PAYMENTS_API_KEY"]
@@ -155,6 +167,18 @@ def run(channel):
         event.type == "payment.requires_payment_method" and event.data.object["payment_id"] == later.payment_id,
         event,
     )
+
+    unknown = unary(channel, payments + "RefundEverything", payment_pb2.RetrievePaymentRequest, payment_pb2.Payment)
+    try:
+        unknown(payment_pb2.RetrievePaymentRequest(payment_id="pay_x"), metadata=METADATA, timeout=10)
+        raise CheckFailed("FAILED unknown method: it was answered")
+    except grpc.RpcError as error:
+        check("unknown method is UNIMPLEMENTED", error.code() == grpc.StatusCode.UNIMPLEMENTED, error)
+
+    # Probes send no API key.
+    health = unary(channel, "/grpc.health.v1.Health/Check", health_pb2.HealthCheckRequest, health_pb2.HealthCheckResponse)
+    serving = health(health_pb2.HealthCheckRequest(service=""), timeout=10)
+    check("health check is SERVING", serving.status == health_pb2.HealthCheckResponse.SERVING, serving)
 
 
 def main():

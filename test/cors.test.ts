@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { describe, expect, it } from "vitest";
 import { visaCard } from "./support/cards.js";
 import type { JsonBody } from "./support/clients.js";
@@ -70,6 +71,43 @@ describe("preflight from an allowed origin", () => {
     expect(res.status).toBe(204);
     expect(corsHeadersOf(res)).toEqual([]);
     expect(res.headers.get("vary")).toBe("Origin");
+  });
+});
+
+/** Sends raw HTTP/1.1 bytes and returns the answer's head once the server has answered (or closed). */
+function rawHead(url: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    let received = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      received += chunk;
+      const end = received.indexOf("\r\n\r\n");
+      if (end !== -1) {
+        socket.destroy();
+        resolve(received.slice(0, end).toLowerCase());
+      }
+    });
+    socket.on("error", reject);
+  });
+}
+
+describe("preflight on the connection", () => {
+  it("keeps an HTTP/1.1 connection open, but closes one whose preflight declares a body it will not read", async () => {
+    const head = (extra: string) =>
+      rawHead(
+        service.url,
+        `OPTIONS /payments/pay_x/confirm HTTP/1.1\r\nhost: x\r\norigin: ${shop}\r\naccess-control-request-method: POST\r\n${extra}\r\n`,
+      );
+    const plainPreflight = await head("");
+    expect(plainPreflight).toMatch(/^http\/1\.1 204/);
+    expect(plainPreflight).not.toContain("connection: close");
+
+    const withBody = await head("content-length: 10485760\r\n");
+    expect(withBody).toMatch(/^http\/1\.1 204/);
+    expect(withBody).toContain(`access-control-allow-origin: ${shop}`);
+    expect(withBody).toContain("connection: close");
   });
 });
 

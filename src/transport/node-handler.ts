@@ -98,6 +98,8 @@ export function createNodeHandler({ router, pages, admit, cors }: NodeHandlerOpt
     if (method !== undefined) record.procedure = procedureOf(method.parent.typeName, method.name);
     for (const [name, value] of cors!.policy.preflightHeaders(nodeHeaders(req.headers), browserCallable(method)))
       res.setHeader(name, value);
+    // A preflight has no body; one that declares one anyway is not read to its end.
+    if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) closeIfBodyUnread(res);
     res.statusCode = 204;
     res.end();
   }

@@ -6,7 +6,7 @@ import type { DataSource } from "typeorm";
 import { KeyCache } from "./api-keys/key-cache.js";
 import { KeyLookup } from "./api-keys/lookup.js";
 import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
-import { createAuthenticator } from "./auth/authenticate.js";
+import { createAuthenticator, publishableKeyMayCall } from "./auth/authenticate.js";
 import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
@@ -41,6 +41,7 @@ import { createDualProtocolServer, type DualProtocolHandler } from "./transport/
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
 import { createAdmission } from "./transport/admission.js";
+import { CorsPolicy } from "./transport/cors.js";
 import { deadlineInterceptor } from "./transport/deadline-interceptor.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
 import { isReflectionMethod, registerReflection } from "./transport/reflection.js";
@@ -242,7 +243,15 @@ export async function serve(opened: App): Promise<RunningService> {
     rateLimiter: app.rateLimiter,
     isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
   });
-  handle = createNodeHandler({ router, pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }], admit });
+  handle = createNodeHandler({
+    router,
+    pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }],
+    admit,
+    cors:
+      app.config.corsAllowedOrigins.length === 0
+        ? undefined
+        : { policy: new CorsPolicy(app.config.corsAllowedOrigins), browserCallable: publishableKeyMayCall },
+  });
 
   registerJobs(app.jobs, app);
   app.jobs.start();

@@ -1,3 +1,5 @@
+import { parseAllowedOrigins } from "./transport/cors.js";
+
 /** Everything the service reads from its environment (decisions §1), parsed once at start-up. */
 export interface Config {
   readonly port: number;
@@ -26,6 +28,8 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** Webhook attempts each instance sends at once to one profile's webhook_url. */
   readonly webhookEndpointConcurrency: number;
+  /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
+  readonly corsAllowedOrigins: readonly string[];
 }
 
 /** Reads the configuration, failing with a message that names the variable when a value is unusable. */
@@ -48,6 +52,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
     eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
     webhookEndpointConcurrency: integer(env, "WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
+    corsAllowedOrigins: parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")),
   };
 }
 

@@ -40,6 +40,15 @@ export function createAuthenticator(deps: AuthDependencies): Authenticate {
   return (method, header) => authenticate(ruleOf(method), header, deps);
 }
 
+/**
+ * Whether a publishable key may call a method (health, and retrieving or confirming a payment with
+ * its client_secret): what a browser page, which holds no secret, may call, so CORS opens only these.
+ */
+export function publishableKeyMayCall(method: DescMethod): boolean {
+  const rule = getOption(method, access);
+  return rule === Access.ANY_KEY || rule === Access.CLIENT_SECRET;
+}
+
 async function authenticate(rule: Access, header: HeaderLookup, deps: AuthDependencies): Promise<Caller> {
   const adminKey = header.get("admin-api-key");
   switch (rule) {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { constants as http2Constants, type Http2ServerRequest } from "node:http2";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
@@ -8,6 +9,7 @@ import { describeValue, invalidRequest, MethodNotAllowedError, type ApiError } f
 import type { Admit } from "./admission.js";
 import type { ApiRouter } from "./api-router.js";
 import { withDocumentedRefusals } from "./connect-refusals.js";
+import type { CorsPolicy } from "./cors.js";
 import {
   closeIfBodyUnread,
   destroyResponse,
@@ -41,6 +43,12 @@ export interface NodeHandlerOptions {
   readonly pages: readonly Pages[];
   /** Decides from the headers whether a call may run, before its body is read. */
   readonly admit: Admit;
+  /** Cross-origin browser calls (CORS_ALLOWED_ORIGINS); absent, no response carries a CORS header. */
+  readonly cors?: {
+    readonly policy: CorsPolicy;
+    /** Whether browsers may call a method at all (those a publishable key may call). */
+    browserCallable(method: DescMethod): boolean;
+  };
 }
 
 /**
@@ -52,12 +60,52 @@ export interface NodeHandlerOptions {
  * `unimplemented` in its protocol; every other path is a REST path for the transcoder. A call is admitted (authenticated, rate-limited) from its headers before its body is
  * read, and a request whose body was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions): DualProtocolHandler {
+export function createNodeHandler({ router, pages, admit, cors }: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
+  // A method's access option is decoded from its descriptor on every read; it never changes.
+  const callable = new Map<DescMethod, boolean>();
+  const browserCallable = (method: DescMethod | undefined): boolean => {
+    if (cors === undefined || method === undefined) return false;
+    let known = callable.get(method);
+    if (known === undefined) {
+      known = cors.browserCallable(method);
+      callable.set(method, known);
+    }
+    return known;
+  };
+
+  /** Lets the browser read the answer to a call, error or not, when its origin and the method allow it. */
+  function allowBrowser(req: NodeRequest, res: NodeResponse, method: DescMethod): void {
+    for (const [name, value] of cors?.policy.responseHeaders(nodeHeaders(req.headers), browserCallable(method)) ?? []) {
+      res.setHeader(name, value);
+    }
+  }
+
+  /**
+   * Answers a preflight 204 at once, before authentication and rate limiting: a browser never sends
+   * an API key with one. It asks about the RPC at its path, or the REST route of the method it names.
+   */
+  function answerPreflight(req: NodeRequest, res: NodeResponse, record: RequestRecord): void {
+    const target = parseRequestTarget(req.url);
+    const requested = req.headers["access-control-request-method"] ?? "";
+    let method: DescMethod | undefined;
+    if (target !== undefined) {
+      method = rpc.get(target.path)?.method;
+      method ??= restRouter.find(requested, target.path)?.method;
+    }
+    if (method !== undefined) record.procedure = procedureOf(method.parent.typeName, method.name);
+    for (const [name, value] of cors!.policy.preflightHeaders(nodeHeaders(req.headers), browserCallable(method)))
+      res.setHeader(name, value);
+    // A preflight has no body; one that declares one anyway is not read to its end.
+    if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) closeIfBodyUnread(res);
+    res.statusCode = 204;
+    res.end();
+  }
 
   async function serve(req: NodeRequest, res: NodeResponse, record: RequestRecord): Promise<void> {
+    if (cors?.policy.answersPreflight(req.method, nodeHeaders(req.headers))) return answerPreflight(req, res, record);
     const target = parseRequestTarget(req.url);
     if (target === undefined) throw invalidRequest("The request target is not a path this service serves");
     const handler = rpc.get(target.path);
@@ -80,6 +128,7 @@ export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions):
   async function serveRest(req: NodeRequest, res: NodeResponse, target: RequestTarget, record: RequestRecord): Promise<void> {
     const match = restRouter.match(req.method ?? "", target.path);
     record.procedure = procedureOf(match.route.method.parent.typeName, match.route.method.name);
+    allowBrowser(req, res, match.route.method);
     const admitted = await admit(match.route.method, nodeHeaders(req.headers));
     for (const [name, value] of admitted.header) res.setHeader(name, value);
     await rest({ match, target, req, res, record, values: callValues(record, admitted.caller) });
@@ -93,6 +142,7 @@ export function createNodeHandler({ router, pages, admit }: NodeHandlerOptions):
     record: RequestRecord,
   ): Promise<void> {
     record.procedure = handler.requestPath;
+    allowBrowser(req, res, handler.method);
     const protocol = rpcProtocolOf(req.method, req.headers["content-type"]);
     record.protocol = protocol ?? "connect";
     if (protocol === undefined) {

@@ -52,6 +52,15 @@ export class RestRouter {
    * the route among that template's. A template without the method is IR_03, as vanguard-go
    * answers; no template at all is IR_02.
    */
+  /** The route for a request, or undefined: what a preflight asks about, which is never refused. */
+  find(httpMethod: string, pathname: string): RestRoute | undefined {
+    try {
+      return this.match(httpMethod, pathname).route;
+    } catch {
+      return undefined;
+    }
+  }
+
   match(httpMethod: string, pathname: string): RouteMatch {
     const parts = pathname.split("/").slice(1);
     const allowed = new Set<string>();

@@ -251,7 +251,11 @@ function errorResponses(): JsonObject {
         "an unknown field or query parameter, a bad `limit`), or a money or status rule (IR_13, IR_14, IR_16, …). " +
         "The message names the field.",
     ),
-    Unauthorized: response("IR_01: the `api-key` (or `admin-api-key`) is missing, unknown, revoked or expired."),
+    // A call refused by authentication is counted against no key (docs/rate-limits.md): no rate-limit headers.
+    Unauthorized: {
+      ...response("IR_01: the `api-key` (or `admin-api-key`) is missing, unknown, revoked or expired."),
+      headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
+    },
     Forbidden: response("IR_22: the key may not perform this operation."),
     NotFound: response("HE_02: no such object for this merchant and environment (IR_02: no such path)."),
     Conflict: response("HE_01: a caller-chosen id is taken; IK_01: a request with this idempotency key is still running."),

@@ -19,6 +19,7 @@ import { EventFeed } from "./events/feed.js";
 import { DeliveryThread, type WebhookSender } from "./webhooks/delivery-thread.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
+import { createApiDescriptionPages } from "./openapi/pages.js";
 import { authenticationPath } from "./payments/transitions.js";
 import { paymentJobHandlers, type PaymentJobDependencies } from "./payments/jobs.js";
 import { refundJobHandlers, type RefundJobDependencies } from "./refunds/jobs.js";
@@ -207,7 +208,8 @@ export function registerJobs(
 
 /**
  * Serves the app on config.port (0 picks a free port): REST, Connect, gRPC, gRPC-Web, reflection,
- * the standard gRPC health service and the 3DS pages; and runs due jobs in the background.
+ * the standard gRPC health service, the 3DS pages and the API's description (/openapi.json, /docs);
+ * and runs due jobs in the background.
  */
 export async function serve(opened: App): Promise<RunningService> {
   // Bind first: with PORT=0 the port, and so the default public URL, is known only then.
@@ -245,7 +247,7 @@ export async function serve(opened: App): Promise<RunningService> {
   });
   handle = createNodeHandler({
     router,
-    pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }],
+    pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }, ...createApiDescriptionPages()],
     admit,
     cors:
       app.config.corsAllowedOrigins.length === 0

@@ -57,8 +57,10 @@ export interface NodeHandlerOptions {
  * request's protocol (HE_00 carrying the request id when the failure is ours), and logged once when
  * the request ends. RPC paths (`/package.Service/Method`) go to connect, which speaks Connect, gRPC
  * and gRPC-Web; browser pages go to their handler; an RPC to a method not served is answered
- * `unimplemented` in its protocol; every other path is a REST path for the transcoder. A call is admitted (authenticated, rate-limited) from its headers before its body is
- * read, and a request whose body was refused unread is closed rather than read to its end.
+ * `unimplemented` in its protocol; every other path is a REST path for the transcoder. A CORS
+ * preflight from an allowed origin is answered before anything else. A call is admitted
+ * (authenticated, rate-limited) from its headers before its body is read, and a request whose body
+ * was refused unread is closed rather than read to its end.
  */
 export function createNodeHandler({ router, pages, admit, cors }: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));

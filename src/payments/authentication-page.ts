@@ -40,6 +40,14 @@ button{font-size:1rem;padding:.6rem 1.2rem;margin-right:.5rem}</style></head>
 }
 
 /**
+ * What the challenge page may do: show its own inline style and nothing else; never be framed, so
+ * another site cannot overlay its buttons and click them for the customer. `form-action` is left
+ * out: the form posts to this page, whose answer redirects to the merchant's return_url, and
+ * browsers hold such redirects to `form-action` too.
+ */
+const pagePolicy = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'";
+
+/**
  * The sandbox 3D Secure challenge (decisions §3): a page with Complete and Fail buttons that the
  * customer's browser reaches through `next_action.redirect_to_url`. It needs no API key — the
  * unguessable token in its URL authorizes it — and after either button the payment moves on and
@@ -53,7 +61,7 @@ export function createAuthenticationPages(deps: AuthenticationPageDependencies):
     const send = (status: number, html: string) => {
       res.statusCode = status;
       res.setHeader("content-type", "text/html; charset=utf-8");
-      res.setHeader("cache-control", "no-store");
+      res.setHeader("content-security-policy", pagePolicy);
       res.end(html);
     };
     const notFoundPage = () => send(404, page("Not found", "<h1>This authentication link is not valid any more.</h1>"));

@@ -165,6 +165,10 @@ export function createNodeHandler({ router, pages, admit, cors }: NodeHandlerOpt
   return (req, res) => {
     const record = new RequestRecord();
     res.setHeader("x-request-id", record.id);
+    // Answers carry client secrets, API keys and payments: no cache keeps them, and no browser reads
+    // one as anything but the type it is declared as. Pages that may be cached say so themselves.
+    res.setHeader("cache-control", "no-store");
+    res.setHeader("x-content-type-options", "nosniff");
     res.once("finish", () => resetUnreadStream(req));
     res.once("close", () => record.log(req.method, req.url ?? "", res.statusCode, res.writableFinished));
     serve(req, res, record).catch((reason: unknown) => {

@@ -6,9 +6,18 @@ type Fields = Record<string, unknown>;
 
 const silent = process.env.LOG_LEVEL === "silent";
 let pending: string[] = [];
+/**
+ * Set once stdout cannot be written (its reader went away: EPIPE). Serving payments matters more
+ * than the log, so the service goes on and drops its lines rather than die on an unhandled error.
+ */
+let stdoutLost = false;
+process.stdout.on("error", () => {
+  stdoutLost = true;
+});
 
 /** Writes the lines of one event-loop turn with one system call instead of one per line. */
 function flush(): void {
+  if (stdoutLost) pending = [];
   if (pending.length === 0) return;
   const lines = pending.join("");
   pending = [];

@@ -46,12 +46,6 @@ export class RestRouter {
     }
   }
 
-  /**
-   * Finds the route for a request. The path picks its template first, a literal segment beating a
-   * variable (`/customers/list` is not a customer id, whatever the method); then the method picks
-   * the route among that template's. A template without the method is IR_03, as vanguard-go
-   * answers; no template at all is IR_02.
-   */
   /** The route for a request, or undefined: what a preflight asks about, which is never refused. */
   find(httpMethod: string, pathname: string): RestRoute | undefined {
     try {
@@ -61,6 +55,12 @@ export class RestRouter {
     }
   }
 
+  /**
+   * Finds the route for a request. The path picks its template first, a literal segment beating a
+   * variable (`/customers/list` is not a customer id, whatever the method); then the method picks
+   * the route among that template's. A template without the method is IR_03, as vanguard-go
+   * answers; no template at all is IR_02.
+   */
   match(httpMethod: string, pathname: string): RouteMatch {
     const parts = pathname.split("/").slice(1);
     const allowed = new Set<string>();

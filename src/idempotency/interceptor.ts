@@ -6,6 +6,7 @@ import {
   fromBinary,
   getOption,
   toBinary,
+  type DescField,
   type DescMessage,
   type Message,
   type MessageInitShape,
@@ -110,12 +111,19 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
   };
 }
 
+/** Each response schema's `(shown_once)` fields: an option is decoded anew on every read, and never changes. */
+const shownOnceFields = new WeakMap<DescMessage, DescField[]>();
+
 /**
  * The part of a response the key table may keep: fields marked `(shown_once)` in the protos are
  * secrets shown once (a new API key's plaintext, decisions §2), so a replay answers without them.
  */
 function storable(schema: DescMessage, message: Message): Message {
-  const secrets = schema.fields.filter((field) => getOption(field, shownOnce));
+  let secrets = shownOnceFields.get(schema);
+  if (secrets === undefined) {
+    secrets = schema.fields.filter((field) => getOption(field, shownOnce));
+    shownOnceFields.set(schema, secrets);
+  }
   if (secrets.length === 0) return message;
   const kept = clone(schema, message);
   for (const field of secrets) clearField(kept, field);

@@ -20,6 +20,7 @@ import { DeliveryThread, type WebhookSender } from "./webhooks/delivery-thread.j
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { createApiDescriptionPages } from "./openapi/pages.js";
+import { createProbePages } from "./health/probes.js";
 import { authenticationPath } from "./payments/transitions.js";
 import { paymentJobHandlers, type PaymentJobDependencies } from "./payments/jobs.js";
 import { refundJobHandlers, type RefundJobDependencies } from "./refunds/jobs.js";
@@ -98,7 +99,19 @@ export interface RunningService {
   readonly app: App;
   /** Base URL of the port, e.g. http://127.0.0.1:8080. */
   readonly url: string;
-  close(): Promise<void>;
+  /**
+   * Shuts the instance down in the order a load balancer needs (docs/operations.md): not ready at
+   * once, still serving for `drainDelayMs` while the balancer notices, then no new connections and
+   * the calls in flight given `graceMs` to finish, while the job runner and the webhook sender end
+   * only what they have begun and hand the rest back.
+   */
+  close(timing?: ShutdownTiming): Promise<void>;
+}
+
+/** How long each step of a shutdown may take (SHUTDOWN_DELAY_MS, SHUTDOWN_GRACE_MS). */
+export interface ShutdownTiming {
+  readonly drainDelayMs: number;
+  readonly graceMs: number;
 }
 
 /** Largest RPC message accepted; payment requests are a few kilobytes. */
@@ -247,7 +260,11 @@ export async function serve(opened: App): Promise<RunningService> {
   });
   handle = createNodeHandler({
     router,
-    pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }, ...createApiDescriptionPages()],
+    pages: [
+      { prefix: authenticationPath, handler: createAuthenticationPages(app) },
+      ...createApiDescriptionPages(),
+      ...createProbePages(readiness),
+    ],
     admit,
     cors:
       app.config.corsAllowedOrigins.length === 0
@@ -261,12 +278,10 @@ export async function serve(opened: App): Promise<RunningService> {
   return {
     app,
     url: `http://127.0.0.1:${port}`,
-    async close() {
-      // First, so health checks answer NOT_SERVING while in-flight work finishes.
+    async close({ drainDelayMs, graceMs }: ShutdownTiming = { drainDelayMs: 0, graceMs: 5_000 }) {
       readiness.beginClosing();
-      await app.webhooks.stop();
-      await app.jobs.stop();
-      await listener.close();
+      if (drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
+      await Promise.all([listener.close(graceMs), app.webhooks.stop(), app.jobs.stop()]);
     },
   };
 }

@@ -28,6 +28,13 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** Webhook attempts each instance sends at once to one profile's webhook_url. */
   readonly webhookEndpointConcurrency: number;
+  /**
+   * After SIGTERM, how long the instance keeps serving while reporting not ready, so load balancers
+   * stop sending it calls before it stops accepting them.
+   */
+  readonly shutdownDelayMs: number;
+  /** After it stops accepting connections, how long calls in flight may take to finish before they are cut. */
+  readonly shutdownGraceMs: number;
   /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
   readonly corsAllowedOrigins: readonly string[];
 }
@@ -52,6 +59,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
     eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
     webhookEndpointConcurrency: integer(env, "WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
+    shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
+    shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
     corsAllowedOrigins: parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")),
   };
 }

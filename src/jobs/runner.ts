@@ -3,7 +3,7 @@ import type { Clock } from "../clock.js";
 import { log } from "../log.js";
 import type { JobRow } from "./job.entity.js";
 import type { JobKind } from "./kinds.js";
-import { claimDueJobs, endJobIn, endLeasedJob, retryJobLater } from "./leases.js";
+import { claimDueJobs, endJobIn, endLeasedJob, releaseJob, retryJobLater } from "./leases.js";
 import { Slots } from "./slots.js";
 
 /**
@@ -85,6 +85,8 @@ export class JobRunner implements JobWaker {
   private readonly leaseMsOf = new Map<string, number>();
   private readonly slots = new Slots(concurrency);
   private started = false;
+  /** Set by stop(): a claimed job whose turn comes after it is given back rather than run. */
+  private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private wokenDuringTick = false;
@@ -117,6 +119,7 @@ export class JobRunner implements JobWaker {
   /** Starts polling. */
   start(): void {
     this.started = true;
+    this.stopping = false;
     this.schedule(this.pollMs);
   }
 
@@ -130,9 +133,13 @@ export class JobRunner implements JobWaker {
     else this.schedule(0);
   }
 
-  /** Stops polling, ends the polling pass in progress after the batch in hand, and waits for every job still running. */
+  /**
+   * Stops polling and waits for the jobs already begun; those claimed but still waiting for a slot are
+   * given back, due at once for another instance, rather than run or left until their leases end.
+   */
   async stop(): Promise<void> {
     this.started = false;
+    this.stopping = true;
     clearTimeout(this.timer);
     await this.running;
     await this.slots.drained();
@@ -201,6 +208,7 @@ export class JobRunner implements JobWaker {
   private async settle(job: JobRow): Promise<boolean> {
     const leasedUntil = job.runAt;
     if (this.clock.now() >= leasedUntil) return false;
+    if (this.stopping) return this.giveBack(job, leasedUntil);
     try {
       const handler = this.handlers.get(job.kind);
       if (handler === undefined) throw new Error(`no handler for job kind ${job.kind}`);
@@ -218,6 +226,20 @@ export class JobRunner implements JobWaker {
       await this.recordFailure(job, leasedUntil, error);
       return true;
     }
+  }
+
+  /** Hands a job back unrun (false: it did not run); one that cannot be handed back is due again when its lease ends. */
+  private async giveBack(job: JobRow, leasedUntil: Date): Promise<false> {
+    try {
+      await releaseJob(this.dataSource, job, leasedUntil, this.clock.now());
+    } catch (error) {
+      log.error("claimed job not given back; it is due again when its lease ends", {
+        kind: job.kind,
+        object_id: job.objectId,
+        error: String(error),
+      });
+    }
+    return false;
   }
 
   private async recordFailure(job: JobRow, leasedUntil: Date, error: unknown): Promise<void> {

@@ -53,6 +53,8 @@ export class ServerProcess {
       ...process.env,
       PORT: "0",
       LOG_LEVEL: "info",
+      // No load balancer is waiting to see it unready: it may stop at once.
+      SHUTDOWN_DELAY_MS: "0",
       WORKERS: "1",
       ADMIN_API_KEY: adminApiKey,
       API_KEY_HASH_SECRET: "fuzz-hash-secret",

@@ -32,6 +32,8 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
       ...inherited,
       PORT: "0",
       LOG_LEVEL: "info",
+      // No load balancer is waiting to see it unready: it may stop at once.
+      SHUTDOWN_DELAY_MS: "0",
       ADMIN_API_KEY: adminApiKey,
       API_KEY_HASH_SECRET: "test-hash-secret",
       DATA_ENCRYPTION_KEY: testDataEncryptionKey,

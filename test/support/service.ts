@@ -1,4 +1,4 @@
-import { closeApp, openApp, serve, type App } from "../../src/app.js";
+import { closeApp, openApp, serve, type App, type ShutdownTiming } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import type { Clock } from "../../src/clock.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
@@ -36,7 +36,8 @@ export interface TestService {
   readonly app: App;
   /** This instance's job runner: tests call runDue() rather than wait for its poll. */
   readonly jobs: JobRunner;
-  close(): Promise<void>;
+  /** Shuts it down as SIGTERM would (`timing` as in RunningService.close) and closes its database. */
+  close(timing?: ShutdownTiming): Promise<void>;
 }
 
 /**
@@ -51,8 +52,8 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
     url: running.url,
     app,
     jobs: app.jobs,
-    async close() {
-      await running.close();
+    async close(timing) {
+      await running.close(timing);
       await closeApp(app);
     },
   };

@@ -48,12 +48,16 @@ function withHeaders(headers: Record<string, string>): Interceptor {
   };
 }
 
-/** A generated typed client over one protocol, as another service would use it. */
+/**
+ * A generated typed client over one protocol, as another service would use it. Connect sends binary
+ * protobuf, as connect-node does by default, unless `format` asks for the JSON a browser sends.
+ */
 export function rpcClient<S extends DescService>(
   service: S,
   baseUrl: string,
   protocol: RpcProtocol,
   auth: { apiKey?: string; admin?: boolean } = {},
+  format: "binary" | "json" = "binary",
 ): Client<S> {
   const headers: Record<string, string> = {};
   if (auth.apiKey !== undefined) headers["api-key"] = auth.apiKey;
@@ -61,7 +65,7 @@ export function rpcClient<S extends DescService>(
   const interceptors = [withHeaders(headers)];
   const transport =
     protocol === "connect"
-      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors })
+      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors, useBinaryFormat: format === "binary" })
       : protocol === "grpc"
         ? createGrpcTransport({ baseUrl, interceptors })
         : createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });

@@ -6,6 +6,8 @@ import { loadApiSchema } from "../fuzz/schema.js";
 import { visaCard } from "../support/cards.js";
 import type { DocumentedCode } from "../support/errors.js";
 import { adminIssue, newMerchant } from "../support/merchant.js";
+import { uniqueId } from "../support/parity.js";
+import { createPayment } from "../support/payments.js";
 import { payoutBodies, payoutCards } from "../support/payout-destinations.js";
 import { servicePair } from "../support/running.js";
 import { noPolling, type TestService } from "../support/service.js";
@@ -279,6 +281,50 @@ function ownListCells(rpcs: readonly MatrixRpc[], c: Case): Array<() => Promise<
 }
 
 /**
+ * Every stream of the caller's objects, started from its own last event before the owner and then
+ * the caller made new payments: it carries the caller's new one (so it was read far enough) and
+ * nothing of the owner's, new or old.
+ */
+async function streamCells(rpcs: readonly MatrixRpc[], c: Case): Promise<Array<() => Promise<void>>> {
+  const start = c.callerObjects.ids.get("event")?.[0];
+  // Production has no events to start from, nor payments to mark with: only sandbox callers are read.
+  if (start === undefined || c.owner.livemode) return [];
+  const url = services.a.url;
+  const paid = { confirm: true, payment_method: "card", payment_method_data: { card: visaCard } };
+  const ownerNew = uniqueId("pay");
+  const marker = uniqueId("pay");
+  await createPayment(url, c.owner, { ...paid, payment_id: ownerNew });
+  await createPayment(url, c.caller, { ...paid, payment_id: marker });
+  const hidden = [...ownerIds(c), ownerNew];
+  return rpcs
+    .filter((rpc) => rpc.streamOf === "event")
+    .flatMap((rpc) => {
+      const from = rpc.idFields.find((f) => f.kind === "event");
+      if (from === undefined) throw new Error(`${rpc.name}: a stream without a starting event; teach the tenancy matrix to read it`);
+      return wiresOf(rpc.api).map(
+        (wire) => () =>
+          cell(`${c.name}: ${rpc.name} from the caller's ${start} over ${wireName(wire)}`, async () => {
+            const answer = await call(
+              instance().url,
+              rpc.api,
+              wire,
+              callerOf(c.caller),
+              { [from.field.name]: start },
+              {
+                until: (event) => JSON.stringify(event).includes(marker),
+                readMs: 30_000,
+              },
+            );
+            if (!answer.ok) return `failed: ${answer.summary}`;
+            const leaked = hidden.filter((id) => answer.text.includes(id));
+            if (leaked.length > 0) return `streams the owner's ${leaked.join(", ")}`;
+            return answer.text.includes(marker) ? undefined : `never sent the caller's own new payment ${marker}`;
+          }),
+      );
+    });
+}
+
+/**
  * Creates that let the caller pick the new object's id, picking the owner's: the caller gets an
  * object of its own (or HE_01 once it has one with that id), never the owner's.
  */
@@ -353,6 +399,7 @@ describe("tenancy matrix", () => {
     for (const [id, seen] of [...before.values()].flatMap((m) => [...m])) expect(seen, id).not.toMatch(/^not retrievable/);
 
     await inParallel(cases.flatMap((c) => [...listCells(rpcs, c), ...ownListCells(rpcs, c), ...aimedCells(rpcs, c)]));
+    await inParallel((await Promise.all(cases.map((c) => streamCells(rpcs, c)))).flat());
     // Last, as the caller's new objects then carry the owner's ids and would show in its lists.
     await inParallel(cases.flatMap((c) => chosenIdCells(rpcs, c, before.get(c.owner)!)));
 

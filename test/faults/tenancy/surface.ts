@@ -53,7 +53,8 @@ export interface MatrixRpc {
   readonly idFields: readonly IdField[];
   /** The kind a list's `data` holds, for lists; undefined for every other RPC. */
   readonly listOf: Kind | undefined;
-  readonly streaming: boolean;
+  /** The kind a server stream sends, for streams; undefined for every other RPC. */
+  readonly streamOf: Kind | undefined;
 }
 
 /** The kind of the objects of a message whose first field is its own id (Payment.payment_id), if it is one. */
@@ -104,7 +105,9 @@ export function classify(schema: ApiSchema): MatrixRpc[] {
             : "reference";
       return [{ field, kind, role }];
     });
-    return { api, name, idFields, listOf, streaming: api.desc.methodKind === "server_streaming" };
+    const streamOf = api.desc.methodKind === "server_streaming" ? ownKind(api.desc.output) : undefined;
+    if (api.desc.methodKind === "server_streaming" && streamOf === undefined) problems.push(`${name}: streams objects of an unknown kind`);
+    return { api, name, idFields, listOf, streamOf };
   });
   for (const rpc of rpcs) {
     if (rpc.api.desc.methodKind !== "unary" && rpc.api.desc.methodKind !== "server_streaming") {

@@ -14,15 +14,18 @@ import { errorTransport, query } from "../../support/parity.js";
  * them all alike.
  */
 
-/** The RPC protocols, beside the REST bindings of each method. */
-export const rpcWires = ["connect-json", "connect-binary", "grpc", "grpc-web"] as const;
+/** The RPC protocols, beside the REST bindings of each method; Connect GET only for side-effect-free methods. */
+const rpcWires = ["connect-json", "connect-binary", "connect-get", "grpc", "grpc-web"] as const;
+
+/** An RPC protocol. */
+type RpcWire = (typeof rpcWires)[number];
 
 /** A way into the service: an RPC protocol, or one REST binding. */
-export type Wire = (typeof rpcWires)[number] | RestRoute;
+export type Wire = RpcWire | RestRoute;
 
-/** Every way into `method`: each of its REST bindings, then every RPC protocol. */
+/** Every way into `method`: each of its REST bindings, then every RPC protocol it answers. */
 export function wiresOf(method: ApiMethod): Wire[] {
-  return [...method.routes, ...rpcWires];
+  return [...method.routes, ...rpcWires.filter((wire) => wire !== "connect-get" || method.sideEffectFree)];
 }
 
 /** A wire as a failure message names it. */
@@ -55,12 +58,13 @@ type DynamicClient = Record<string, (request: Message, options?: { timeoutMs?: n
 
 const clients = new Map<string, DynamicClient>();
 
-function clientFor(service: DescService, url: string, wire: (typeof rpcWires)[number], who: Credentials): DynamicClient {
+function clientFor(service: DescService, url: string, wire: RpcWire, who: Credentials): DynamicClient {
   const id = `${url} ${service.typeName} ${wire} ${who.apiKey ?? ""} ${who.admin === true}`;
   let client = clients.get(id);
   if (client === undefined) {
-    const protocol = wire === "connect-json" || wire === "connect-binary" ? "connect" : wire;
-    client = rpcClient(service, url, protocol, who, wire === "connect-json" ? "json" : "binary") as unknown as DynamicClient;
+    const protocol = wire === "grpc" || wire === "grpc-web" ? wire : "connect";
+    const connect = { useBinaryFormat: wire !== "connect-json", useHttpGet: wire === "connect-get" };
+    client = rpcClient(service, url, protocol, who, connect) as unknown as DynamicClient;
     clients.set(id, client);
   }
   return client;
@@ -121,8 +125,21 @@ function restRequest(route: RestRoute, request: JsonObject): { path: string; bod
   return { path: `/${path}${query(rest)}`, body: undefined };
 }
 
+/** How long a stream is read: until an object `until` accepts (included), else for `readMs`. */
+export interface StreamRead {
+  readonly until?: (object: JsonObject) => boolean;
+  readonly readMs?: number;
+}
+
 /** Calls `method` with `request` (REST JSON) over `wire` on the service at `url`. */
-export async function call(url: string, method: ApiMethod, wire: Wire, who: Credentials, request: JsonObject): Promise<Answer> {
+export async function call(
+  url: string,
+  method: ApiMethod,
+  wire: Wire,
+  who: Credentials,
+  request: JsonObject,
+  read: StreamRead = {},
+): Promise<Answer> {
   if (typeof wire !== "string") {
     const { path, body } = restRequest(wire, request);
     return restAnswer(await rest(url, wire.httpMethod, path, { ...who, body }));
@@ -133,8 +150,10 @@ export async function call(url: string, method: ApiMethod, wire: Wire, who: Cred
     if (method.desc.methodKind === "server_streaming") {
       const objects: JsonObject[] = [];
       try {
-        for await (const item of client[method.desc.localName]!(message, { timeoutMs: streamReadMs }) as AsyncIterable<Message>) {
+        const stream = client[method.desc.localName]!(message, { timeoutMs: read.readMs ?? streamReadMs }) as AsyncIterable<Message>;
+        for await (const item of stream) {
           objects.push(writeMessage(item, method.desc.output));
+          if (read.until?.(objects.at(-1)!) === true) break;
         }
       } catch (error) {
         // A stream that was accepted runs until its deadline: what it sent by then is its answer.

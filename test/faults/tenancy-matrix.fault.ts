@@ -325,6 +325,42 @@ async function streamCells(rpcs: readonly MatrixRpc[], c: Case): Promise<Array<(
 }
 
 /**
+ * Creates sent with an idempotency key the owner has just used: the caller's call runs as its own
+ * (a new object of its own, then replays of that one), never replays the owner's answer.
+ */
+async function idempotencyCells(rpcs: readonly MatrixRpc[], c: Case): Promise<Array<() => Promise<void>>> {
+  const tasks: Array<() => Promise<void>> = [];
+  const asOwner: Case = { ...c, caller: c.owner, callerObjects: c.ownerObjects };
+  for (const rpc of rpcs) {
+    const made = rpc.idFields.find((f) => f.role === "chosen");
+    if (made === undefined) continue;
+    const headers = { "idempotency-key": uniqueId("tenancy") };
+    const first = await call(services.a.url, rpc.api, rpc.api.routes[0]!, callerOf(c.owner), request(rpc, asOwner, {}), { headers });
+    if (!first.ok) {
+      // Production cannot make payments: there is no answer of the owner's to replay.
+      if (c.owner.livemode && first.differsFrom("IR_16") === undefined) continue;
+      throw new Error(`${c.owner.label} could not make the object to replay: ${first.summary}`);
+    }
+    const ownerObject = String(first.objects[0]![made.field.name]);
+    // One way in after the other: the caller's own calls with one key would otherwise wait for each other (IK_01).
+    tasks.push(async () => {
+      for (const wire of wiresOf(rpc.api)) {
+        await cell(`${c.name}: ${rpc.name} with the owner's idempotency key over ${wireName(wire)}`, async () => {
+          const answer = await call(instance().url, rpc.api, wire, callerOf(c.caller), request(rpc, c, {}), { headers });
+          if (!answer.ok) {
+            return c.caller.livemode && answer.differsFrom("IR_16") === undefined ? undefined : `failed: ${answer.summary}`;
+          }
+          const object = answer.objects[0]!;
+          if (object[made.field.name] === ownerObject) return `replayed the owner's ${ownerObject}`;
+          return object.merchant_id === c.caller.merchantId ? undefined : `answered an object of merchant ${String(object.merchant_id)}`;
+        });
+      }
+    });
+  }
+  return tasks;
+}
+
+/**
  * Creates that let the caller pick the new object's id, picking the owner's: the caller gets an
  * object of its own (or HE_01 once it has one with that id), never the owner's.
  */
@@ -400,6 +436,7 @@ describe("tenancy matrix", () => {
 
     await inParallel(cases.flatMap((c) => [...listCells(rpcs, c), ...ownListCells(rpcs, c), ...aimedCells(rpcs, c)]));
     await inParallel((await Promise.all(cases.map((c) => streamCells(rpcs, c)))).flat());
+    await inParallel((await Promise.all(cases.map((c) => idempotencyCells(rpcs, c)))).flat());
     // Last, as the caller's new objects then carry the owner's ids and would show in its lists.
     await inParallel(cases.flatMap((c) => chosenIdCells(rpcs, c, before.get(c.owner)!)));
 

@@ -54,7 +54,7 @@ export type Answer =
 /** How long a stream that did not fail at once is read before the call counts as answered. */
 const streamReadMs = 3_000;
 
-type DynamicClient = Record<string, (request: Message, options?: { timeoutMs?: number }) => unknown>;
+type DynamicClient = Record<string, (request: Message, options?: { timeoutMs?: number; headers?: Record<string, string> }) => unknown>;
 
 const clients = new Map<string, DynamicClient>();
 
@@ -125,8 +125,9 @@ function restRequest(route: RestRoute, request: JsonObject): { path: string; bod
   return { path: `/${path}${query(rest)}`, body: undefined };
 }
 
-/** How long a stream is read: until an object `until` accepts (included), else for `readMs`. */
-export interface StreamRead {
+/** Headers beside the credentials, and how long a stream is read: until an object `until` accepts (included), else for `readMs`. */
+export interface CallOptions {
+  readonly headers?: Record<string, string>;
   readonly until?: (object: JsonObject) => boolean;
   readonly readMs?: number;
 }
@@ -138,11 +139,11 @@ export async function call(
   wire: Wire,
   who: Credentials,
   request: JsonObject,
-  read: StreamRead = {},
+  options: CallOptions = {},
 ): Promise<Answer> {
   if (typeof wire !== "string") {
     const { path, body } = restRequest(wire, request);
-    return restAnswer(await rest(url, wire.httpMethod, path, { ...who, body }));
+    return restAnswer(await rest(url, wire.httpMethod, path, { ...who, body, headers: options.headers }));
   }
   const message = readMessage(method.input, request).message;
   const client = clientFor(method.desc.parent, url, wire, who);
@@ -150,10 +151,13 @@ export async function call(
     if (method.desc.methodKind === "server_streaming") {
       const objects: JsonObject[] = [];
       try {
-        const stream = client[method.desc.localName]!(message, { timeoutMs: read.readMs ?? streamReadMs }) as AsyncIterable<Message>;
+        const stream = client[method.desc.localName]!(message, {
+          timeoutMs: options.readMs ?? streamReadMs,
+          headers: options.headers,
+        }) as AsyncIterable<Message>;
         for await (const item of stream) {
           objects.push(writeMessage(item, method.desc.output));
-          if (read.until?.(objects.at(-1)!) === true) break;
+          if (options.until?.(objects.at(-1)!) === true) break;
         }
       } catch (error) {
         // A stream that was accepted runs until its deadline: what it sent by then is its answer.
@@ -161,7 +165,10 @@ export async function call(
       }
       return { ok: true, objects, text: JSON.stringify(objects) };
     }
-    const answer = writeMessage((await client[method.desc.localName]!(message)) as Message, method.desc.output);
+    const answer = writeMessage(
+      (await client[method.desc.localName]!(message, { headers: options.headers })) as Message,
+      method.desc.output,
+    );
     return { ok: true, objects: [answer], text: JSON.stringify(answer) };
   } catch (error) {
     return rpcFailure(error);

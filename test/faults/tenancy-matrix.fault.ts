@@ -472,23 +472,26 @@ describe("revoked and expired keys on every instance", () => {
   });
 
   /** A key per way in, each used successfully over every way in on both instances, so each instance has it at hand. */
-  async function warmKeys(fields: JsonObject): Promise<Map<Wire, { apiKey: string; keyId: string }>> {
+  async function warmKeys(fields: JsonObject): Promise<{ keys: Map<Wire, { apiKey: string; keyId: string }>; failures: string[] }> {
     const keys = new Map<Wire, { apiKey: string; keyId: string }>();
     for (const wire of wiresOf(probe.api)) {
       const issued = await adminIssue(services.a.url, merchant.merchantId, { environment: "sandbox", ...fields });
       keys.set(wire, { apiKey: issued.api_key, keyId: issued.key_id });
     }
+    const failures: string[] = [];
     await inParallel(
       [...keys.values()].flatMap((key) =>
         instances().flatMap((service) =>
           wiresOf(probe.api).map((wire) => async () => {
             const answer = await call(service.url, probe.api, wire, { apiKey: key.apiKey }, {});
-            expect(answer.ok && answer.objects[0]!.merchant_id, `warming ${key.keyId} over ${wireName(wire)}`).toBe(merchant.merchantId);
+            if (!answer.ok || answer.objects[0]!.merchant_id !== merchant.merchantId) {
+              failures.push(`warming ${key.keyId} over ${wireName(wire)}: ${answer.ok ? answer.text : answer.summary}`);
+            }
           }),
         ),
       ),
     );
-    return keys;
+    return { keys, failures };
   }
 
   /** The key fails with IR_01 over every way in on both instances. */
@@ -505,7 +508,8 @@ describe("revoked and expired keys on every instance", () => {
 
   it("a key revoked through instance 1 fails on the very next request through instance 2, over every protocol", async () => {
     const found = violations.length;
-    const keys = await warmKeys({ name: "to revoke" });
+    const { keys, failures } = await warmKeys({ name: "to revoke" });
+    expect(failures).toEqual([]);
     await Promise.all(
       [...keys].map(async ([wire, key]) => {
         const revoked = await call(services.a.url, revoke.api, revoke.api.routes[0]!, callerOf(merchant), { key_id: key.keyId });
@@ -521,11 +525,19 @@ describe("revoked and expired keys on every instance", () => {
 
   it("a key fails on both instances, over every protocol, on the first request after its expires_at", async () => {
     const found = violations.length;
-    // Long enough for warming ten calls per key on a slow shared machine; checked below, not hoped.
-    const lifeMs = 8_000;
-    const expiresAt = new Date(Date.now() + lifeMs);
-    const keys = await warmKeys({ name: "to expire", expires_at: expiresAt.toISOString() });
-    expect(Date.now(), "warming the keys outlasted their life: raise lifeMs").toBeLessThan(expiresAt.getTime());
+    // Keys must live until both instances have used them: a life warming outlasted on a slow shared
+    // machine is tried again longer, rather than hoped long enough.
+    let warmed: { keys: Map<Wire, { apiKey: string; keyId: string }>; expiresAt: Date } | undefined;
+    for (const lifeMs of [8_000, 20_000, 45_000]) {
+      const expiresAt = new Date(Date.now() + lifeMs);
+      const { keys, failures } = await warmKeys({ name: "to expire", expires_at: expiresAt.toISOString() });
+      if (failures.length === 0 && Date.now() < expiresAt.getTime()) {
+        warmed = { keys, expiresAt };
+        break;
+      }
+    }
+    if (warmed === undefined) throw new Error("warming the keys outlasted even a 45 s life");
+    const { keys, expiresAt } = warmed;
     await new Promise((resolve) => setTimeout(resolve, expiresAt.getTime() - Date.now() + 1));
     await Promise.all(
       [...keys].map(([wire, key]) =>

@@ -17,11 +17,12 @@ import { call, wireName, wiresOf, type Answer, type Credentials, type Wire } fro
 
 /*
  * Tenancy and keys (issue 18, docs/reliability.md "Tenancy and keys"): a matrix generated from the
- * protos over every RPC and every way in (each REST binding, Connect JSON and binary, gRPC,
+ * protos over every RPC and every way in (each REST binding, Connect JSON, binary and GET, gRPC,
  * gRPC-Web). Merchant A makes one object of every kind in each environment; then another merchant's
- * keys, and A's key of the other environment, call every RPC with A's ids, list with and without
- * filters naming them, and pick them as ids of new objects. Nothing of A's may be seen or changed.
- * Then revoked and expired keys must fail on the very next request on every instance.
+ * keys, and A's key of the other environment, call every RPC with A's ids, list and stream with and
+ * without filters naming them, pick them as ids of new objects and reuse A's idempotency keys.
+ * Nothing of A's may be seen or changed. Then revoked and expired keys must fail on the very next
+ * request on every instance.
  */
 
 const services = servicePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "1000000000" });
@@ -396,7 +397,7 @@ describe("tenancy matrix", () => {
   let cases: Case[];
   let sandboxA: Tenant;
   let productionA: Tenant;
-  let objectsA: Map<Tenant, Objects>;
+  let objectsOf: Map<Tenant, Objects>;
 
   beforeAll(async () => {
     rpcs = classify(await loadApiSchema());
@@ -415,8 +416,8 @@ describe("tenancy matrix", () => {
     productionA = aProduction;
     const all = [aSandbox, aProduction, bSandbox, bProduction];
     const made = await Promise.all(all.map((tenant) => makeObjects(url, tenant)));
-    objectsA = new Map(all.map((tenant, i) => [tenant, made[i]!]));
-    const objects = (tenant: Tenant) => objectsA.get(tenant)!;
+    objectsOf = new Map(all.map((tenant, i) => [tenant, made[i]!]));
+    const objects = (tenant: Tenant) => objectsOf.get(tenant)!;
     const allKinds = [...objects(aSandbox).ids.keys()];
     cases = [
       { name: "merchant B's sandbox key on A's sandbox objects", caller: bSandbox, owner: aSandbox, kinds: allKinds },
@@ -428,10 +429,10 @@ describe("tenancy matrix", () => {
 
   it("no key reaches, lists or changes another merchant's or environment's objects, on any RPC or protocol", async () => {
     const found = violations.length;
-    for (const [kind, ids] of objectsA.get(sandboxA)!.ids) expect(ids.length, `A's sandbox ${kind}s`).toBeGreaterThan(0);
+    for (const [kind, ids] of objectsOf.get(sandboxA)!.ids) expect(ids.length, `A's sandbox ${kind}s`).toBeGreaterThan(0);
     const owners = [sandboxA, productionA];
     const before = new Map<Tenant, Map<string, string>>();
-    for (const owner of owners) before.set(owner, await snapshot(rpcs, owner, objectsA.get(owner)!));
+    for (const owner of owners) before.set(owner, await snapshot(rpcs, owner, objectsOf.get(owner)!));
     for (const [id, seen] of [...before.values()].flatMap((m) => [...m])) expect(seen, id).not.toMatch(/^not retrievable/);
 
     await inParallel(cases.flatMap((c) => [...listCells(rpcs, c), ...ownListCells(rpcs, c), ...aimedCells(rpcs, c)]));
@@ -441,7 +442,7 @@ describe("tenancy matrix", () => {
     await inParallel(cases.flatMap((c) => chosenIdCells(rpcs, c, before.get(c.owner)!)));
 
     for (const owner of owners) {
-      const after = await snapshot(rpcs, owner, objectsA.get(owner)!);
+      const after = await snapshot(rpcs, owner, objectsOf.get(owner)!);
       for (const [id, seen] of before.get(owner)!) {
         cells++;
         if (after.get(id) !== seen) violations.push(`${owner.label}'s ${id} changed:\n  before ${seen}\n  after  ${after.get(id)}`);

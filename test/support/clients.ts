@@ -1,6 +1,11 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  type ConnectTransportOptions,
+} from "@connectrpc/connect-node";
 import { adminApiKey } from "./service.js";
 
 /**
@@ -48,12 +53,17 @@ function withHeaders(headers: Record<string, string>): Interceptor {
   };
 }
 
-/** A generated typed client over one protocol, as another service would use it. */
+/**
+ * A generated typed client over one protocol, as another service would use it. Connect sends binary
+ * protobuf by POST, as connect-node does by default, unless `connect` asks for JSON (as a browser
+ * sends) or for GET (side-effect-free methods only).
+ */
 export function rpcClient<S extends DescService>(
   service: S,
   baseUrl: string,
   protocol: RpcProtocol,
   auth: { apiKey?: string; admin?: boolean } = {},
+  connect: Pick<ConnectTransportOptions, "useBinaryFormat" | "useHttpGet"> = {},
 ): Client<S> {
   const headers: Record<string, string> = {};
   if (auth.apiKey !== undefined) headers["api-key"] = auth.apiKey;
@@ -61,7 +71,7 @@ export function rpcClient<S extends DescService>(
   const interceptors = [withHeaders(headers)];
   const transport =
     protocol === "connect"
-      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors })
+      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors, ...connect })
       : protocol === "grpc"
         ? createGrpcTransport({ baseUrl, interceptors })
         : createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });

@@ -10,7 +10,7 @@ import { createAuthenticator, publishableKeyMayCall } from "./auth/authenticate.
 import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
-import { openDataSource } from "./db/data-source.js";
+import { applyMigrations, expectMigrated, openDataSource } from "./db/data-source.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
@@ -124,7 +124,8 @@ const readMaxBytes = 1024 * 1024;
 const maxTimeoutMs = 2 ** 31 - 1;
 
 /**
- * Opens the database (starting the embedded one if needed) and runs pending migrations. Time comes
+ * Opens the database (starting the embedded one if needed) and runs pending migrations, or with
+ * MIGRATE_ON_START=false refuses to open one that has any. Time comes
  * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
  */
 export async function openApp(config: Config, injected?: Clock): Promise<App> {
@@ -134,6 +135,12 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
+    try {
+      await (config.migrateOnStart ? applyMigrations(dataSource) : expectMigrated(dataSource));
+    } catch (error) {
+      await dataSource.destroy();
+      throw error;
+    }
     if (embedded === undefined) useNamedStatements(dataSource);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;

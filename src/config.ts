@@ -37,32 +37,81 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
   readonly corsAllowedOrigins: readonly string[];
+  /** How much the service logs; "silent" logs nothing. */
+  readonly logLevel: LogLevel;
+  /**
+   * Whether start-up applies pending migrations (the default). False: a deploy job runs
+   * `npm run migrate` once, and an instance refuses to start while migrations are pending.
+   */
+  readonly migrateOnStart: boolean;
 }
 
-/** Reads the configuration, failing with a message that names the variable when a value is unusable. */
+/** The values LOG_LEVEL takes, from quietest to most verbose. */
+export const logLevels = ["silent", "error", "warn", "info", "debug"] as const;
+
+/** One of logLevels. */
+export type LogLevel = (typeof logLevels)[number];
+
+/** Shortest ADMIN_API_KEY accepted: the admin key moves money, so a guessable one is refused at start. */
+export const minAdminApiKeyLength = 16;
+
+/** Shortest API_KEY_HASH_SECRET accepted: 32 characters, as many bytes as the HMAC-SHA256 key it becomes. */
+export const minHashSecretLength = 32;
+
+/**
+ * Every unusable setting found at start-up, each message naming its variable and what it expects,
+ * so an operator fixes them all in one go. Secrets' values are never repeated in a message.
+ */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration: ${problems.join("; ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Reads and checks the configuration; throws a ConfigError listing every unusable value, each named
+ * with what it expects, before anything is opened.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = integer(env, "PORT", 8080, 0, 65535);
-  return {
-    port,
-    databaseUrl: text(env, "DATABASE_URL"),
-    dataDir: text(env, "DATA_DIR") ?? "./.data",
-    redisUrl: text(env, "REDIS_URL"),
-    adminApiKey: text(env, "ADMIN_API_KEY"),
-    apiKeyHashSecret: text(env, "API_KEY_HASH_SECRET"),
-    dataEncryptionKey: text(env, "DATA_ENCRYPTION_KEY"),
-    rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
-    publicBaseUrl: text(env, "PUBLIC_BASE_URL")?.replace(/\/+$/, ""),
-    databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
-    workers: integer(env, "WORKERS", 1, 1, 64),
-    jobPollMs: integer(env, "JOB_POLL_MS", 1000, 10, 3_600_000),
-    sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
-    scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
-    eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
-    webhookEndpointConcurrency: integer(env, "WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
-    shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
-    shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
-    corsAllowedOrigins: parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")),
+  const problems: string[] = [];
+  const check = <T>(read: () => T, fallback: T): T => {
+    try {
+      return read();
+    } catch (error) {
+      problems.push(error instanceof Error ? error.message : String(error));
+      return fallback;
+    }
   };
+  const int = (name: string, fallback: number, min: number, max: number) => check(() => integer(env, name, fallback, min, max), fallback);
+  const config: Config = {
+    port: int("PORT", 8080, 0, 65535),
+    databaseUrl: check(
+      () => url(env, "DATABASE_URL", ["postgres:", "postgresql:"], "postgres://user:password@host:5432/database"),
+      undefined,
+    ),
+    dataDir: text(env, "DATA_DIR") ?? "./.data",
+    redisUrl: check(() => url(env, "REDIS_URL", ["redis:", "rediss:"], "redis://host:6379"), undefined),
+    adminApiKey: check(() => secret(env, "ADMIN_API_KEY", minAdminApiKeyLength), undefined),
+    apiKeyHashSecret: check(() => secret(env, "API_KEY_HASH_SECRET", minHashSecretLength), undefined),
+    dataEncryptionKey: check(() => hexKey(env, "DATA_ENCRYPTION_KEY"), undefined),
+    rateLimitPerMinute: int("RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
+    publicBaseUrl: check(() => publicUrl(env, "PUBLIC_BASE_URL"), undefined),
+    databasePoolSize: int("DATABASE_POOL_SIZE", 20, 1, 1000),
+    workers: int("WORKERS", 1, 1, 64),
+    jobPollMs: int("JOB_POLL_MS", 1000, 10, 3_600_000),
+    sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
+    scheduledRefundDelaySeconds: int("SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
+    eventRetentionDays: int("EVENT_RETENTION_DAYS", 30, 30, 3650),
+    webhookEndpointConcurrency: int("WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
+    shutdownDelayMs: int("SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
+    shutdownGraceMs: int("SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
+    corsAllowedOrigins: check(() => parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")), []),
+    logLevel: check(() => oneOf(env, "LOG_LEVEL", logLevels, "info"), "info"),
+    migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
 }
 
 function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
@@ -78,4 +127,65 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new Error(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
   }
   return parsed;
+}
+
+/** A URL with one of `protocols`. Its value is not repeated: connection strings hold passwords. */
+function url(env: NodeJS.ProcessEnv, name: string, protocols: readonly string[], example: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  const expected = `${name} must be a ${protocols.map((p) => `${p}//`).join(" or ")} URL, e.g. ${example}`;
+  if (!URL.canParse(value)) throw new Error(`${expected} (the value set is not a URL; it is not shown as it may hold a password)`);
+  const parsed = new URL(value);
+  if (!protocols.includes(parsed.protocol)) throw new Error(`${expected} (the value set is a ${parsed.protocol}// URL)`);
+  if (parsed.hostname === "") throw new Error(`${expected} (the value set names no host)`);
+  return value;
+}
+
+/** An http(s) URL handed to browsers, without its trailing slashes. Not secret, so the message shows it. */
+function publicUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  const parsed = URL.canParse(value) ? new URL(value) : undefined;
+  if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hostname === "") {
+    throw new Error(`${name} must be an http:// or https:// URL such as https://pay.example.com, got "${value}"`);
+  }
+  if (parsed.search !== "" || parsed.hash !== "") throw new Error(`${name} must have no query or fragment, got "${value}"`);
+  return value.replace(/\/+$/, "");
+}
+
+/** A secret of at least `minLength` characters; only its length is ever reported. */
+function secret(env: NodeJS.ProcessEnv, name: string, minLength: number): string | undefined {
+  const value = text(env, name);
+  if (value !== undefined && value.length < minLength) {
+    throw new Error(
+      `${name} must be at least ${minLength} characters (the value set has ${value.length}), e.g. the output of \`openssl rand -hex 32\``,
+    );
+  }
+  return value;
+}
+
+/** 32 bytes written as 64 hex digits: an AES-256 key. Only what is wrong with it is reported. */
+function hexKey(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = text(env, name);
+  if (value !== undefined && !/^[0-9a-fA-F]{64}$/.test(value)) {
+    const found = /^[0-9a-fA-F]*$/.test(value) ? `${value.length} hex digits` : `${value.length} characters, not all hex digits`;
+    throw new Error(
+      `${name} must be exactly 64 hex digits (32 bytes), e.g. the output of \`openssl rand -hex 32\` (the value set has ${found})`,
+    );
+  }
+  return value;
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!(values as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${values.join(", ")}, got "${value}"`);
+  return value as T;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (value !== "true" && value !== "false") throw new Error(`${name} must be true or false, got "${value}"`);
+  return value === "true";
 }

@@ -57,7 +57,7 @@ export class ServerProcess {
       SHUTDOWN_DELAY_MS: "0",
       WORKERS: "1",
       ADMIN_API_KEY: adminApiKey,
-      API_KEY_HASH_SECRET: "fuzz-hash-secret",
+      API_KEY_HASH_SECRET: "fuzz-api-key-hash-secret-32chars",
       DATA_ENCRYPTION_KEY: "7f".repeat(32),
       RATE_LIMIT_PER_MINUTE: "1000000000",
       SANDBOX_TEST_CLOCK: "true",

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { eachLine, listeningUrl } from "./server-log.js";
-import { adminApiKey, testDataEncryptionKey } from "./service.js";
+import { adminApiKey, testDataEncryptionKey, testHashSecret } from "./service.js";
 
 /** The repository root: the server runs from there as `npm start` would. */
 const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -35,7 +35,7 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
       // No load balancer is waiting to see it unready: it may stop at once.
       SHUTDOWN_DELAY_MS: "0",
       ADMIN_API_KEY: adminApiKey,
-      API_KEY_HASH_SECRET: "test-hash-secret",
+      API_KEY_HASH_SECRET: testHashSecret,
       DATA_ENCRYPTION_KEY: testDataEncryptionKey,
       ...env,
     },

@@ -4,8 +4,11 @@ import type { Clock } from "../../src/clock.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
 import { fileDatabaseUrl } from "./database.js";
 
-/** The operator key every test service accepts. */
-export const adminApiKey = "test-admin-key";
+/** The operator key every test service accepts (ADMIN_API_KEY: 16 characters at least). */
+export const adminApiKey = "test-admin-api-key";
+
+/** The API key hash secret of every test service (API_KEY_HASH_SECRET: 32 characters at least). */
+export const testHashSecret = "test-api-key-hash-secret-32chars";
 
 /** The data encryption key of every test service: instances sharing a database must share it. */
 export const testDataEncryptionKey = "5e".repeat(32);
@@ -20,7 +23,7 @@ export const noPolling = { JOB_POLL_MS: "3600000" };
 export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
   return loadConfig({
     DATA_DIR: ":memory:",
-    API_KEY_HASH_SECRET: "test-hash-secret",
+    API_KEY_HASH_SECRET: testHashSecret,
     DATA_ENCRYPTION_KEY: testDataEncryptionKey,
     DATABASE_POOL_SIZE: "10",
     ...process.env,

@@ -65,7 +65,7 @@ describe("loadConfig", () => {
   });
 
   describe("DATABASE_URL", () => {
-    it.each(["postgres://u@h/db", "postgresql://u:p@h:5433/db"])("takes %s", (url) => {
+    it.each(["postgres://u@h/db", "postgresql://u:p@h:5433/db", "postgresql:///db?host=/var/run/postgresql"])("takes %s", (url) => {
       expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
     });
 
@@ -76,6 +76,10 @@ describe("loadConfig", () => {
       );
       expect(message).toContain("not a URL");
       expect(message).not.toContain("hunter2");
+    });
+
+    it("refuses a URL without a host", () => {
+      expect(problem({ DATABASE_URL: "postgres:///payments" })).toContain("(the value set names no host)");
     });
 
     it("refuses another scheme, naming the scheme only", () => {

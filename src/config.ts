@@ -137,7 +137,8 @@ function url(env: NodeJS.ProcessEnv, name: string, protocols: readonly string[],
   if (!URL.canParse(value)) throw new Error(`${expected} (the value set is not a URL; it is not shown as it may hold a password)`);
   const parsed = new URL(value);
   if (!protocols.includes(parsed.protocol)) throw new Error(`${expected} (the value set is a ${parsed.protocol}// URL)`);
-  if (parsed.hostname === "") throw new Error(`${expected} (the value set names no host)`);
+  // pg takes a Unix socket directory as ?host=/path, with the URL's own host left empty.
+  if (parsed.hostname === "" && !parsed.searchParams.has("host")) throw new Error(`${expected} (the value set names no host)`);
   return value;
 }
 

@@ -217,7 +217,14 @@ export async function serve(opened: App): Promise<RunningService> {
     res.statusCode = 503;
     res.end();
   };
-  const listener = createDualProtocolServer((req, res) => handle(req, res));
+  const { config } = opened;
+  const listener = createDualProtocolServer((req, res) => handle(req, res), {
+    idleTimeoutMs: config.idleTimeoutMs,
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    maxConnections: config.maxConnections,
+    maxConcurrentStreams: config.http2MaxConcurrentStreams,
+  });
   await new Promise<void>((resolve, reject) => {
     listener.server.once("error", reject);
     listener.server.listen(opened.config.port, "0.0.0.0", () => resolve());

@@ -30,11 +30,24 @@ export interface Config {
   readonly webhookEndpointConcurrency: number;
   /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
   readonly corsAllowedOrigins: readonly string[];
+  /** Connections one instance holds open at most; at the cap a new one displaces the longest idle, or is closed. */
+  readonly maxConnections: number;
+  /** How long a connection may sit without a request (before its first byte too); above the load balancer's own idle timeout. */
+  readonly idleTimeoutMs: number;
+  /** How long a request's headers may take to arrive once it has begun (slowloris). */
+  readonly headersTimeoutMs: number;
+  /** How long a whole request, headers and body, may take to arrive (a body trickled byte by byte). */
+  readonly requestTimeoutMs: number;
+  /** Streams one HTTP/2 connection may have open at once. */
+  readonly http2MaxConcurrentStreams: number;
 }
 
 /** Reads the configuration, failing with a message that names the variable when a value is unusable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, "PORT", 8080, 0, 65535);
+  const headersTimeoutMs = integer(env, "HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
+  // Node's HTTP/1.1 server requires it: the headers are part of the request.
+  const requestTimeoutMs = integer(env, "REQUEST_TIMEOUT_MS", 30_000, headersTimeoutMs, 3_600_000);
   return {
     port,
     databaseUrl: text(env, "DATABASE_URL"),
@@ -53,6 +66,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
     webhookEndpointConcurrency: integer(env, "WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
     corsAllowedOrigins: parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")),
+    maxConnections: integer(env, "MAX_CONNECTIONS", 10_000, 1, 1_000_000),
+    idleTimeoutMs: integer(env, "IDLE_TIMEOUT_MS", 65_000, 100, 3_600_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    http2MaxConcurrentStreams: integer(env, "HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
   };
 }
 

@@ -50,10 +50,10 @@ const deadlineSweepMs = 1_000;
  * closed (HTTP/1.1 keep-alive, an HTTP/2 session, a connection that never sent a byte); a request
  * whose headers take longer than `headersTimeoutMs`, or whose body is not in by `requestTimeoutMs`,
  * is cut off (HTTP/1.1: 408 and the connection closed; HTTP/2: the stream reset). At
- * `maxConnections`, a new connection closes the one idle longest (no request in progress: it
- * may be waiting for its first byte, between requests, or still sending headers) so that idle
- * connections never lock clients out; only when every connection has a request in progress is the
- * new one closed at once.
+ * `maxConnections`, a new connection displaces an older one without a request in progress, so
+ * that idle connections never lock clients out: the oldest of those that have not made a request
+ * yet (waiting for a first byte, still sending headers), else the one idle longest between
+ * requests. Only when every connection has a request in progress is the new one closed at once.
  */
 export function createDualProtocolServer(
   handler: DualProtocolHandler,
@@ -69,8 +69,14 @@ export function createDualProtocolServer(
   const sockets = new Set<net.Socket>();
   const sniffing = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
-  // Connections without a request in progress, the one idle longest first (a Set keeps insertion order).
+  // Connections without a request in progress, each the oldest first (a Set keeps insertion order):
+  // those that have not yet made a request, and those idle between requests.
+  const fresh = new Set<net.Socket>();
   const idle = new Set<net.Socket>();
+  const becomeBusy = (socket: net.Socket): void => {
+    fresh.delete(socket);
+    idle.delete(socket);
+  };
   const becomeIdle = (socket: net.Socket): void => {
     idle.delete(socket);
     if (sockets.has(socket)) idle.add(socket);
@@ -78,7 +84,7 @@ export function createDualProtocolServer(
   const forget = (socket: net.Socket): void => {
     sockets.delete(socket);
     sniffing.delete(socket);
-    idle.delete(socket);
+    becomeBusy(socket);
   };
 
   // A request without Host reaches the handler (HTTP/1.0 needs none; an RPC without one gets the
@@ -91,12 +97,15 @@ export function createDualProtocolServer(
       connectionsCheckingInterval: deadlineSweepMs,
     },
     (req, res) => {
-      idle.delete(req.socket);
-      // A connection busy when close() is called would otherwise sit idle until the force timeout.
+      // Node lets go of req.socket once the answer is finished.
+      const socket = req.socket;
+      becomeBusy(socket);
       res.once("finish", () => {
-        if (closing) req.socket.end();
+        // A connection busy when close() is called would otherwise sit idle until the force timeout.
+        if (closing) socket.end();
+        if (!req.complete && closesConnection(res)) lingerOverUnreadBody(req, socket);
       });
-      res.once("close", () => becomeIdle(req.socket));
+      res.once("close", () => becomeIdle(socket));
       handler(req, res);
     },
   );
@@ -115,7 +124,7 @@ export function createDualProtocolServer(
     let open = 0;
     session.on("stream", (stream) => {
       open++;
-      idle.delete(socket);
+      becomeBusy(socket);
       const deadline = setTimeout(() => cutUnfinishedStream(stream), requestTimeoutMs);
       stream.once("close", () => {
         clearTimeout(deadline);
@@ -127,17 +136,19 @@ export function createDualProtocolServer(
   // Nagle's algorithm would hold back small RPC frames; http.Server disables it too.
   const server = net.createServer({ noDelay: true }, (socket) => {
     if (sockets.size >= maxConnections) {
-      const longestIdle = idle.values().next().value;
-      if (longestIdle === undefined) {
+      // A client that has made requests (a load balancer's kept-alive connection) outranks one that
+      // has made none yet (an idle flood, a slowloris still sending its headers).
+      const displaced = fresh.values().next().value ?? idle.values().next().value;
+      if (displaced === undefined) {
         socket.destroy();
         return;
       }
-      forget(longestIdle);
-      longestIdle.destroy();
+      forget(displaced);
+      displaced.destroy();
     }
     sockets.add(socket);
     sniffing.add(socket);
-    idle.add(socket);
+    fresh.add(socket);
     socket.once("close", () => forget(socket));
     sniff(socket, idleTimeoutMs, (isHttp2) => {
       sniffing.delete(socket);
@@ -171,6 +182,35 @@ export function createDualProtocolServer(
       clearTimeout(force);
     },
   };
+}
+
+/** How long a connection answered before its body was read keeps reading (and dropping) what the client still sends. */
+const lingerMs = 1_000;
+
+/** Whether Node closes the connection after this answer: it says `connection: close`, or keep-alive was off. */
+function closesConnection(res: http.ServerResponse): boolean {
+  return !res.shouldKeepAlive || /\bclose\b/i.test(String(res.getHeader("connection") ?? ""));
+}
+
+/**
+ * Closes an HTTP/1.1 connection answered before its request body was read (a 413, a refusal) only
+ * after reading and dropping what the client still sends for a moment. Node would close it as soon
+ * as the answer is written, and closing a socket with unread data sends a reset, which makes the
+ * client's system drop the answer before the client has read it: it would see "connection reset"
+ * instead of the 413. (Node's destroySoon() waits for "finish" to destroy; that wait is replaced.)
+ */
+function lingerOverUnreadBody(req: http.IncomingMessage, socket: net.Socket): void {
+  if (socket.destroyed) return;
+  socket.removeListener("finish", socket.destroy);
+  const close = (): void => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(close, lingerMs);
+  req.on("data", ignore);
+  req.resume();
+  socket.once("end", close);
+  socket.once("close", () => clearTimeout(timer));
 }
 
 /**

@@ -9,6 +9,8 @@ const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 /** A running `node --import tsx src/server.ts` (one process, so SIGKILL really kills the server) and everything it printed. */
 export interface ServerProcess {
   readonly url: string;
+  /** Its process id, to read its memory in /proc. */
+  readonly pid: number;
   /** Everything it wrote on stdout and stderr so far. */
   output(): string;
   /** Ends it with SIGKILL, as a crash would, and waits for the exit. */
@@ -56,6 +58,7 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
   const running = () => child.exitCode === null && child.signalCode === null;
   return {
     url,
+    pid: child.pid!,
     output: () => output,
     async kill() {
       if (running()) child.kill("SIGKILL");

@@ -436,4 +436,62 @@ describe("connections and slow clients", () => {
       clearInterval(sampler);
     }
   });
+
+  it("at the cap with every connection busy, a new connection is closed at accept and the busy ones are still served", {
+    timeout: 90_000,
+  }, async () => {
+    const cap = 50;
+    const full = await spawnServer({
+      DATABASE_URL: await fileDatabaseUrl(),
+      DATABASE_POOL_SIZE: "4",
+      RATE_LIMIT_PER_MINUTE: "1000000",
+      MAX_CONNECTIONS: String(cap),
+      REQUEST_TIMEOUT_MS: "60000",
+    });
+    try {
+      const { hostname, port: fullPort } = new URL(full.url);
+      const body = JSON.stringify({ amount: 5000, currency: "USD", profile_id: merchant.profileId });
+      const connect = () => {
+        const client = { socket: net.connect({ port: Number(fullPort), host: hostname }), received: "", closed: false };
+        client.socket.on("data", (chunk: Buffer) => {
+          client.received += chunk.toString("latin1");
+        });
+        client.socket.on("error", () => undefined);
+        client.socket.on("close", () => {
+          client.closed = true;
+        });
+        return client;
+      };
+      // Each sends its headers and half its body; Node's 100 Continue says its request is in progress.
+      const busy = Array.from({ length: cap }, () => {
+        const client = connect();
+        client.socket.write(
+          `POST /payments HTTP/1.1\r\nHost: localhost\r\napi-key: ${merchant.apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nexpect: 100-continue\r\n\r\n${body.slice(0, 10)}`,
+        );
+        return client;
+      });
+      await until(() => busy.every((c) => c.received.startsWith("HTTP/1.1 100 Continue")), 30_000, "every request to be in progress");
+
+      const refused = Array.from({ length: 10 }, connect);
+      await until(() => refused.every((c) => c.closed), 10_000, "the connections beyond the cap to be closed");
+      for (const client of refused) expect(client.received).toBe("");
+      expect(busy.filter((c) => c.closed)).toEqual([]);
+
+      for (const client of busy) client.socket.write(body.slice(10));
+      await until(
+        () => busy.every((c) => /\r\n\r\n\{.*\}$/s.test(c.received.slice(c.received.indexOf("HTTP/1.1 2")))),
+        30_000,
+        "the busy requests' answers",
+      );
+      for (const client of busy) {
+        expect(client.received).toMatch(/HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK/);
+        client.socket.destroy();
+      }
+      console.log(
+        `at a cap of ${cap} busy connections: ${refused.length} new connections closed at accept with no answer, the ${cap} busy requests all answered 200`,
+      );
+    } finally {
+      await full.stop();
+    }
+  });
 });

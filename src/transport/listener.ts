@@ -282,6 +282,9 @@ function answerUnservableRequests(h1: http.Server): void {
     // A HEAD request's answer has no body, even when it is an error (the client would read on).
     const head = error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD ";
     answered.add(socket);
+    // A request past its deadline has a handler, whose log line would otherwise give its status as 200.
+    const inFlightResponse = inFlight.get(socket);
+    if (inFlightResponse !== undefined) inFlightResponse.statusCode = status;
     writeRawError(socket, status, message, head);
   });
   h1.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -282,6 +282,10 @@ describe("connections and slow clients", () => {
       expect(stream.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
     }
     expect(served).toBeGreaterThan(0);
+    // The server's log gives the body tricklers' requests the status they were answered with.
+    const loggedTimeouts = () =>
+      server.output().match(/"procedure":"\/paymentservice\.v1\.PaymentService\/CreatePayment","status":408/g)?.length ?? 0;
+    await until(() => loggedTimeouts() >= attack.bodyTricklers, 10_000, "the log lines of the requests answered 408");
 
     const slowest = (clients: readonly { closedAfterMs: number | undefined }[]) => Math.max(...clients.map((c) => c.closedAfterMs!));
     const fastest = (clients: readonly { closedAfterMs: number | undefined }[]) => Math.min(...clients.map((c) => c.closedAfterMs!));

@@ -4,6 +4,7 @@ import type { ConnectRouterOptions, Interceptor } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
 import { KeyCache } from "./api-keys/key-cache.js";
+import { InvalidKeys } from "./api-keys/invalid-keys.js";
 import { KeyLookup } from "./api-keys/lookup.js";
 import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
 import { createAuthenticator, publishableKeyMayCall } from "./auth/authenticate.js";
@@ -31,7 +32,8 @@ import { SandboxProcessor } from "./processors/sandbox.js";
 import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
-import { MemoryCounter } from "./rate-limits/counter.js";
+import { AuthFailureLimiter } from "./rate-limits/auth-failures.js";
+import { MemoryCounter, type WindowCounter } from "./rate-limits/counter.js";
 import { createIdempotencyInterceptor, type IdempotencyDependencies } from "./idempotency/interceptor.js";
 import { eventReapIntervalMs, reapOldEvents } from "./events/retention.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
@@ -43,6 +45,7 @@ import { createDualProtocolServer, type DualProtocolHandler } from "./transport/
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
 import { createAdmission } from "./transport/admission.js";
+import { ClientAddresses } from "./transport/client-address.js";
 import { CorsPolicy } from "./transport/cors.js";
 import { deadlineInterceptor } from "./transport/deadline-interceptor.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
@@ -90,8 +93,14 @@ export interface App {
   readonly eventFeed: EventFeed;
   /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
   readonly testClock: SandboxTestClock | undefined;
-  /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
+  /** The request counters of every limit: in Redis when REDIS_URL is set, else in this process. */
+  readonly rateCounter: WindowCounter;
+  /** Per-key request counting. */
   readonly rateLimiter: RateLimiter;
+  /** Failed authentications per client address, refusing an address over its limit before the database. */
+  readonly authFailures: AuthFailureLimiter;
+  /** Admin API calls per client address. */
+  readonly adminLimiter: RateLimiter;
 }
 
 /** A service listening on its port. */
@@ -158,7 +167,11 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       dataSource,
       clock,
       hasher: new ApiKeyHasher(hashSecret),
-      keys: new KeyLookup(dataSource, config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl)),
+      keys: new KeyLookup(
+        dataSource,
+        config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl),
+        new InvalidKeys(config.invalidKeyCacheSeconds * 1000, () => clock.now().getTime()),
+      ),
       units,
       newObjects: new NewObjectWriter(dataSource, clock, units),
       dataCipher: new DataCipher(dataKey),
@@ -171,7 +184,13 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       webhooks,
       eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
       testClock,
+      rateCounter: counter,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
+      authFailures: new AuthFailureLimiter(
+        new RateLimiter(config.authFailureLimitPerMinute, counter, clock, "failed_authentication"),
+        clock,
+      ),
+      adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
     };
   } catch (error) {
     await embedded?.close();
@@ -182,7 +201,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
 /** Releases the database connections and stops the embedded database. */
 export async function closeApp(app: App): Promise<void> {
   await app.eventFeed.close();
-  await app.rateLimiter.close();
+  await app.rateCounter.close();
   await app.keys.close();
   await app.dataSource.destroy();
   await app.embedded?.close();
@@ -253,9 +272,11 @@ export async function serve(opened: App): Promise<RunningService> {
       adminApiKey: app.config.adminApiKey,
       hasher: app.hasher,
       clock: app.clock,
-      findKey: (keyHash) => app.keys.find(keyHash),
+      failures: app.authFailures,
+      findKey: (keyHash, beforeDatabase) => app.keys.find(keyHash, beforeDatabase),
     }),
     rateLimiter: app.rateLimiter,
+    adminLimiter: app.adminLimiter,
     isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
   });
   handle = createNodeHandler({
@@ -266,6 +287,7 @@ export async function serve(opened: App): Promise<RunningService> {
       ...createProbePages(readiness),
     ],
     admit,
+    clients: new ClientAddresses(app.config.trustedProxies),
     cors:
       app.config.corsAllowedOrigins.length === 0
         ? undefined

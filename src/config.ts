@@ -1,3 +1,4 @@
+import { parseTrustedProxies } from "./transport/client-address.js";
 import { parseAllowedOrigins } from "./transport/cors.js";
 
 /** Everything the service reads from its environment (decisions §1), parsed once at start-up. */
@@ -13,6 +14,14 @@ export interface Config {
   /** 64 hex digits: the AES-256 key of stored sensitive data (payout destinations). */
   readonly dataEncryptionKey: string | undefined;
   readonly rateLimitPerMinute: number;
+  /** Failed authentications a client address may make per fixed minute before it is refused (RL_01). */
+  readonly authFailureLimitPerMinute: number;
+  /** How long a presented key found invalid is remembered, so repeating it costs no database lookup (0: not at all). */
+  readonly invalidKeyCacheSeconds: number;
+  /** Admin API calls a client address may make per fixed minute. */
+  readonly adminRateLimitPerMinute: number;
+  /** Peers whose X-Forwarded-For names the client (load balancers); empty trusts none, the address is the TCP peer. */
+  readonly trustedProxies: readonly string[];
   /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
   readonly publicBaseUrl: string | undefined;
   readonly databasePoolSize: number;
@@ -51,6 +60,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyHashSecret: text(env, "API_KEY_HASH_SECRET"),
     dataEncryptionKey: text(env, "DATA_ENCRYPTION_KEY"),
     rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
+    authFailureLimitPerMinute: integer(env, "AUTH_FAILURE_LIMIT_PER_MINUTE", 100, 1, 1_000_000_000),
+    invalidKeyCacheSeconds: integer(env, "INVALID_KEY_CACHE_SECONDS", 5, 0, 300),
+    adminRateLimitPerMinute: integer(env, "ADMIN_RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000_000),
+    trustedProxies: parseTrustedProxies(text(env, "TRUSTED_PROXIES")),
     publicBaseUrl: text(env, "PUBLIC_BASE_URL")?.replace(/\/+$/, ""),
     databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
     workers: integer(env, "WORKERS", 1, 1, 64),

@@ -223,6 +223,9 @@ export function apiInterceptors(deps: IdempotencyDependencies): Interceptor[] {
   return [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor(), createIdempotencyInterceptor(deps)];
 }
 
+/** How often each instance reaps expired idempotency keys: often enough that each run stays short. */
+const idempotencyReapIntervalMs = 10_000;
+
 /** Registers every resource's job handlers and the upkeep with a job runner. Shared with in-process tests. */
 export function registerJobs(
   runner: JobRunner,
@@ -234,7 +237,7 @@ export function registerJobs(
   runner.register(refundJobHandlers(deps));
   runner.register(disputeJobHandlers(deps));
   runner.register(payoutJobHandlers(deps));
-  runner.every(60_000, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
+  runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 

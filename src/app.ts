@@ -4,6 +4,7 @@ import type { ConnectRouterOptions, Interceptor } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
 import { KeyCache } from "./api-keys/key-cache.js";
+import { InvalidKeys } from "./api-keys/invalid-keys.js";
 import { KeyLookup } from "./api-keys/lookup.js";
 import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
 import { createAuthenticator, publishableKeyMayCall } from "./auth/authenticate.js";
@@ -20,6 +21,7 @@ import { DeliveryThread, type WebhookSender } from "./webhooks/delivery-thread.j
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { createApiDescriptionPages } from "./openapi/pages.js";
+import { createProbePages } from "./health/probes.js";
 import { authenticationPath } from "./payments/transitions.js";
 import { paymentJobHandlers, type PaymentJobDependencies } from "./payments/jobs.js";
 import { refundJobHandlers, type RefundJobDependencies } from "./refunds/jobs.js";
@@ -30,7 +32,8 @@ import { SandboxProcessor } from "./processors/sandbox.js";
 import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
-import { MemoryCounter } from "./rate-limits/counter.js";
+import { AuthFailureLimiter } from "./rate-limits/auth-failures.js";
+import { MemoryCounter, type WindowCounter } from "./rate-limits/counter.js";
 import { createIdempotencyInterceptor, type IdempotencyDependencies } from "./idempotency/interceptor.js";
 import { eventReapIntervalMs, reapOldEvents } from "./events/retention.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
@@ -42,6 +45,7 @@ import { createDualProtocolServer, type DualProtocolHandler } from "./transport/
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
 import { createAdmission } from "./transport/admission.js";
+import { ClientAddresses } from "./transport/client-address.js";
 import { CorsPolicy } from "./transport/cors.js";
 import { deadlineInterceptor } from "./transport/deadline-interceptor.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
@@ -89,8 +93,14 @@ export interface App {
   readonly eventFeed: EventFeed;
   /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
   readonly testClock: SandboxTestClock | undefined;
-  /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
+  /** The request counters of every limit: in Redis when REDIS_URL is set, else in this process. */
+  readonly rateCounter: WindowCounter;
+  /** Per-key request counting. */
   readonly rateLimiter: RateLimiter;
+  /** Failed authentications per client address, refusing an address over its limit before the database. */
+  readonly authFailures: AuthFailureLimiter;
+  /** Admin API calls per client address. */
+  readonly adminLimiter: RateLimiter;
 }
 
 /** A service listening on its port. */
@@ -98,7 +108,19 @@ export interface RunningService {
   readonly app: App;
   /** Base URL of the port, e.g. http://127.0.0.1:8080. */
   readonly url: string;
-  close(): Promise<void>;
+  /**
+   * Shuts the instance down in the order a load balancer needs (docs/operations.md): not ready at
+   * once, still serving for `drainDelayMs` while the balancer notices, then no new connections and
+   * the calls in flight given `graceMs` to finish, while the job runner and the webhook sender end
+   * only what they have begun and hand the rest back.
+   */
+  close(timing?: ShutdownTiming): Promise<void>;
+}
+
+/** How long each step of a shutdown may take (SHUTDOWN_DELAY_MS, SHUTDOWN_GRACE_MS). */
+export interface ShutdownTiming {
+  readonly drainDelayMs: number;
+  readonly graceMs: number;
 }
 
 /** Largest RPC message accepted; payment requests are a few kilobytes. */
@@ -145,7 +167,11 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       dataSource,
       clock,
       hasher: new ApiKeyHasher(hashSecret),
-      keys: new KeyLookup(dataSource, config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl)),
+      keys: new KeyLookup(
+        dataSource,
+        config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl),
+        new InvalidKeys(config.invalidKeyCacheSeconds * 1000, () => clock.now().getTime()),
+      ),
       units,
       newObjects: new NewObjectWriter(dataSource, clock, units),
       dataCipher: new DataCipher(dataKey),
@@ -158,7 +184,13 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       webhooks,
       eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
       testClock,
+      rateCounter: counter,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
+      authFailures: new AuthFailureLimiter(
+        new RateLimiter(config.authFailureLimitPerMinute, counter, clock, "failed_authentication"),
+        clock,
+      ),
+      adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
     };
   } catch (error) {
     await embedded?.close();
@@ -169,7 +201,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
 /** Releases the database connections and stops the embedded database. */
 export async function closeApp(app: App): Promise<void> {
   await app.eventFeed.close();
-  await app.rateLimiter.close();
+  await app.rateCounter.close();
   await app.keys.close();
   await app.dataSource.destroy();
   await app.embedded?.close();
@@ -191,6 +223,9 @@ export function apiInterceptors(deps: IdempotencyDependencies): Interceptor[] {
   return [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor(), createIdempotencyInterceptor(deps)];
 }
 
+/** How often each instance reaps expired idempotency keys: often enough that each run stays short. */
+const idempotencyReapIntervalMs = 10_000;
+
 /** Registers every resource's job handlers and the upkeep with a job runner. Shared with in-process tests. */
 export function registerJobs(
   runner: JobRunner,
@@ -202,7 +237,7 @@ export function registerJobs(
   runner.register(refundJobHandlers(deps));
   runner.register(disputeJobHandlers(deps));
   runner.register(payoutJobHandlers(deps));
-  runner.every(60_000, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
+  runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 
@@ -247,15 +282,22 @@ export async function serve(opened: App): Promise<RunningService> {
       adminApiKey: app.config.adminApiKey,
       hasher: app.hasher,
       clock: app.clock,
-      findKey: (keyHash) => app.keys.find(keyHash),
+      failures: app.authFailures,
+      findKey: (keyHash, beforeDatabase) => app.keys.find(keyHash, beforeDatabase),
     }),
     rateLimiter: app.rateLimiter,
+    adminLimiter: app.adminLimiter,
     isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
   });
   handle = createNodeHandler({
     router,
-    pages: [{ prefix: authenticationPath, handler: createAuthenticationPages(app) }, ...createApiDescriptionPages()],
+    pages: [
+      { prefix: authenticationPath, handler: createAuthenticationPages(app) },
+      ...createApiDescriptionPages(),
+      ...createProbePages(readiness),
+    ],
     admit,
+    clients: new ClientAddresses(app.config.trustedProxies),
     cors:
       app.config.corsAllowedOrigins.length === 0
         ? undefined
@@ -268,12 +310,10 @@ export async function serve(opened: App): Promise<RunningService> {
   return {
     app,
     url: `http://127.0.0.1:${port}`,
-    async close() {
-      // First, so health checks answer NOT_SERVING while in-flight work finishes.
+    async close({ drainDelayMs, graceMs }: ShutdownTiming = { drainDelayMs: 0, graceMs: 5_000 }) {
       readiness.beginClosing();
-      await app.webhooks.stop();
-      await app.jobs.stop();
-      await listener.close();
+      if (drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
+      await Promise.all([listener.close(graceMs), app.webhooks.stop(), app.jobs.stop()]);
     },
   };
 }

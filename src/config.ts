@@ -1,3 +1,4 @@
+import { parseTrustedProxies } from "./transport/client-address.js";
 import { parseAllowedOrigins } from "./transport/cors.js";
 
 /** Everything the service reads from its environment (decisions §1), parsed once at start-up. */
@@ -13,6 +14,14 @@ export interface Config {
   /** 64 hex digits: the AES-256 key of stored sensitive data (payout destinations). */
   readonly dataEncryptionKey: string | undefined;
   readonly rateLimitPerMinute: number;
+  /** Failed authentications a client address may make per fixed minute before it is refused (RL_01). */
+  readonly authFailureLimitPerMinute: number;
+  /** How long a presented key found invalid is remembered, so repeating it costs no database lookup (0: not at all). */
+  readonly invalidKeyCacheSeconds: number;
+  /** Admin API calls a client address may make per fixed minute. */
+  readonly adminRateLimitPerMinute: number;
+  /** Peers whose X-Forwarded-For names the client (load balancers); empty trusts none, the address is the TCP peer. */
+  readonly trustedProxies: readonly string[];
   /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
   readonly publicBaseUrl: string | undefined;
   readonly databasePoolSize: number;
@@ -28,6 +37,13 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** Webhook attempts each instance sends at once to one profile's webhook_url. */
   readonly webhookEndpointConcurrency: number;
+  /**
+   * After SIGTERM, how long the instance keeps serving while reporting not ready, so load balancers
+   * stop sending it calls before it stops accepting them.
+   */
+  readonly shutdownDelayMs: number;
+  /** After it stops accepting connections, how long calls in flight may take to finish before they are cut. */
+  readonly shutdownGraceMs: number;
   /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
   readonly corsAllowedOrigins: readonly string[];
   /** Connections one instance holds open at most; at the cap a new one displaces the longest idle, or is closed. */
@@ -57,6 +73,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyHashSecret: text(env, "API_KEY_HASH_SECRET"),
     dataEncryptionKey: text(env, "DATA_ENCRYPTION_KEY"),
     rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
+    authFailureLimitPerMinute: integer(env, "AUTH_FAILURE_LIMIT_PER_MINUTE", 100, 1, 1_000_000_000),
+    invalidKeyCacheSeconds: integer(env, "INVALID_KEY_CACHE_SECONDS", 5, 0, 300),
+    adminRateLimitPerMinute: integer(env, "ADMIN_RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000_000),
+    trustedProxies: parseTrustedProxies(text(env, "TRUSTED_PROXIES")),
     publicBaseUrl: text(env, "PUBLIC_BASE_URL")?.replace(/\/+$/, ""),
     databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
     workers: integer(env, "WORKERS", 1, 1, 64),
@@ -65,6 +85,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
     eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
     webhookEndpointConcurrency: integer(env, "WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
+    shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
+    shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
     corsAllowedOrigins: parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")),
     maxConnections: integer(env, "MAX_CONNECTIONS", 10_000, 1, 1_000_000),
     idleTimeoutMs: integer(env, "IDLE_TIMEOUT_MS", 65_000, 100, 3_600_000),

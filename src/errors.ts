@@ -201,9 +201,18 @@ export function idempotencyKeyReused(): ApiError {
   return new ApiError("IK_02", "This idempotency key was already used for a different request (another operation, path or body)");
 }
 
-/** RL_01: the key used up its requests of this minute. */
-export function rateLimited(limit: number, retryAfterSeconds: number): ApiError {
-  return new ApiError("RL_01", `Rate limit of ${limit} requests per minute exceeded for this API key; retry after ${retryAfterSeconds} s`);
+/** What an RL_01 limit counts (docs/rate-limits.md), so the message says which limit was used up. */
+export type LimitedCounter = "api_key" | "failed_authentication" | "admin";
+
+const limitedWhat: Record<LimitedCounter, string> = {
+  api_key: "requests per minute exceeded for this API key",
+  failed_authentication: "failed authentications per minute exceeded for this client address",
+  admin: "admin API requests per minute exceeded for this client address",
+};
+
+/** RL_01: a limit of this minute is used up: the key's requests, an address's failed authentications or its admin calls. */
+export function rateLimited(limit: number, retryAfterSeconds: number, counter: LimitedCounter = "api_key"): ApiError {
+  return new ApiError("RL_01", `Rate limit of ${limit} ${limitedWhat[counter]}; retry after ${retryAfterSeconds} s`);
 }
 
 /** TO_01: the client's deadline passed before the call finished; the call may still complete. */

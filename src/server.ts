@@ -14,21 +14,31 @@ export async function main(): Promise<RunningService> {
   const config = loadConfig();
   const app = await openApp(config);
   const service = await serve(app);
+  // Handled from the moment it listens: until then a signal ends the process at once, unlogged.
+  const stop = async (signal: NodeJS.Signals) => {
+    // SIGTERM comes from an orchestrator or a load balancer's peer, which must see the instance
+    // unready before it goes; SIGINT from someone at a terminal, who wants it gone now.
+    const drainDelayMs = signal === "SIGTERM" ? config.shutdownDelayMs : 0;
+    log.info("stopping", { signal, drain_delay_ms: drainDelayMs, grace_ms: config.shutdownGraceMs });
+    await service.close({ drainDelayMs, graceMs: config.shutdownGraceMs });
+    await closeApp(app);
+    log.info("stopped", { signal });
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
   log.info("listening", { url: service.url, database: config.databaseUrl === undefined ? `embedded (${config.dataDir})` : "postgresql" });
   if (app.embedded !== undefined && (await app.dataSource.getRepository(MerchantRow).count()) === 0) {
     const start = await bootstrapSandbox(app);
     process.stdout.write(describeSandboxStart(start, service.url));
   }
-  const stop = async (signal: string) => {
-    log.info("stopping", { signal });
-    await service.close();
-    await closeApp(app);
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
   return service;
 }
+
+/** A worker that lived this long was healthy: its exit does not count towards the backoff. */
+const healthyLifetimeMs = 30_000;
+/** Delay before re-forking after quick exits: doubling from the first, up to the most. */
+const refork = { firstMs: 1_000, maxMs: 30_000 };
 
 /**
  * Runs WORKERS copies of the service sharing the port, one per core: each is an ordinary stateless
@@ -36,12 +46,26 @@ export async function main(): Promise<RunningService> {
  * The embedded database belongs to one process, so several workers need DATABASE_URL.
  */
 function supervise(workers: number): void {
-  for (let i = 0; i < workers; i++) cluster.fork();
+  const startedAt = new Map<number, number>();
+  const fork = () => {
+    const worker = cluster.fork();
+    startedAt.set(worker.id, Date.now());
+  };
+  for (let i = 0; i < workers; i++) fork();
   let stopping = false;
+  // Workers that die soon after starting (a database that refuses them, a bad release) are started
+  // again less and less often, rather than in a tight loop that floods the log and the database.
+  let quickExits = 0;
   cluster.on("exit", (worker, code) => {
     if (stopping) return;
-    log.error("worker exited; starting another", { pid: worker.process.pid, code });
-    cluster.fork();
+    const lived = Date.now() - (startedAt.get(worker.id) ?? 0);
+    startedAt.delete(worker.id);
+    quickExits = lived < healthyLifetimeMs ? quickExits + 1 : 0;
+    const delayMs = quickExits === 0 ? 0 : Math.min(refork.firstMs * 2 ** (quickExits - 1), refork.maxMs);
+    log.error("worker exited; starting another", { pid: worker.process.pid, code, delay_ms: delayMs });
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delayMs);
   });
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {
@@ -51,7 +75,11 @@ function supervise(workers: number): void {
   }
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+/**
+ * Starts the service as configured: WORKERS processes under a supervisor, or this one. Called when
+ * this module is run directly and by `npm start` (start.mjs), which imports the build.
+ */
+export function run(): void {
   const fail = (error: unknown) => {
     log.error("start failed", { error: error instanceof Error ? error.message : String(error) });
     process.exit(1);
@@ -65,3 +93,5 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
     fail(error);
   }
 }
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) run();

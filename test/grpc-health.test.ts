@@ -78,21 +78,7 @@ describe("grpc.health.v1.Health", () => {
   });
 
   it("turns NOT_SERVING once the instance begins to close: a Watch is told and ends, and a Check says so", async () => {
-    const closing = await startService({ JOB_POLL_MS: "20" });
-    // Work in flight at shutdown (here a job runner chore that waits for the test) keeps the
-    // instance reachable while it finishes, which is when a probe must learn it is going.
-    let release = (): void => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const chore = new Promise<void>((started) => {
-      closing.jobs.every(3_600_000, () => {
-        started();
-        return held;
-      });
-    });
-    await chore;
-
+    const closing = await startService();
     const grpc = healthClient(closing.url, "grpc");
     const watched: ServingStatus[] = [];
     const watchEnded = (async () => {
@@ -100,7 +86,8 @@ describe("grpc.health.v1.Health", () => {
     })();
     await expect.poll(() => watched).toEqual([ServingStatus.SERVING]);
 
-    const closed = closing.close();
+    // The drain delay keeps the instance serving while probes learn it is going (docs/operations.md).
+    const closed = closing.close({ drainDelayMs: 3_000, graceMs: 5_000 });
     await watchEnded;
     expect(watched).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
     expect((await healthClient(closing.url, "grpc").check({ service: "" })).status).toBe(ServingStatus.NOT_SERVING);
@@ -108,7 +95,6 @@ describe("grpc.health.v1.Health", () => {
       ServingStatus.NOT_SERVING,
     );
 
-    release();
     await closed;
   });
 });

@@ -23,6 +23,7 @@ describe("the log pipe", () => {
         DATA_DIR: ":memory:",
         PORT: "0",
         LOG_LEVEL: "info",
+        SHUTDOWN_DELAY_MS: "0",
         ADMIN_API_KEY: adminApiKey,
         API_KEY_HASH_SECRET: "test-hash-secret",
         DATA_ENCRYPTION_KEY: testDataEncryptionKey,

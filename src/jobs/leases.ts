@@ -33,6 +33,8 @@ const endSql = `DELETE FROM jobs WHERE job_id = $1 AND run_at = $2`;
 
 const retrySql = `UPDATE jobs SET attempts = $3, last_error = $4, run_at = $5 WHERE job_id = $1 AND run_at = $2`;
 
+const releaseSql = `UPDATE jobs SET run_at = $3 WHERE job_id = $1 AND run_at = $2`;
+
 /**
  * Claims up to `limit` jobs due at `now`, oldest first, in one statement that commits on its own, so
  * no lock outlives it. Each returned job's `runAt` is the end of its lease: its claim token.
@@ -80,4 +82,12 @@ export async function retryJobLater(
   retryAt: Date,
 ): Promise<void> {
   await preparedQuery(dataSource, retrySql, [job.jobId, leasedUntil, attempts, error, retryAt]);
+}
+
+/**
+ * Gives back a job claimed but not begun, due again at `now`, if the lease is still ours: an instance
+ * shutting down hands its claimed jobs to the others at once instead of letting their leases run out.
+ */
+export async function releaseJob(dataSource: DataSource, job: JobRow, leasedUntil: Date, now: Date): Promise<void> {
+  await preparedQuery(dataSource, releaseSql, [job.jobId, leasedUntil, now]);
 }

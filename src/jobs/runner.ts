@@ -3,7 +3,7 @@ import type { Clock } from "../clock.js";
 import { log } from "../log.js";
 import type { JobRow } from "./job.entity.js";
 import type { JobKind } from "./kinds.js";
-import { claimDueJobs, endJobIn, endLeasedJob, retryJobLater } from "./leases.js";
+import { claimDueJobs, endJobIn, endLeasedJob, releaseJob, retryJobLater } from "./leases.js";
 import { Slots } from "./slots.js";
 
 /**
@@ -73,6 +73,14 @@ const batchSize = 64;
  */
 const transactionalLeaseMs = 60_000;
 
+/** Upkeep the runner starts in its passes, at most one run of each at a time. */
+interface Chore {
+  readonly everyMs: number;
+  readonly task: () => Promise<unknown>;
+  nextAt: number;
+  running: Promise<void> | undefined;
+}
+
 /**
  * Runs due jobs. A pass claims a batch of due jobs in one statement, leasing each (its run_at moves
  * to the end of the lease, which is the claim token, leases.ts) so any number of instances run side
@@ -85,10 +93,12 @@ export class JobRunner implements JobWaker {
   private readonly leaseMsOf = new Map<string, number>();
   private readonly slots = new Slots(concurrency);
   private started = false;
+  /** Set by stop(): a claimed job whose turn comes after it is given back rather than run. */
+  private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private wokenDuringTick = false;
-  private readonly upkeep: { readonly everyMs: number; readonly task: () => Promise<unknown>; nextAt: number }[] = [];
+  private readonly upkeep: Chore[] = [];
 
   /** `beforePass` runs before each pass over due jobs (the sandbox test clock re-reads its offset there). */
   constructor(
@@ -111,12 +121,13 @@ export class JobRunner implements JobWaker {
    * expired idempotency keys). It must be safe to run on several instances at once.
    */
   every(everyMs: number, task: () => Promise<unknown>): void {
-    this.upkeep.push({ everyMs, task, nextAt: 0 });
+    this.upkeep.push({ everyMs, task, nextAt: 0, running: undefined });
   }
 
   /** Starts polling. */
   start(): void {
     this.started = true;
+    this.stopping = false;
     this.schedule(this.pollMs);
   }
 
@@ -130,12 +141,17 @@ export class JobRunner implements JobWaker {
     else this.schedule(0);
   }
 
-  /** Stops polling, ends the polling pass in progress after the batch in hand, and waits for every job still running. */
+  /**
+   * Stops polling and waits for the jobs already begun; those claimed but still waiting for a slot are
+   * given back, due at once for another instance, rather than run or left until their leases end.
+   */
   async stop(): Promise<void> {
     this.started = false;
+    this.stopping = true;
     clearTimeout(this.timer);
     await this.running;
     await this.slots.drained();
+    await this.upkeepRun();
   }
 
   private schedule(delayMs: number): void {
@@ -158,22 +174,37 @@ export class JobRunner implements JobWaker {
   /**
    * Runs every job due now, in batches, and returns once they have all run: those of this pass, and
    * those this instance's polling pass had claimed meanwhile, which this pass skipped as locked or
-   * leased. Returns how many this pass ran (a job that failed counts, one whose lease was lost does not).
+   * leased; and once the upkeep due now has run. Returns how many this pass ran (a job that failed counts, one whose lease was lost does not).
    */
   async runDue(): Promise<number> {
     const ran = await this.pass(() => true);
     await this.running;
+    await this.upkeepRun();
     return ran;
+  }
+
+  /** Resolves once the upkeep under way has ended. */
+  private async upkeepRun(): Promise<void> {
+    await Promise.all(this.upkeep.map((chore) => chore.running));
   }
 
   /** A pass over due jobs, claiming batch after batch while they come back full and `goOn` agrees. */
   private async pass(goOn: () => boolean): Promise<number> {
     await this.beforePass();
     const now = this.clock.now().getTime();
+    // Upkeep runs beside the jobs, never ahead of them: a long reaping must not hold up a due capture.
     for (const chore of this.upkeep) {
-      if (chore.nextAt > now) continue;
+      if (chore.nextAt > now || chore.running !== undefined) continue;
       chore.nextAt = now + chore.everyMs;
-      await chore.task();
+      chore.running = chore
+        .task()
+        .then(
+          () => undefined,
+          (error: unknown) => log.error("job runner upkeep failed", { error: String(error) }),
+        )
+        .finally(() => {
+          chore.running = undefined;
+        });
     }
     const outcomes: Promise<boolean>[] = [];
     try {
@@ -201,6 +232,7 @@ export class JobRunner implements JobWaker {
   private async settle(job: JobRow): Promise<boolean> {
     const leasedUntil = job.runAt;
     if (this.clock.now() >= leasedUntil) return false;
+    if (this.stopping) return this.giveBack(job, leasedUntil);
     try {
       const handler = this.handlers.get(job.kind);
       if (handler === undefined) throw new Error(`no handler for job kind ${job.kind}`);
@@ -218,6 +250,20 @@ export class JobRunner implements JobWaker {
       await this.recordFailure(job, leasedUntil, error);
       return true;
     }
+  }
+
+  /** Hands a job back unrun (false: it did not run); one that cannot be handed back is due again when its lease ends. */
+  private async giveBack(job: JobRow, leasedUntil: Date): Promise<false> {
+    try {
+      await releaseJob(this.dataSource, job, leasedUntil, this.clock.now());
+    } catch (error) {
+      log.error("claimed job not given back; it is due again when its lease ends", {
+        kind: job.kind,
+        object_id: job.objectId,
+        error: String(error),
+      });
+    }
+    return false;
   }
 
   private async recordFailure(job: JobRow, leasedUntil: Date, error: unknown): Promise<void> {

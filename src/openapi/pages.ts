@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import openApiDocument from "../../gen/openapi.json" with { type: "json" };
 import type { Pages } from "../transport/node-handler.js";
 import { MethodNotAllowedError, unrecognizedUrl } from "../errors.js";
 
@@ -40,14 +41,14 @@ interface Asset {
 }
 
 /**
- * The pages of the API's description: `/openapi.json` and `/docs` (with Redoc's script). Both are
- * read at start-up, so a missing gen/openapi.json or Redoc bundle stops the start rather than
- * failing each request. Only GET and HEAD are taken; another path under the prefixes is IR_02.
+ * The pages of the API's description: `/openapi.json` and `/docs` (with Redoc's script). The document
+ * is imported (so a build carries it in dist/) and Redoc's bundle read at start-up, so a missing one
+ * stops the start rather than failing each request. Only GET and HEAD are taken; another path under the prefixes is IR_02.
  */
 export function createApiDescriptionPages(): Pages[] {
   const require = createRequire(import.meta.url);
   const assets = new Map<string, Asset>([
-    [openApiPath, { body: readFileSync(new URL("../../gen/openapi.json", import.meta.url)), contentType: "application/json" }],
+    [openApiPath, { body: Buffer.from(JSON.stringify(openApiDocument)), contentType: "application/json" }],
     [docsPath, { body: Buffer.from(docsHtml), contentType: "text/html; charset=utf-8", policy: docsPolicy }],
     [
       redocPath,

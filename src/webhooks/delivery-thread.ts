@@ -31,6 +31,12 @@ export type FromThread =
   | { readonly type: "failed"; readonly id: number; readonly error: string }
   | { readonly type: "stopped" };
 
+/**
+ * The thread's entry: the compiled body in a build (dist/), or a loader-registering shim when the
+ * service runs its TypeScript sources, because a worker does not inherit tsx's `--import` loader.
+ */
+const workerEntry = import.meta.url.endsWith(".ts") ? "./delivery-worker-boot.mjs" : "./delivery-worker.js";
+
 /** After a crash of the thread, how long before another is started. */
 const restartDelayMs = 1000;
 
@@ -75,7 +81,7 @@ export class DeliveryThread implements WebhookSender {
   }
 
   private spawn(): void {
-    const worker = new Worker(new URL("./delivery-worker-boot.mjs", import.meta.url), { workerData: this.settings });
+    const worker = new Worker(new URL(workerEntry, import.meta.url), { workerData: this.settings });
     this.worker = worker;
     this.ready = new Promise<void>((resolve, reject) => {
       worker.once("error", reject);

@@ -107,6 +107,12 @@ UPDATE webhook_deliveries d
        AS u(event_id, lease, delivered, tried, response_status, error, attempted_at, finished_at, spread)
  WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
 
+/** Ends the leases of deliveries taken but not sent, each only while its lease is the one it was taken with. */
+const giveBack = `
+UPDATE webhook_deliveries d SET leased_until = NULL
+  FROM unnest($1::varchar[], $2::timestamptz[]) AS u(event_id, lease)
+ WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
+
 /** The body of an event's webhook: the event as retrieve shows it, without its delivery state. */
 function bodyOf(delivery: Taken): string {
   return JSON.stringify({ event_id: delivery.event_id, type: delivery.type, created: delivery.created.toISOString(), data: delivery.data });
@@ -158,11 +164,24 @@ export class WebhookDispatcher implements WebhookSender {
     this.schedule(0);
   }
 
-  /** Stops taking deliveries and waits for those in hand. */
+  /**
+   * Stops taking deliveries, waits for the attempts under way and their outcomes, and gives back the
+   * deliveries taken but not yet sent, so another instance sends them at once rather than when their
+   * leases end.
+   */
   async stop(): Promise<void> {
     this.started = false;
     clearTimeout(this.timer);
-    await this.taking;
+    await this.taking?.catch(() => 0);
+    const unsent = [...this.endpoints.values()].flatMap((endpoint) => endpoint.waiting.splice(0));
+    this.held -= unsent.length;
+    if (unsent.length > 0) {
+      try {
+        await this.dataSource.query(giveBack, [unsent.map((d) => d.event_id), unsent.map((d) => d.lease)]);
+      } catch (error) {
+        log.error("webhook deliveries not given back; they are sent when their leases end", { count: unsent.length, error: String(error) });
+      }
+    }
     await this.settled();
   }
 

@@ -131,6 +131,7 @@ export const uniqueId = (prefix: string) => `${prefix}_${randomUUID().replaceAll
 /** How each error code the parity suites expect reaches REST callers (HTTP status) and RPC callers (Connect code). */
 export const errorTransport = {
   IR_00: { http: 501, rpc: Code.Unimplemented },
+  IR_01: { http: 401, rpc: Code.Unauthenticated },
   IR_02: { http: 404, rpc: Code.NotFound },
   IR_04: { http: 400, rpc: Code.InvalidArgument },
   IR_05: { http: 400, rpc: Code.InvalidArgument },

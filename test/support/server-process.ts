@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { eachLine, listeningUrl } from "./server-log.js";
-import { adminApiKey, testDataEncryptionKey } from "./service.js";
+import { adminApiKey, testDataEncryptionKey, unreachedLimit } from "./service.js";
 
 /** The repository root: the server runs from there as `npm start` would. */
 const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -34,9 +34,13 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
       ...inherited,
       PORT: "0",
       LOG_LEVEL: "info",
+      // No load balancer is waiting to see it unready: it may stop at once.
+      SHUTDOWN_DELAY_MS: "0",
       ADMIN_API_KEY: adminApiKey,
       API_KEY_HASH_SECRET: "test-hash-secret",
       DATA_ENCRYPTION_KEY: testDataEncryptionKey,
+      AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
+      ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,4 +1,4 @@
-import { closeApp, openApp, serve, type App } from "../../src/app.js";
+import { closeApp, openApp, serve, type App, type ShutdownTiming } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import type { Clock } from "../../src/clock.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
@@ -9,6 +9,9 @@ export const adminApiKey = "test-admin-key";
 
 /** The data encryption key of every test service: instances sharing a database must share it. */
 export const testDataEncryptionKey = "5e".repeat(32);
+
+/** A per-address limit no test run reaches: the suites send everything from 127.0.0.1. */
+export const unreachedLimit = "1000000000";
 
 /** Overrides that push the background job poll out of reach, so jobs run only when a test calls runDue(). */
 export const noPolling = { JOB_POLL_MS: "3600000" };
@@ -23,6 +26,10 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
     API_KEY_HASH_SECRET: "test-hash-secret",
     DATA_ENCRYPTION_KEY: testDataEncryptionKey,
     DATABASE_POOL_SIZE: "10",
+    // Every test calls from 127.0.0.1, many with wrong keys on purpose: only the tests of these limits
+    // (test/faults/auth-abuse.fault.ts) set them low, from addresses of their own.
+    AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
+    ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
     ...process.env,
     PORT: "0",
     ADMIN_API_KEY: adminApiKey,
@@ -36,7 +43,8 @@ export interface TestService {
   readonly app: App;
   /** This instance's job runner: tests call runDue() rather than wait for its poll. */
   readonly jobs: JobRunner;
-  close(): Promise<void>;
+  /** Shuts it down as SIGTERM would (`timing` as in RunningService.close) and closes its database. */
+  close(timing?: ShutdownTiming): Promise<void>;
 }
 
 /**
@@ -51,8 +59,8 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
     url: running.url,
     app,
     jobs: app.jobs,
-    async close() {
-      await running.close();
+    async close(timing) {
+      await running.close(timing);
       await closeApp(app);
     },
   };

@@ -1,0 +1,94 @@
+import { expect } from "vitest";
+import { visaCard } from "../../support/cards.js";
+import { rest, type JsonBody } from "../../support/clients.js";
+import { adminIssue, type TestMerchant } from "../../support/merchant.js";
+import { createPayment } from "../../support/payments.js";
+import { payoutBodies, payoutCards } from "../../support/payout-destinations.js";
+import type { Kind } from "./surface.js";
+
+/*
+ * One object of every kind a merchant owns in one environment, made through the REST API as the
+ * merchant would: payments in every status a card can leave them in, a refund, payouts, a dispute,
+ * an extra API key and the events all this recorded. In production only customers and keys can be
+ * made: no production payment processor can be configured yet (IR_16), so there are no production
+ * payments, nor anything that follows from one.
+ */
+
+/** A merchant's key in one environment. */
+export interface Tenant extends TestMerchant {
+  readonly label: string;
+  readonly livemode: boolean;
+}
+
+/** What a tenant made: every id by kind, and the objects its own calls use as their base. */
+export interface Objects {
+  readonly ids: ReadonlyMap<Kind, readonly string[]>;
+  /** A payment still awaiting a payment method, for updates (none in production). */
+  readonly openPayment?: string;
+  /** A succeeded payment, for refunds. */
+  readonly succeededPayment?: string;
+  readonly refund?: string;
+  /** A payout that awaits fulfillment, for updates. */
+  readonly openPayout?: string;
+}
+
+const payouts = payoutBodies(() => new Date());
+
+/** The sandbox card that declines, and the one that asks for 3-D Secure (docs/payments.md). */
+const declinedCard = { ...visaCard, card_number: "4000000000000002" };
+const threeDsCard = { ...visaCard, card_number: "4000000000003220" };
+
+/** A call as the tenant that must answer 200; returns the body. */
+async function as(url: string, tenant: Tenant, method: string, path: string, body?: unknown): Promise<JsonBody> {
+  const res = await rest(url, method, path, { apiKey: tenant.apiKey, body });
+  expect(res.status, `${tenant.label}: ${method} ${path}: ${res.text}`).toBe(200);
+  return res.body;
+}
+
+/** Makes one object of every kind as `tenant`. */
+export async function makeObjects(url: string, tenant: Tenant): Promise<Objects> {
+  const customer = await as(url, tenant, "POST", "/customers", { name: `${tenant.label} customer`, email: "owner@example.com" });
+  const key = await adminIssue(url, tenant.merchantId, { environment: tenant.livemode ? "production" : "sandbox", name: "spare" });
+  const shared: Array<[Kind, string[]]> = [
+    ["merchant", [tenant.merchantId]],
+    ["profile", [tenant.profileId]],
+    ["customer", [customer.customer_id]],
+    ["apiKey", [tenant.keyId, key.key_id]],
+  ];
+  if (tenant.livemode) return { ids: new Map(shared) };
+  const byCard = (card: JsonBody, extra: JsonBody = {}) =>
+    createPayment(url, tenant, { confirm: true, payment_method: "card", payment_method_data: { card }, ...extra });
+  const open = await createPayment(url, tenant, { customer_id: customer.customer_id, description: "open" });
+  const [manual, succeeded, disputable, threeDs, declined, toCancel] = await Promise.all([
+    byCard(visaCard, { capture_method: "manual" }),
+    byCard(visaCard),
+    byCard(visaCard),
+    byCard(threeDsCard),
+    byCard(declinedCard),
+    createPayment(url, tenant),
+  ]);
+  const cancelled = await as(url, tenant, "POST", `/payments/${toCancel.payment_id}/cancel`, { cancellation_reason: "duplicate" });
+  const dispute = await as(url, tenant, "POST", `/sandbox/payments/${disputable.payment_id}/dispute`);
+  const refund = await as(url, tenant, "POST", "/refunds", { payment_id: succeeded.payment_id, amount: 100 });
+  const openPayout = await as(url, tenant, "POST", "/payouts/create", payouts.cardPayout(tenant, payoutCards.succeeds, { confirm: false }));
+  const sentPayout = await as(url, tenant, "POST", "/payouts/create", payouts.cardPayout(tenant, payoutCards.succeeds));
+  const events = await as(url, tenant, "GET", "/events/list?limit=3");
+  const payments = [open, manual, succeeded, disputable, threeDs, declined, cancelled];
+  const statuses = new Set(payments.map((p) => p.status));
+  expect(statuses.size, `${tenant.label}: payment statuses ${[...statuses].join(", ")}`).toBeGreaterThanOrEqual(6);
+  expect(events.data.length, `${tenant.label}: events`).toBeGreaterThan(0);
+  return {
+    ids: new Map<Kind, string[]>([
+      ...shared,
+      ["payment", payments.map((p) => p.payment_id)],
+      ["refund", [refund.refund_id]],
+      ["payout", [openPayout.payout_id, sentPayout.payout_id]],
+      ["dispute", [dispute.dispute_id]],
+      ["event", events.data.map((e: JsonBody) => e.event_id)],
+    ]),
+    openPayment: open.payment_id,
+    succeededPayment: succeeded.payment_id,
+    refund: refund.refund_id,
+    openPayout: openPayout.payout_id,
+  };
+}

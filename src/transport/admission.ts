@@ -1,7 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { Authenticate, HeaderLookup } from "../auth/authenticate.js";
 import type { Caller } from "../auth/caller.js";
-import { rateLimited } from "../errors.js";
+import { rateLimited, serviceUnavailable } from "../errors.js";
 import { rateLimitHeaders, type RateLimiter } from "../rate-limits/limiter.js";
 import { documentedError } from "./errors.js";
 
@@ -21,6 +21,11 @@ export interface AdmissionDependencies {
   readonly authenticate: Authenticate;
   readonly rateLimiter: RateLimiter;
   isPublic(method: DescMethod): boolean;
+  /**
+   * Whether as many calls as may wait for a database connection already do (DATABASE_MAX_WAITING):
+   * while the database does not answer, calls then fail at once instead of piling up.
+   */
+  databaseSaturated(): boolean;
 }
 
 /**
@@ -29,11 +34,13 @@ export interface AdmissionDependencies {
  * limit (429 RL_01). So a key that may not call a method is refused whatever the body holds, the
  * body of a refused call is never parsed, and every answer to an authenticated merchant call —
  * including one refused later for its body — carries the X-RateLimit headers (decisions §6). The
- * admin API is not limited.
+ * admin API is not limited. While the database's waiting line is full, every call but a public one
+ * is refused first (503 SU_01), since authenticating it would join that line.
  */
 export function createAdmission(deps: AdmissionDependencies): Admit {
   return async (method, header) => {
     if (deps.isPublic(method)) return { caller: undefined, header: [] };
+    if (deps.databaseSaturated()) throw serviceUnavailable();
     const caller = await deps.authenticate(method, header);
     if (caller.kind !== "merchant") return { caller, header: [] };
     const state = await deps.rateLimiter.take(caller.keyId);

@@ -198,7 +198,10 @@ export async function finishClaimed<Row extends ClaimableRow, T>(
   } catch (error) {
     // The caller hears of the failure that ended its operation; a claim the database could not end now is ended once it can.
     const release = () => releaseClaim(dataSource, resource, claim);
-    await release().catch(() => releases.add(claim.token, release, claimLeaseMs));
+    // The caller hears of the failure at once: a claim the database cannot end now (it just failed the
+    // operation, or fails the release) is ended once it can.
+    if (isDatabaseUnavailable(error)) releases.add(claim.token, release, claimLeaseMs);
+    else await release().catch(() => releases.add(claim.token, release, claimLeaseMs));
     throw error;
   }
 }

@@ -117,8 +117,10 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
       if (!recorded) await completeKey(deps.dataSource.manager, ref, token, responseOf(res.message));
       return res;
     } catch (error) {
-      // The caller hears of the failure that ended its call; a key the database could not free now is freed once it can.
-      await release().catch(() => releases.add(token, release, claimLeaseMs));
+      // The caller hears of the failure that ended its call, at once: a key the database cannot free now
+      // (it just failed the call, or fails the release) is freed once it can.
+      if (isDatabaseUnavailable(error)) releases.add(token, release, claimLeaseMs);
+      else await release().catch(() => releases.add(token, release, claimLeaseMs));
       throw error;
     }
   };

@@ -28,11 +28,11 @@ const webhookConcurrency = 4;
 /** pool.ts waits this long past statement_timeout for an answer before it closes the connection. */
 const answerMarginMs = 2000;
 /**
- * The longest a call may take while the database does not answer: a connection to wait for, a
- * statement whose answer never comes, and the wait for a connection to free its idempotency key,
- * plus slack for a shared, slow machine.
+ * The longest a call may take while the database does not answer: a connection to wait for, or a
+ * statement whose answer never comes, after what went well before it, plus slack for a shared, slow
+ * machine. What the failed call still had to release is released once the database is back.
  */
-const longestCallMs = 2 * connectTimeoutMs + statementTimeoutMs + answerMarginMs + 3000;
+const longestCallMs = connectTimeoutMs + statementTimeoutMs + answerMarginMs + 3000;
 /** Concurrent clients, each creating a payment and confirming it, one call after another. */
 const clients = 6;
 
@@ -252,6 +252,7 @@ describe("database and Redis outages, frozen dependencies", () => {
       calls: calls.length,
       acknowledged: calls.length - failures.length,
       answers: countBy(calls, kindOf),
+      median_call_ms: [...calls.map((c) => c.ms)].sort((a, b) => a - b)[Math.floor(calls.length / 2)],
       slowest_call_ms: slowest,
       retried_after: failures.length,
       ...extra,
@@ -402,9 +403,14 @@ describe("database and Redis outages, frozen dependencies", () => {
       await updateProfile(server.url, merchant, { webhook_url: receiver.url });
       const load = new Load(server.url, merchant);
       await until("the first attempts to time out", () => receiver.closedBySender() >= webhookConcurrency, 30_000, 100);
+      // A second round of attempts, sent as the first timed out, to see the cap hold across them.
+      await sleep(3000);
       await load.stop();
-      expect(receiver.mostOpen()).toBeLessThanOrEqual(webhookConcurrency);
-      expect(receiver.shortestLifetime()).toBeGreaterThanOrEqual(9_000);
+      expect(receiver.mostAttempts()).toBe(webhookConcurrency);
+      // undici may open a spare connection beside each one it gave up on; it carries no request and
+      // closes after undici's keep-alive timeout (4 s).
+      expect(receiver.mostConnections()).toBeLessThanOrEqual(2 * webhookConcurrency);
+      expect(receiver.shortestAttempt()).toBeGreaterThanOrEqual(9_000);
       // The outcomes of the attempts are written a moment after they end.
       let tried: JsonBody[] = [];
       await until(
@@ -424,9 +430,10 @@ describe("database and Redis outages, frozen dependencies", () => {
         expect(waitMs).toBeGreaterThanOrEqual(10_000 + 8_000 - 100);
       }
       await verify("webhook receiver never answers", merchant, load, {
-        most_connections_open_at_receiver: receiver.mostOpen(),
+        most_attempts_at_once: receiver.mostAttempts(),
+        most_connections_at_once: receiver.mostConnections(),
         connections_opened: receiver.opened(),
-        shortest_connection_ms: receiver.shortestLifetime(),
+        shortest_attempt_ms: receiver.shortestAttempt(),
         attempts_timed_out: tried.length,
       });
       expect(figures["webhook receiver never answers"]!.answers).toEqual({ 200: load.calls.length });
@@ -457,45 +464,55 @@ function socketsTo(port: number): number {
 /** A receiver that accepts connections and never answers, counting what the sender keeps open. */
 interface SilentReceiver {
   readonly url: string;
-  mostOpen(): number;
+  /** The most connections carrying a request (bytes received) open at once: attempts in flight. */
+  mostAttempts(): number;
+  /** The most connections open at once, idle ones included. */
+  mostConnections(): number;
   opened(): number;
   closedBySender(): number;
-  shortestLifetime(): number;
+  /** The shortest life of a connection that carried a request. */
+  shortestAttempt(): number;
   close(): void;
 }
 
 async function startSilentReceiver(): Promise<SilentReceiver> {
-  const opened = new Map<Socket, number>();
-  let most = 0;
+  const opened = new Map<Socket, { readonly at: number; request: boolean }>();
+  let mostAttempts = 0;
+  let mostConnections = 0;
   let count = 0;
   let closed = 0;
   let shortest = Number.POSITIVE_INFINITY;
   const server: Server = createServer((socket) => {
-    const at = Date.now();
+    const connection = { at: Date.now(), request: false };
     count++;
-    opened.set(socket, at);
+    opened.set(socket, connection);
     socket.on("error", () => undefined);
+    socket.on("data", () => {
+      connection.request = true;
+    });
     socket.on("close", () => {
       opened.delete(socket);
       closed++;
-      shortest = Math.min(shortest, Date.now() - at);
+      if (connection.request) shortest = Math.min(shortest, Date.now() - connection.at);
     });
-    socket.resume();
   });
-  // Counted by sampling connections open for half a second: a sender replacing a connection it gave
-  // up on opens the next one as the last closes, and the two may reach us in either order.
+  // Sampled among connections open for half a second: a sender replacing a connection it gave up on
+  // opens the next one as the last closes, and the two may reach us in either order.
   const sampler = setInterval(() => {
     const now = Date.now();
-    most = Math.max(most, [...opened.values()].filter((at) => now - at >= 500).length);
+    const settled = [...opened.values()].filter((c) => now - c.at >= 500);
+    mostConnections = Math.max(mostConnections, settled.length);
+    mostAttempts = Math.max(mostAttempts, settled.filter((c) => c.request).length);
   }, 100);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/hook`,
-    mostOpen: () => most,
+    mostAttempts: () => mostAttempts,
+    mostConnections: () => mostConnections,
     opened: () => count,
     closedBySender: () => closed,
-    shortestLifetime: () => shortest,
+    shortestAttempt: () => shortest,
     close() {
       clearInterval(sampler);
       for (const socket of opened.keys()) socket.destroy();

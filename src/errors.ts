@@ -223,7 +223,7 @@ export function deadlineExceeded(): ApiError {
 export function serviceUnavailable(): ApiError {
   return new ApiError(
     "SU_01",
-    "The service cannot reach its database right now; retry in a moment. A call that changes something may have taken effect: " +
+    "The service's database is unavailable or did not answer in time; retry in a moment. A call that changes something may have taken effect: " +
       "retry it with the same idempotency key to learn its outcome",
   );
 }

@@ -196,7 +196,6 @@ export async function finishClaimed<Row extends ClaimableRow, T>(
   try {
     return await finish();
   } catch (error) {
-    // The caller hears of the failure that ended its operation; a claim the database could not end now is ended once it can.
     const release = () => releaseClaim(dataSource, resource, claim);
     // The caller hears of the failure at once: a claim the database cannot end now (it just failed the
     // operation, or fails the release) is ended once it can.

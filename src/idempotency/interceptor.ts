@@ -22,7 +22,7 @@ import { ReleaseRetries } from "../db/release-retries.js";
 import { responseRecorderKey } from "../db/unit-of-work.js";
 import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
 import { shown_once as shownOnce } from "../../gen/paymentservice/v1/options_pb.js";
-import { claimKey, claimLeaseMs, completeKey, newClaimToken, releaseKey, type KeyRef } from "./store.js";
+import { type Claim, claimKey, claimLeaseMs, completeKey, newClaimToken, releaseKey, type KeyRef } from "./store.js";
 
 /** Header names a key may come in (decisions §6), first match wins. */
 const keyHeaders = ["x-idempotency-key", "idempotency-key"];
@@ -78,7 +78,7 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
     const fingerprint = deps.hasher.hash(digest);
     const token = newClaimToken();
     const release = () => releaseKey(deps.dataSource, ref, token);
-    let claim: Awaited<ReturnType<typeof claimKey>>;
+    let claim: Claim;
     try {
       claim = await claimKey(deps.dataSource, ref, fingerprint, deps.clock.now(), token);
     } catch (error) {

@@ -204,7 +204,7 @@ describe("database and Redis outages, frozen dependencies", () => {
         status: 503,
         code: "SU_01",
       });
-      expect(failure.body.error.message).toMatch(/^The service cannot reach its database right now/);
+      expect(failure.body.error.message).toMatch(/^The service's database is unavailable or did not answer in time; retry/);
     }
     const slowest = Math.max(...calls.map((c) => c.ms));
     expect(slowest).toBeLessThan(longestCallMs);

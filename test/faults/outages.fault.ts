@@ -428,6 +428,7 @@ describe("database and Redis outages, frozen dependencies", () => {
         const waitMs = Date.parse(event.delivery.next_attempt_at) - Date.parse(event.delivery.last_attempt_at);
         // The attempt's 10 s, then the first retry's 10 s spread by 0.8 to 1.2.
         expect(waitMs).toBeGreaterThanOrEqual(10_000 + 8_000 - 100);
+        expect(waitMs).toBeLessThanOrEqual(10_000 + 12_000 + 1_000);
       }
       await verify("webhook receiver never answers", merchant, load, {
         most_attempts_at_once: receiver.mostAttempts(),

@@ -12,6 +12,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { type DatabaseTimeouts, waitingForConnections } from "./db/pool.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
@@ -132,6 +133,16 @@ const readMaxBytes = 1024 * 1024;
  */
 const maxTimeoutMs = 2 ** 31 - 1;
 
+/** The waits on PostgreSQL the configuration allows, as the pools take them. */
+function databaseTimeouts(config: Config): DatabaseTimeouts {
+  return {
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    lockTimeoutMs: config.databaseLockTimeoutMs,
+    idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs,
+  };
+}
+
 /**
  * Opens the database (starting the embedded one if needed) and runs pending migrations. Time comes
  * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
@@ -142,7 +153,8 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
   const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
-    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
+    const timeouts = databaseTimeouts(config);
+    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts);
     if (embedded === undefined) useNamedStatements(dataSource);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
@@ -158,6 +170,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
             namedStatements: embedded === undefined,
             sandboxTestClock: config.sandboxTestClock,
             perEndpoint: config.webhookEndpointConcurrency,
+            timeouts,
           })
         : new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency);
     const localCounter = new MemoryCounter(() => clock.now().getTime());
@@ -182,7 +195,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       publicBaseUrl,
       jobs,
       webhooks,
-      eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
+      eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url, config.databaseConnectTimeoutMs),
       testClock,
       rateCounter: counter,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
@@ -281,6 +294,7 @@ export async function serve(opened: App): Promise<RunningService> {
     rateLimiter: app.rateLimiter,
     adminLimiter: app.adminLimiter,
     isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
+    databaseSaturated: () => waitingForConnections(app.dataSource) >= app.config.databaseMaxWaiting,
   });
   handle = createNodeHandler({
     router,

@@ -4,8 +4,10 @@ import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
 import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
 import { randomBase62 } from "../ids.js";
+import { isDatabaseUnavailable } from "./errors.js";
 import { rowFromDatabase } from "./lock.js";
 import { preparedQuery } from "./prepared.js";
+import { ReleaseRetries } from "./release-retries.js";
 import { idOf, lockObject, type Resource, type Scope, type StatusRow } from "./resource.js";
 
 /*
@@ -31,6 +33,9 @@ const claimLeaseMs = 60_000;
 
 /** Longest pause between two looks at a claimed object. */
 const longestPauseMs = 100;
+
+/** Releases of claims that failed with the database, made once it is back. */
+const releases = new ReleaseRetries();
 
 /** Thrown inside a transaction that met an object another operation holds; the transaction is tried again. */
 class ObjectClaimed extends Error {}
@@ -127,7 +132,7 @@ export async function claimObject<Row extends ClaimableRow>(
 ): Promise<Claimed<Row> | undefined> {
   const token = randomBase62(24);
   const sql = statementsOf(dataSource, resource);
-  const claimed = await waitingForClaims(async () => {
+  const claiming = waitingForClaims(async () => {
     const now = clock.now();
     const key = [scope.merchantId, scope.livemode, id];
     const [raw] = await preparedQuery<Record<string, unknown>>(dataSource, sql.claim, [
@@ -141,6 +146,17 @@ export async function claimObject<Row extends ClaimableRow>(
     if (exists.length === 0) throw notFound(resource.label, id);
     throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
   }, signal);
+  let claimed: Row;
+  try {
+    claimed = await claiming;
+  } catch (error) {
+    // The claim may have committed with its answer lost (the database went away meanwhile): end it once the database is back.
+    if (isDatabaseUnavailable(error)) {
+      const release = async () => void (await dataSource.query(sql.release, [scope.merchantId, scope.livemode, id, token]));
+      releases.add(token, release, claimLeaseMs);
+    }
+    throw error;
+  }
   let proceed: boolean;
   try {
     proceed = check(claimed);
@@ -180,7 +196,11 @@ export async function finishClaimed<Row extends ClaimableRow, T>(
   try {
     return await finish();
   } catch (error) {
-    await releaseClaim(dataSource, resource, claim);
+    const release = () => releaseClaim(dataSource, resource, claim);
+    // The caller hears of the failure at once: a claim the database cannot end now (it just failed the
+    // operation, or fails the release) is ended once it can.
+    if (isDatabaseUnavailable(error)) releases.add(claim.token, release, claimLeaseMs);
+    else await release().catch(() => releases.add(claim.token, release, claimLeaseMs));
     throw error;
   }
 }

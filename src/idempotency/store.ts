@@ -11,11 +11,11 @@ export const keyLifetimeMs = 24 * 60 * 60 * 1000;
  * belongs to a request whose instance died: its effect never committed (effect and completion commit
  * together), so running the request again is safe.
  */
-const claimLeaseMs = 60_000;
+export const claimLeaseMs = 60_000;
 
 /** What claiming a key found. */
 export type Claim =
-  | { readonly kind: "claimed"; readonly token: string }
+  | { readonly kind: "claimed" }
   | { readonly kind: "replay"; readonly response: Uint8Array }
   | { readonly kind: "in_flight" }
   | { readonly kind: "mismatch" };
@@ -29,9 +29,10 @@ export interface KeyRef extends Scope {
  * Claims the key for a request with this fingerprint, in one statement: a new key, an expired one, or
  * one whose claim outlived its lease (same fingerprint) becomes this request's. Otherwise the key's
  * state decides: a completed response to replay, a request still in flight, or another request.
+ * The claim is made under `token` (newClaimToken), which the caller knows even when the answer is
+ * lost: the claim may have committed, and only that token can release it.
  */
-export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint: Buffer, now: Date): Promise<Claim> {
-  const token = randomBase62(32);
+export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint: Buffer, now: Date, token: string): Promise<Claim> {
   for (;;) {
     const claimed = (await dataSource.query(
       `INSERT INTO idempotency_keys AS k
@@ -54,7 +55,7 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
         new Date(now.getTime() + keyLifetimeMs),
       ],
     )) as unknown[];
-    if (claimed.length === 1) return { kind: "claimed", token };
+    if (claimed.length === 1) return { kind: "claimed" };
     const [existing] = (await dataSource.query(
       `SELECT fingerprint, state, response FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
       [ref.merchantId, ref.livemode, ref.key],
@@ -85,6 +86,11 @@ export async function completeKey(manager: EntityManager, ref: KeyRef, token: st
       "This request ran longer than its idempotency key's claim, and a retry with the key took it over; its effect was not kept. Retry to learn the outcome.",
     );
   }
+}
+
+/** A token for one request's claim on a key. */
+export function newClaimToken(): string {
+  return randomBase62(32);
 }
 
 /** Frees the key of a request that failed, so a corrected retry with the same key runs (decisions §6). */

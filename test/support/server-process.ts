@@ -11,6 +11,8 @@ export interface ServerProcess {
   readonly url: string;
   /** Everything it wrote on stdout and stderr so far. */
   output(): string;
+  /** Whether it is still running: a fault test's first check is that nothing ended it. */
+  running(): boolean;
   /** Ends it with SIGKILL, as a crash would, and waits for the exit. */
   kill(): Promise<void>;
   /** Stops it with SIGTERM and waits for the exit, so that every line it wrote has been read. */
@@ -61,6 +63,7 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
   return {
     url,
     output: () => output,
+    running,
     async kill() {
       if (running()) child.kill("SIGKILL");
       await exited;

@@ -11,6 +11,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { InstanceLiveness } from "./db/liveness.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
@@ -91,6 +92,8 @@ export interface App {
   readonly testClock: SandboxTestClock | undefined;
   /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
   readonly rateLimiter: RateLimiter;
+  /** While held, this instance's leases are its own; once it is gone they can be taken over at once. */
+  readonly liveness: InstanceLiveness;
 }
 
 /** A service listening on its port. */
@@ -122,6 +125,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   try {
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
     if (embedded === undefined) useNamedStatements(dataSource);
+    const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
     await testClock?.refresh();
@@ -159,6 +163,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
       testClock,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
+      liveness,
     };
   } catch (error) {
     await embedded?.close();
@@ -172,6 +177,7 @@ export async function closeApp(app: App): Promise<void> {
   await app.rateLimiter.close();
   await app.keys.close();
   await app.dataSource.destroy();
+  await app.liveness.close();
   await app.embedded?.close();
 }
 

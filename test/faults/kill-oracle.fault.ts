@@ -33,11 +33,11 @@ import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
 /** How long clients run while instances are killed: KILL_ORACLE_SECONDS, 60 by default. */
 const runMs = Number(process.env.KILL_ORACLE_SECONDS ?? "60") * 1000;
-const clientLoops = 24;
+const clientLoops = 16;
 const merchantCount = 4;
 /** The longest the jobs left by the run may take to drain once it ends (issue 18). */
 const drainLimitMs = 30_000;
-/** Kills come at a random moment in this range after the previous instance is back. */
+/** Kills come at a random moment in this range after the previous one (and once both instances are up). */
 const killGapMs = [2000, 5000] as const;
 
 const instanceEnv = (databaseUrl: string): NodeJS.ProcessEnv => ({
@@ -224,7 +224,12 @@ async function payment(client: number, merchant: TestMerchant, running: () => bo
           profileId: merchant.profileId,
           confirm: true,
           paymentMethodData: {
-            card: { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: String(new Date().getUTCFullYear() + 3), cardCvc: "123" },
+            card: {
+              cardNumber: "4242424242424242",
+              cardExpMonth: "12",
+              cardExpYear: String(new Date().getUTCFullYear() + 3),
+              cardCvc: "123",
+            },
           },
         },
         { headers },
@@ -339,19 +344,20 @@ async function clientLoop(client: number, merchant: TestMerchant, running: () =>
 }
 
 /**
- * Kills a random instance that is up (SIGKILL) every few seconds while the run lasts, and starts a
- * new one in its slot (on a new port) without waiting for it: a kill can come while the other
- * instance is still starting, and clients then wait for one to be up. Resolves once every restart
- * it began is up.
+ * Kills one of the two instances at random (SIGKILL) every few seconds while the run lasts, once the
+ * other is up, and starts a new one in its slot on a new port. Resolves when the run ends, with the
+ * restarts still under way.
  */
-async function killer(databaseUrl: string, running: () => boolean): Promise<void> {
+async function killer(databaseUrl: string, deadline: number): Promise<Promise<void>> {
+  const running = () => Date.now() < deadline;
   const restarts: Promise<void>[] = [];
   while (running()) {
-    await sleep(killGapMs[0] + Math.random() * (killGapMs[1] - killGapMs[0]));
+    await sleep(Math.min(killGapMs[0] + Math.random() * (killGapMs[1] - killGapMs[0]), deadline - Date.now()));
     if (!running()) break;
-    const up = slots.flatMap((server, slot) => (server === undefined ? [] : [slot]));
-    if (up.length === 0) continue;
-    const slot = up[Math.floor(Math.random() * up.length)]!;
+    // The clients' retry goes to the other instance, so it must be up: a restart takes seconds on a busy machine.
+    while (running() && slots.includes(undefined)) await sleep(50);
+    if (!running()) break;
+    const slot = Math.floor(Math.random() * slots.length);
     const victim = slots[slot]!;
     slots[slot] = undefined;
     await victim.kill();
@@ -367,7 +373,7 @@ async function killer(databaseUrl: string, running: () => boolean): Promise<void
       })(),
     );
   }
-  await Promise.all(restarts);
+  return Promise.all(restarts).then(() => undefined);
 }
 
 /** The order a resource's statuses can come in: `later` is `earlier` or reachable from it through the state machine. */
@@ -444,8 +450,7 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     const deadline = runStarted + runMs;
     const running = () => Date.now() < deadline;
     const clients = Array.from({ length: clientLoops }, (_, i) => clientLoop(i, merchants[i % merchantCount]!, running));
-    await killer(databaseUrl, running);
-    const killingStopped = Date.now();
+    const restarting = await killer(databaseUrl, deadline);
     // Drain: the clients' last requests answered, no job due or in hand, nothing transitional, no key in flight.
     let clientsDone: number | undefined;
     void Promise.all(clients).then(() => {
@@ -453,12 +458,14 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     });
     const backlogAtEnd = await backlog(db, merchantIds);
     let left = backlogAtEnd;
-    while ((clientsDone === undefined || Object.values(left).some((n) => n > 0)) && Date.now() - killingStopped < 150_000) {
+    while ((clientsDone === undefined || Object.values(left).some((n) => n > 0)) && Date.now() - deadline < 150_000) {
       await sleep(100);
       left = await backlog(db, merchantIds);
     }
-    const drainMs = Date.now() - killingStopped;
+    // From the end of the run: the killing stopped and no client starts another request.
+    const drainMs = Date.now() - deadline;
     await Promise.all(clients);
+    await restarting;
 
     const violations: string[] = [];
     const checked = { acknowledged: 0, keys: 0, objects: 0, payments: 0, payouts: 0, transfers: 0, events: 0 };
@@ -503,7 +510,8 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
         violations.push(`${ack.resource} ${ack.id} acknowledged ${ack.status} (key ${ack.key}) but is ${row.status}`);
       }
       const seen = apiStatus.get(ack.id);
-      if (seen !== undefined && seen !== row.status) violations.push(`${ack.resource} ${ack.id}: the API says ${seen}, the database ${row.status}`);
+      if (seen !== undefined && seen !== row.status)
+        violations.push(`${ack.resource} ${ack.id}: the API says ${seen}, the database ${row.status}`);
     }
 
     // 2. One object per idempotency key: each create key's stored response names an object, no object has two keys or none.
@@ -563,11 +571,11 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     for (const p of overRefunded) violations.push(`payment ${p.payment_id}: refunded ${p.refunded} of ${p.received} received`);
 
     // 4. No payout paid twice, by the sandbox bank's own books: one transfer per attempt, one succeeded transfer iff success.
-    const payouts = await rows<{ payout_id: string; status: string; attempts: { attempt_id: string; processor: string; status: string }[] }>(
-      db,
-      "SELECT payout_id, status, attempts FROM payouts WHERE merchant_id = ANY($1)",
-      [merchantIds],
-    );
+    const payouts = await rows<{
+      payout_id: string;
+      status: string;
+      attempts: { attempt_id: string; processor: string; status: string }[];
+    }>(db, "SELECT payout_id, status, attempts FROM payouts WHERE merchant_id = ANY($1)", [merchantIds]);
     const transfers = await rows<{ rail: string; idempotency_key: string; status: string }>(
       db,
       "SELECT rail, idempotency_key, outcome->>'status' AS status FROM sandbox_payout_transfers",
@@ -580,7 +588,8 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
       checked.transfers += booked.length;
       const paid = booked.filter((t) => t.status === "succeeded").length;
       if (paid > 1) violations.push(`payout ${p.payout_id} paid ${paid} times: ${JSON.stringify(booked)}`);
-      if ((paid === 1) !== (p.status === "success")) violations.push(`payout ${p.payout_id} is ${p.status} but the books show ${paid} payments`);
+      if ((paid === 1) !== (p.status === "success"))
+        violations.push(`payout ${p.payout_id} is ${p.status} but the books show ${paid} payments`);
       for (const a of p.attempts) {
         const t = transfersOf.get(a.attempt_id) ?? [];
         if (t.length > 1) violations.push(`attempt ${a.attempt_id} of ${p.payout_id} booked ${t.length} times`);
@@ -611,16 +620,20 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
       }
     }
 
-    const byStatus = (resource: Resource) =>
-      [...stored.values()]
-        .filter((o) => o.resource === resource)
-        .reduce<Record<string, number>>((acc, o) => ({ ...acc, [o.status]: (acc[o.status] ?? 0) + 1 }), {});
+    const byStatus = (resource: Resource) => {
+      const tally: Record<string, number> = {};
+      for (const o of stored.values()) if (o.resource === resource) tally[o.status] = (tally[o.status] ?? 0) + 1;
+      return tally;
+    };
     console.log(
       JSON.stringify(
         {
-          run_s: (killingStopped - runStarted) / 1000,
-          clients_finished_after_s: (clientsDone! - killingStopped) / 1000,
-          restart_s: { mean: restartMs.reduce((a, b) => a + b, 0) / Math.max(1, restartMs.length) / 1000, max: Math.max(0, ...restartMs) / 1000 },
+          run_s: (deadline - runStarted) / 1000,
+          clients_finished_after_s: (clientsDone! - deadline) / 1000,
+          restart_s: {
+            mean: restartMs.reduce((a, b) => a + b, 0) / Math.max(1, restartMs.length) / 1000,
+            max: Math.max(0, ...restartMs) / 1000,
+          },
           ...counts,
           refusals: Object.fromEntries(refusals),
           backlog_at_end: backlogAtEnd,

@@ -450,12 +450,21 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     const deadline = runStarted + runMs;
     const running = () => Date.now() < deadline;
     const clients = Array.from({ length: clientLoops }, (_, i) => clientLoop(i, merchants[i % merchantCount]!, running));
+    // The backlog at its largest during the run, looked at twice a second.
+    const peakBacklog: Record<string, number> = {};
+    const sampling = (async () => {
+      while (running()) {
+        for (const [what, n] of Object.entries(await backlog(db, merchantIds))) peakBacklog[what] = Math.max(peakBacklog[what] ?? 0, n);
+        await sleep(500);
+      }
+    })();
     const restarting = await killer(databaseUrl, deadline);
     // Drain: the clients' last requests answered, no job due or in hand, nothing transitional, no key in flight.
     let clientsDone: number | undefined;
     void Promise.all(clients).then(() => {
       clientsDone = Date.now();
     });
+    await sampling;
     const backlogAtEnd = await backlog(db, merchantIds);
     let left = backlogAtEnd;
     while ((clientsDone === undefined || Object.values(left).some((n) => n > 0)) && Date.now() - deadline < 150_000) {
@@ -636,6 +645,7 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
           },
           ...counts,
           refusals: Object.fromEntries(refusals),
+          peak_backlog: peakBacklog,
           backlog_at_end: backlogAtEnd,
           drain_s: drainMs / 1000,
           checked,

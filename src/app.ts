@@ -13,6 +13,7 @@ import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
 import { type DatabaseTimeouts, waitingForConnections } from "./db/pool.js";
+import { InstanceLiveness } from "./db/liveness.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
@@ -102,6 +103,8 @@ export interface App {
   readonly authFailures: AuthFailureLimiter;
   /** Admin API calls per client address. */
   readonly adminLimiter: RateLimiter;
+  /** While held, this instance's leases are its own; once it is gone they can be taken over at once. */
+  readonly liveness: InstanceLiveness;
 }
 
 /** A service listening on its port. */
@@ -156,6 +159,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     const timeouts = databaseTimeouts(config);
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts);
     if (embedded === undefined) useNamedStatements(dataSource);
+    const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
     await testClock?.refresh();
@@ -204,6 +208,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
         clock,
       ),
       adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
+      liveness,
     };
   } catch (error) {
     await embedded?.close();
@@ -217,6 +222,7 @@ export async function closeApp(app: App): Promise<void> {
   await app.rateCounter.close();
   await app.keys.close();
   await app.dataSource.destroy();
+  await app.liveness.close();
   await app.embedded?.close();
 }
 

@@ -5,6 +5,7 @@ import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
 import { randomBase62 } from "../ids.js";
 import { isDatabaseUnavailable } from "./errors.js";
+import { holderGone, holderOf } from "./liveness.js";
 import { rowFromDatabase } from "./lock.js";
 import { preparedQuery } from "./prepared.js";
 import { ReleaseRetries } from "./release-retries.js";
@@ -26,8 +27,8 @@ export interface ClaimableRow extends StatusRow {
 
 /**
  * How long a claim lasts: longer than a processor takes to answer. A claim whose instance died
- * mid-call ends by itself after it; the processor call carries an idempotency key, so the operation
- * run again does not move money twice.
+ * mid-call ends as soon as the instance is seen gone (liveness.ts), or after this at the latest; the
+ * processor call carries an idempotency key, so the operation run again does not move money twice.
  */
 const claimLeaseMs = 60_000;
 
@@ -47,9 +48,11 @@ function isClaimed(row: ClaimableRow, now: Date): boolean {
 /** A resource's claim statements, keyed by merchant, environment and id ($1, $2, $3). */
 interface ClaimStatements {
   readonly metadata: EntityMetadata;
-  /** Claims the object when no live claim holds it: $4 token, $5 until, $6 now; returns the row. */
+  /** Claims the object for holder $7 when no live claim holds it: $4 token, $5 until, $6 now; returns the row. */
   readonly claim: string;
   readonly exists: string;
+  /** Whether the object's claim belongs to an instance that is gone. */
+  readonly holderGone: string;
   /** Ends the claim of token $4. */
   readonly release: string;
 }
@@ -67,8 +70,10 @@ function statementsOf<Row extends ClaimableRow>(dataSource: DataSource, resource
     const table = `"${metadata.tableName}"`;
     built = {
       metadata,
-      claim: `UPDATE ${table} SET claim_token = $4, claimed_until = $5 WHERE ${key} AND (claim_token IS NULL OR claimed_until <= $6) RETURNING *`,
+      claim: `UPDATE ${table} SET claim_token = $4, claimed_until = $5, claimed_by = $7::integer WHERE ${key}
+        AND (claim_token IS NULL OR claimed_until <= $6 OR ${holderGone("claimed_by")}) RETURNING *`,
       exists: `SELECT 1 FROM ${table} WHERE ${key}`,
+      holderGone: `SELECT ${holderGone("claimed_by")} AS gone FROM ${table} WHERE ${key}`,
       release: `UPDATE ${table} SET claim_token = NULL, claimed_until = NULL WHERE ${key} AND claim_token = $4`,
     };
     statements.set(resource, built);
@@ -105,8 +110,23 @@ export async function lockUnclaimed<Row extends ClaimableRow>(
   id: string,
 ): Promise<Row> {
   const row = await lockObject(em, resource, scope, id);
-  if (isClaimed(row, clock.now())) throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
+  if (isClaimed(row, clock.now()) && !(await claimHolderGone(em, resource, scope, id))) {
+    throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
+  }
   return row;
+}
+
+/** Whether the live-looking claim on a locked object belongs to an instance that is gone, so the change need not wait for it. */
+async function claimHolderGone<Row extends ClaimableRow>(
+  em: EntityManager,
+  resource: Resource<Row, DescMessage>,
+  scope: Scope,
+  id: string,
+): Promise<boolean> {
+  const [found] = (await em.query(statementsOf(em.connection, resource).holderGone, [scope.merchantId, scope.livemode, id])) as {
+    gone: boolean;
+  }[];
+  return found?.gone === true;
 }
 
 /** An object this operation holds, with the token its outcome is written under. */
@@ -140,6 +160,7 @@ export async function claimObject<Row extends ClaimableRow>(
       token,
       new Date(now.getTime() + claimLeaseMs),
       now,
+      holderOf(dataSource),
     ]);
     if (raw !== undefined) return rowFromDatabase<Row>(sql.metadata, raw);
     const exists = (await dataSource.query(sql.exists, key)) as unknown[];

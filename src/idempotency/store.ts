@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from "typeorm";
+import { holderGone, holderOf } from "../db/liveness.js";
 import type { Scope } from "../db/resource.js";
 import { idempotencyConflict } from "../errors.js";
 import { randomBase62 } from "../ids.js";
@@ -7,9 +8,9 @@ import { randomBase62 } from "../ids.js";
 export const keyLifetimeMs = 24 * 60 * 60 * 1000;
 
 /**
- * How long a claim holds a key before another request may take it over. A claim older than this
- * belongs to a request whose instance died: its effect never committed (effect and completion commit
- * together), so running the request again is safe.
+ * How long a claim holds a key before another request may take it over. A claim older than this, or
+ * one whose instance is gone (db/liveness.ts), belongs to a request that can no longer commit: its
+ * effect never committed (effect and completion commit together), so running the request again is safe.
  */
 export const claimLeaseMs = 60_000;
 
@@ -27,7 +28,7 @@ export interface KeyRef extends Scope {
 
 /**
  * Claims the key for a request with this fingerprint, in one statement: a new key, an expired one, or
- * one whose claim outlived its lease (same fingerprint) becomes this request's. Otherwise the key's
+ * one whose claim outlived its lease or its instance (same fingerprint) becomes this request's. Otherwise the key's
  * state decides: a completed response to replay, a request still in flight, or another request.
  * The claim is made under `token` (newClaimToken), which the caller knows even when the answer is
  * lost: the claim may have committed, and only that token can release it.
@@ -36,13 +37,14 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
   for (;;) {
     const claimed = (await dataSource.query(
       `INSERT INTO idempotency_keys AS k
-         (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at)
-       VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, NULL, $7, $8)
+         (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at, claimed_by)
+       VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, NULL, $7, $8, $9::integer)
        ON CONFLICT (merchant_id, livemode, idempotency_key) DO UPDATE
          SET fingerprint = EXCLUDED.fingerprint, state = 'in_flight', claim_token = EXCLUDED.claim_token,
-             locked_until = EXCLUDED.locked_until, response = NULL, created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+             locked_until = EXCLUDED.locked_until, response = NULL, created = EXCLUDED.created, expires_at = EXCLUDED.expires_at,
+             claimed_by = EXCLUDED.claimed_by
          WHERE k.expires_at <= $7
-            OR (k.state = 'in_flight' AND k.locked_until <= $7 AND k.fingerprint = EXCLUDED.fingerprint)
+            OR (k.state = 'in_flight' AND (k.locked_until <= $7 OR ${holderGone("k.claimed_by")}) AND k.fingerprint = EXCLUDED.fingerprint)
        RETURNING claim_token`,
       [
         ref.merchantId,
@@ -53,6 +55,7 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
         new Date(now.getTime() + claimLeaseMs),
         now,
         new Date(now.getTime() + keyLifetimeMs),
+        holderOf(dataSource),
       ],
     )) as unknown[];
     if (claimed.length === 1) return { kind: "claimed" };

@@ -12,6 +12,8 @@ import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { type DatabaseTimeouts, waitingForConnections } from "./db/pool.js";
+import { InstanceLiveness } from "./db/liveness.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
@@ -101,6 +103,8 @@ export interface App {
   readonly authFailures: AuthFailureLimiter;
   /** Admin API calls per client address. */
   readonly adminLimiter: RateLimiter;
+  /** While held, this instance's leases are its own; once it is gone they can be taken over at once. */
+  readonly liveness: InstanceLiveness;
 }
 
 /** A service listening on its port. */
@@ -132,6 +136,16 @@ const readMaxBytes = 1024 * 1024;
  */
 const maxTimeoutMs = 2 ** 31 - 1;
 
+/** The waits on PostgreSQL the configuration allows, as the pools take them. */
+function databaseTimeouts(config: Config): DatabaseTimeouts {
+  return {
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    lockTimeoutMs: config.databaseLockTimeoutMs,
+    idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs,
+  };
+}
+
 /**
  * Opens the database (starting the embedded one if needed) and runs pending migrations. Time comes
  * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
@@ -142,8 +156,10 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
   const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
-    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
+    const timeouts = databaseTimeouts(config);
+    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts);
     if (embedded === undefined) useNamedStatements(dataSource);
+    const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
     await testClock?.refresh();
@@ -158,6 +174,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
             namedStatements: embedded === undefined,
             sandboxTestClock: config.sandboxTestClock,
             perEndpoint: config.webhookEndpointConcurrency,
+            timeouts,
           })
         : new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency);
     const localCounter = new MemoryCounter(() => clock.now().getTime());
@@ -182,7 +199,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       publicBaseUrl,
       jobs,
       webhooks,
-      eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
+      eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url, config.databaseConnectTimeoutMs),
       testClock,
       rateCounter: counter,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
@@ -191,6 +208,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
         clock,
       ),
       adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
+      liveness,
     };
   } catch (error) {
     await embedded?.close();
@@ -204,6 +222,7 @@ export async function closeApp(app: App): Promise<void> {
   await app.rateCounter.close();
   await app.keys.close();
   await app.dataSource.destroy();
+  await app.liveness.close();
   await app.embedded?.close();
 }
 
@@ -288,6 +307,7 @@ export async function serve(opened: App): Promise<RunningService> {
     rateLimiter: app.rateLimiter,
     adminLimiter: app.adminLimiter,
     isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
+    databaseSaturated: () => waitingForConnections(app.dataSource) >= app.config.databaseMaxWaiting,
   });
   handle = createNodeHandler({
     router,

@@ -25,6 +25,16 @@ export interface Config {
   /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
   readonly publicBaseUrl: string | undefined;
   readonly databasePoolSize: number;
+  /** How long a database call waits for a connection: a free one of the pool, or a new one being opened. */
+  readonly databaseConnectTimeoutMs: number;
+  /** How long one statement may run; PostgreSQL cancels it then, and the instance gives up on an answer shortly after. */
+  readonly databaseStatementTimeoutMs: number;
+  /** How long one statement may wait for a lock another transaction holds. */
+  readonly databaseLockTimeoutMs: number;
+  /** How long a transaction may sit idle before PostgreSQL ends its session (our transactions never wait on anything else). */
+  readonly databaseIdleInTransactionTimeoutMs: number;
+  /** Database calls that may wait for a connection at once; beyond, a call is refused at once (503) rather than queued. */
+  readonly databaseMaxWaiting: number;
   /** Processes serving the port (node:cluster); each is a full, stateless instance. */
   readonly workers: number;
   /** How often each instance looks for due jobs (scheduled captures, expiries). */
@@ -79,6 +89,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustedProxies: parseTrustedProxies(text(env, "TRUSTED_PROXIES")),
     publicBaseUrl: text(env, "PUBLIC_BASE_URL")?.replace(/\/+$/, ""),
     databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
+    databaseConnectTimeoutMs: integer(env, "DATABASE_CONNECT_TIMEOUT_MS", 5000, 100, 600_000),
+    databaseStatementTimeoutMs: integer(env, "DATABASE_STATEMENT_TIMEOUT_MS", 15_000, 100, 3_600_000),
+    databaseLockTimeoutMs: integer(env, "DATABASE_LOCK_TIMEOUT_MS", 5000, 100, 3_600_000),
+    databaseIdleInTransactionTimeoutMs: integer(env, "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 30_000, 1000, 3_600_000),
+    databaseMaxWaiting: integer(env, "DATABASE_MAX_WAITING", 1000, 1, 1_000_000),
     workers: integer(env, "WORKERS", 1, 1, 64),
     jobPollMs: integer(env, "JOB_POLL_MS", 1000, 10, 3_600_000),
     sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",

@@ -24,6 +24,7 @@ export const errorCatalogue = {
   IK_02: { type: "idempotency_error", httpStatus: 422, connectCode: Code.InvalidArgument },
   RL_01: { type: "rate_limit_error", httpStatus: 429, connectCode: Code.ResourceExhausted },
   TO_01: { type: "timeout_error", httpStatus: 504, connectCode: Code.DeadlineExceeded },
+  SU_01: { type: "api_error", httpStatus: 503, connectCode: Code.Unavailable },
 } as const;
 
 /** A code of the documented error catalogue. */
@@ -221,6 +222,18 @@ export function deadlineExceeded(): ApiError {
     "TO_01",
     "The deadline the client set (grpc-timeout or connect-timeout-ms) passed before the call completed; " +
       "a call that had started may still complete: retry with the same idempotency key to learn its outcome",
+  );
+}
+
+/**
+ * SU_01: the database cannot serve the call now (restarting, down, or not answering within its
+ * timeouts). What the call was doing may or may not have committed, so the message says how to learn.
+ */
+export function serviceUnavailable(): ApiError {
+  return new ApiError(
+    "SU_01",
+    "The service's database is unavailable or did not answer in time; retry in a moment. A call that changes something may have taken effect: " +
+      "retry it with the same idempotency key to learn its outcome",
   );
 }
 

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
-import { log } from "../log.js";
+import { FailureStreak, log } from "../log.js";
 import type { JobRow } from "./job.entity.js";
 import type { JobKind } from "./kinds.js";
 import { claimDueJobs, endJobIn, endLeasedJob, releaseJob, retryJobLater } from "./leases.js";
@@ -97,6 +97,7 @@ export class JobRunner implements JobWaker {
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private readonly tickFailures = new FailureStreak("the job runner's look for due jobs");
   private wokenDuringTick = false;
   private readonly upkeep: Chore[] = [];
 
@@ -161,8 +162,8 @@ export class JobRunner implements JobWaker {
 
   private tick(): void {
     this.running = this.pass(() => this.started)
-      .then(() => undefined)
-      .catch((error: unknown) => log.error("job runner tick failed", { error: String(error) }))
+      .then(() => this.tickFailures.succeeded())
+      .catch((error: unknown) => this.tickFailures.failed(error))
       .finally(() => {
         this.running = undefined;
         const again = this.wokenDuringTick;

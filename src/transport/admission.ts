@@ -2,6 +2,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import type { Authenticate, HeaderLookup } from "../auth/authenticate.js";
 import type { Caller } from "../auth/caller.js";
+import { serviceUnavailable } from "../errors.js";
 import { LimitExceeded, rateLimitHeaders, type RateLimiter } from "../rate-limits/limiter.js";
 import { documentedError } from "./errors.js";
 
@@ -24,6 +25,11 @@ export interface AdmissionDependencies {
   /** Admin API calls per client address (ADMIN_RATE_LIMIT_PER_MINUTE). */
   readonly adminLimiter: RateLimiter;
   isPublic(method: DescMethod): boolean;
+  /**
+   * Whether as many calls as may wait for a database connection already do (DATABASE_MAX_WAITING):
+   * while the database does not answer, calls then fail at once instead of piling up.
+   */
+  databaseSaturated(): boolean;
 }
 
 /**
@@ -33,10 +39,13 @@ export interface AdmissionDependencies {
  * address (429 RL_01). So a key that may not call a method is refused whatever the body holds, the
  * body of a refused call is never parsed, and every answer to an authenticated call — including one
  * refused later for its body — carries the X-RateLimit headers (decisions §6).
+ * While the database's waiting line is full, every call but a public one is refused first (503
+ * SU_01), since authenticating it would join that line.
  */
 export function createAdmission(deps: AdmissionDependencies): Admit {
   return async (method, header, client) => {
     if (deps.isPublic(method)) return { caller: undefined, header: [] };
+    if (deps.databaseSaturated()) throw serviceUnavailable();
     const caller = await deps.authenticate(method, header, client).catch((error: unknown) => {
       throw error instanceof LimitExceeded ? limitRefusal(error) : error;
     });

@@ -13,6 +13,8 @@ export interface ServerProcess {
   readonly pid: number;
   /** Everything it wrote on stdout and stderr so far. */
   output(): string;
+  /** Whether it is still running: a fault test's first check is that nothing ended it. */
+  running(): boolean;
   /** Ends it with SIGKILL, as a crash would, and waits for the exit. */
   kill(): Promise<void>;
   /** Stops it with SIGTERM and waits for the exit, so that every line it wrote has been read. */
@@ -64,6 +66,7 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
     url,
     pid: child.pid!,
     output: () => output,
+    running,
     async kill() {
       if (running()) child.kill("SIGKILL");
       await exited;

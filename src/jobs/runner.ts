@@ -93,7 +93,7 @@ export class JobRunner implements JobWaker {
   private readonly leaseMsOf = new Map<string, number>();
   private readonly slots = new Slots(concurrency);
   private started = false;
-  /** Set by stop(): a claimed job whose turn comes after it is given back rather than run. */
+  /** While stop() waits: a claimed job whose turn comes then is given back rather than run, and no more are claimed. */
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -153,6 +153,7 @@ export class JobRunner implements JobWaker {
     await this.running;
     await this.slots.drained();
     await this.upkeepRun();
+    this.stopping = false;
   }
 
   private schedule(delayMs: number): void {
@@ -213,7 +214,7 @@ export class JobRunner implements JobWaker {
         const batch = await claimDueJobs(this.dataSource, this.clock.now(), batchSize, this.leaseMsOf, transactionalLeaseMs);
         const runs = batch.map((job) => this.slots.run(() => this.settle(job)));
         outcomes.push(...runs.map((run) => run.ended));
-        if (batch.length < batchSize || !goOn()) break;
+        if (batch.length < batchSize || !goOn() || this.stopping) break;
         // Claiming more before this batch is under way would only start more leases waiting for a slot.
         await runs.at(-1)!.started;
       }

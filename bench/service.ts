@@ -35,6 +35,8 @@ export async function startServer(databaseUrl: string, workers: string): Promise
       DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32),
       RATE_LIMIT_PER_MINUTE: "1000000000",
       SHUTDOWN_DELAY_MS: "0",
+      AUTH_FAILURE_LIMIT_PER_MINUTE: "1000000000",
+      ADMIN_RATE_LIMIT_PER_MINUTE: "1000000000",
     },
     stdio: ["ignore", "pipe", "inherit"],
   });

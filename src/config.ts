@@ -1,3 +1,4 @@
+import { parseTrustedProxies } from "./transport/client-address.js";
 import { parseAllowedOrigins } from "./transport/cors.js";
 
 /** Everything the service reads from its environment (decisions §1), parsed once at start-up. */
@@ -13,9 +14,27 @@ export interface Config {
   /** 64 hex digits: the AES-256 key of stored sensitive data (payout destinations). */
   readonly dataEncryptionKey: string | undefined;
   readonly rateLimitPerMinute: number;
+  /** Failed authentications a client address may make per fixed minute before it is refused (RL_01). */
+  readonly authFailureLimitPerMinute: number;
+  /** How long a presented key found invalid is remembered, so repeating it costs no database lookup (0: not at all). */
+  readonly invalidKeyCacheSeconds: number;
+  /** Admin API calls a client address may make per fixed minute. */
+  readonly adminRateLimitPerMinute: number;
+  /** Peers whose X-Forwarded-For names the client (load balancers); empty trusts none, the address is the TCP peer. */
+  readonly trustedProxies: readonly string[];
   /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
   readonly publicBaseUrl: string | undefined;
   readonly databasePoolSize: number;
+  /** How long a database call waits for a connection: a free one of the pool, or a new one being opened. */
+  readonly databaseConnectTimeoutMs: number;
+  /** How long one statement may run; PostgreSQL cancels it then, and the instance gives up on an answer shortly after. */
+  readonly databaseStatementTimeoutMs: number;
+  /** How long one statement may wait for a lock another transaction holds. */
+  readonly databaseLockTimeoutMs: number;
+  /** How long a transaction may sit idle before PostgreSQL ends its session (our transactions never wait on anything else). */
+  readonly databaseIdleInTransactionTimeoutMs: number;
+  /** Database calls that may wait for a connection at once; beyond, a call is refused at once (503) rather than queued. */
+  readonly databaseMaxWaiting: number;
   /** Processes serving the port (node:cluster); each is a full, stateless instance. */
   readonly workers: number;
   /** How often each instance looks for due jobs (scheduled captures, expiries). */
@@ -37,6 +56,16 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
   readonly corsAllowedOrigins: readonly string[];
+  /** Connections one instance holds open at most; at the cap a new one displaces the longest idle, or is closed. */
+  readonly maxConnections: number;
+  /** How long a connection may sit without a request (before its first byte too); above the load balancer's own idle timeout. */
+  readonly idleTimeoutMs: number;
+  /** How long a request's headers may take to arrive once it has begun (slowloris). */
+  readonly headersTimeoutMs: number;
+  /** How long a whole request, headers and body, may take to arrive (a body trickled byte by byte). */
+  readonly requestTimeoutMs: number;
+  /** Streams one HTTP/2 connection may have open at once. */
+  readonly http2MaxConcurrentStreams: number;
   /** How much the service logs; "silent" logs nothing. */
   readonly logLevel: LogLevel;
   /**
@@ -84,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   };
   const int = (name: string, fallback: number, min: number, max: number) => check(() => integer(env, name, fallback, min, max), fallback);
+  const headersTimeoutMs = int("HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
   const config: Config = {
     port: int("PORT", 8080, 0, 65535),
     databaseUrl: check(
@@ -96,8 +126,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyHashSecret: check(() => secret(env, "API_KEY_HASH_SECRET", minHashSecretLength), undefined),
     dataEncryptionKey: check(() => hexKey(env, "DATA_ENCRYPTION_KEY"), undefined),
     rateLimitPerMinute: int("RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
+    authFailureLimitPerMinute: int("AUTH_FAILURE_LIMIT_PER_MINUTE", 100, 1, 1_000_000_000),
+    invalidKeyCacheSeconds: int("INVALID_KEY_CACHE_SECONDS", 5, 0, 300),
+    adminRateLimitPerMinute: int("ADMIN_RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000_000),
+    trustedProxies: check(() => parseTrustedProxies(text(env, "TRUSTED_PROXIES")), []),
     publicBaseUrl: check(() => publicUrl(env, "PUBLIC_BASE_URL"), undefined),
     databasePoolSize: int("DATABASE_POOL_SIZE", 20, 1, 1000),
+    databaseConnectTimeoutMs: int("DATABASE_CONNECT_TIMEOUT_MS", 5000, 100, 600_000),
+    databaseStatementTimeoutMs: int("DATABASE_STATEMENT_TIMEOUT_MS", 15_000, 100, 3_600_000),
+    databaseLockTimeoutMs: int("DATABASE_LOCK_TIMEOUT_MS", 5000, 100, 3_600_000),
+    databaseIdleInTransactionTimeoutMs: int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 30_000, 1000, 3_600_000),
+    databaseMaxWaiting: int("DATABASE_MAX_WAITING", 1000, 1, 1_000_000),
     workers: int("WORKERS", 1, 1, 64),
     jobPollMs: int("JOB_POLL_MS", 1000, 10, 3_600_000),
     sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
@@ -107,6 +146,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownDelayMs: int("SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
     shutdownGraceMs: int("SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
     corsAllowedOrigins: check(() => parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")), []),
+    maxConnections: int("MAX_CONNECTIONS", 10_000, 1, 1_000_000),
+    idleTimeoutMs: int("IDLE_TIMEOUT_MS", 65_000, 100, 3_600_000),
+    headersTimeoutMs,
+    // Node's HTTP/1.1 server requires it: the headers are part of the request.
+    requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 30_000, headersTimeoutMs, 3_600_000),
+    http2MaxConcurrentStreams: int("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
     logLevel: check(() => oneOf(env, "LOG_LEVEL", logLevels, "info"), "info"),
     migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
   };

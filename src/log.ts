@@ -39,3 +39,26 @@ export const log = {
   warn: (message: string, fields: Fields = {}) => write("warn", message, fields),
   error: (message: string, fields: Fields = {}) => write("error", message, fields),
 };
+
+/**
+ * Logs a background task's failures once per run of them, and its recovery: a loop that polls the
+ * database every 100 ms would otherwise write ten lines a second for as long as an outage lasts,
+ * drowning the lines that matter.
+ */
+export class FailureStreak {
+  private failing = false;
+
+  constructor(private readonly what: string) {}
+
+  failed(error: unknown): void {
+    if (this.failing) return;
+    this.failing = true;
+    log.error(`${this.what} failed; failures are not logged again until it succeeds`, { error: String(error) });
+  }
+
+  succeeded(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    log.info(`${this.what} works again`);
+  }
+}

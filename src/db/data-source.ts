@@ -2,43 +2,42 @@ import "reflect-metadata";
 import { DataSource, MigrationExecutor } from "typeorm";
 import { entities } from "./entities.js";
 import { migrations } from "./migrations/index.js";
+import { type DatabaseTimeouts, poolOptions } from "./pool.js";
 
 /** Advisory lock key held while migrating ("payments" in ASCII), so instances starting together migrate once. */
 const migrationLock = 0x7061796d656e7473n;
 
-/** Connects to PostgreSQL, leaving the schema as it is: applyMigrations or expectMigrated decides. */
-export async function openDataSource(url: string, poolSize: number): Promise<DataSource> {
+/**
+ * Brings the schema up to date and returns the names of the migrations it applied, on connections of
+ * their own: a migration may rewrite a large table for longer than any API statement may run, and may
+ * wait for the lock of another process migrating, so these connections carry only the connect
+ * timeout. Migrations run in one transaction while this process holds an advisory lock, so instances
+ * (or a deploy job) starting together apply each one once.
+ */
+export async function applyMigrations(url: string, connectTimeoutMs: number): Promise<string[]> {
   const dataSource = new DataSource({
     type: "postgres",
     url,
-    entities,
     migrations,
-    migrationsRun: false,
     migrationsTransactionMode: "all",
-    synchronize: false,
-    // Failed queries are logged by the outcome interceptor without parameters, which hold personal data.
     logging: false,
-    extra: { max: poolSize },
+    // One connection holds the lock, the other migrates.
+    extra: { max: 2, connectionTimeoutMillis: connectTimeoutMs },
   });
   await dataSource.initialize();
-  return dataSource;
-}
-
-/**
- * Brings the schema up to date and returns the names of the migrations it applied. They run in one
- * transaction while this process holds an advisory lock, so instances (or a deploy job) starting
- * together apply each one once.
- */
-export async function applyMigrations(dataSource: DataSource): Promise<string[]> {
-  const lock = dataSource.createQueryRunner();
   try {
-    await lock.connect();
-    await lock.query("SELECT pg_advisory_lock($1)", [migrationLock.toString()]);
-    const applied = await dataSource.runMigrations();
-    await lock.query("SELECT pg_advisory_unlock($1)", [migrationLock.toString()]);
-    return applied.map((migration) => migration.name);
+    const lock = dataSource.createQueryRunner();
+    try {
+      await lock.connect();
+      await lock.query("SELECT pg_advisory_lock($1)", [migrationLock.toString()]);
+      const applied = await dataSource.runMigrations();
+      await lock.query("SELECT pg_advisory_unlock($1)", [migrationLock.toString()]);
+      return applied.map((migration) => migration.name);
+    } finally {
+      await lock.release();
+    }
   } finally {
-    await lock.release();
+    await dataSource.destroy();
   }
 }
 
@@ -46,7 +45,7 @@ export async function applyMigrations(dataSource: DataSource): Promise<string[]>
  * Throws, naming what is missing and how to apply it, unless every migration this release knows is
  * applied: with MIGRATE_ON_START=false an instance must not serve on a schema it was not written for.
  */
-export async function expectMigrated(dataSource: DataSource): Promise<void> {
+async function expectMigrated(dataSource: DataSource): Promise<void> {
   const pending = (await new MigrationExecutor(dataSource).getPendingMigrations()).map((migration) => migration.name);
   if (pending.length > 0) {
     throw new Error(
@@ -54,4 +53,39 @@ export async function expectMigrated(dataSource: DataSource): Promise<void> {
         "run `npm run migrate` (in the image: node dist/src/db/migrate.js) against this DATABASE_URL first, or set MIGRATE_ON_START=true",
     );
   }
+}
+
+/**
+ * Connects to PostgreSQL with the pool every API call and job uses: `poolSize` connections whose
+ * every wait is bounded by `timeouts` (pool.ts). With `migrateOnStart` it first brings the schema up
+ * to date; without, it refuses a database that lacks a migration (a deploy job applies them).
+ */
+export async function openDataSource(
+  url: string,
+  poolSize: number,
+  timeouts: DatabaseTimeouts,
+  migrateOnStart: boolean,
+): Promise<DataSource> {
+  if (migrateOnStart) await applyMigrations(url, timeouts.connectTimeoutMs);
+  const dataSource = new DataSource({
+    type: "postgres",
+    url,
+    entities,
+    migrations,
+    migrationsRun: false,
+    synchronize: false,
+    // Failed queries are logged by the outcome interceptor without parameters, which hold personal data.
+    logging: false,
+    extra: poolOptions(timeouts, poolSize),
+  });
+  await dataSource.initialize();
+  if (!migrateOnStart) {
+    try {
+      await expectMigrated(dataSource);
+    } catch (error) {
+      await dataSource.destroy();
+      throw error;
+    }
+  }
+  return dataSource;
 }

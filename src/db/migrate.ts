@@ -1,7 +1,7 @@
 import { pathToFileURL } from "node:url";
 import { loadConfig, type Config } from "../config.js";
 import { log } from "../log.js";
-import { applyMigrations, openDataSource } from "./data-source.js";
+import { applyMigrations } from "./data-source.js";
 import { startEmbeddedDatabase } from "./embedded.js";
 
 /*
@@ -14,16 +14,10 @@ import { startEmbeddedDatabase } from "./embedded.js";
  * under DATA_DIR, which must not be open in a running server) and returns their names.
  */
 export async function migrate(config: Config): Promise<string[]> {
-  // Two connections: one holds the migration lock while the other migrates.
-  const poolSize = 2;
-  const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, poolSize) : undefined;
+  // Room for the migrations' two connections (applyMigrations).
+  const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, 2) : undefined;
   try {
-    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, poolSize);
-    try {
-      return await applyMigrations(dataSource);
-    } finally {
-      await dataSource.destroy();
-    }
+    return await applyMigrations(config.databaseUrl ?? embedded!.url, config.databaseConnectTimeoutMs);
   } finally {
     await embedded?.close();
   }

@@ -13,6 +13,9 @@ export const testHashSecret = "test-api-key-hash-secret-32chars";
 /** The data encryption key of every test service: instances sharing a database must share it. */
 export const testDataEncryptionKey = "5e".repeat(32);
 
+/** A per-address limit no test run reaches: the suites send everything from 127.0.0.1. */
+export const unreachedLimit = "1000000000";
+
 /** Overrides that push the background job poll out of reach, so jobs run only when a test calls runDue(). */
 export const noPolling = { JOB_POLL_MS: "3600000" };
 
@@ -26,6 +29,10 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
     API_KEY_HASH_SECRET: testHashSecret,
     DATA_ENCRYPTION_KEY: testDataEncryptionKey,
     DATABASE_POOL_SIZE: "10",
+    // Every test calls from 127.0.0.1, many with wrong keys on purpose: only the tests of these limits
+    // (test/faults/auth-abuse.fault.ts) set them low, from addresses of their own.
+    AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
+    ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
     ...process.env,
     PORT: "0",
     ADMIN_API_KEY: adminApiKey,

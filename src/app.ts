@@ -49,6 +49,7 @@ import { isReflectionMethod, registerReflection } from "./transport/reflection.j
 import { errorTypeFiles } from "./transport/errors.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { grpcHealthService, isGrpcHealthMethod } from "./health/grpc-health.js";
+import { ProbeConnection } from "./health/probe-connection.js";
 import { Readiness } from "./health/readiness.js";
 import { createRequestRulesInterceptor } from "./transport/request-rules.js";
 import { rpcJsonOptions } from "./transport/rpc-json.js";
@@ -227,7 +228,9 @@ export async function serve(opened: App): Promise<RunningService> {
 
   const router = new ApiRouter({ ...routerOptions, interceptors: apiInterceptors(app) });
   routes(router, app);
-  const readiness = new Readiness(app.dataSource);
+  // The embedded database belongs to this one instance, with no load balancer to mislead: its pool will do.
+  const probeConnection = app.config.databaseUrl === undefined ? undefined : new ProbeConnection(app.config.databaseUrl);
+  const readiness = new Readiness(probeConnection ?? app.dataSource);
   // Read at the first health call, when every service (reflection's too) is registered.
   let served: ReadonlySet<string> | undefined;
   router.service(
@@ -267,6 +270,7 @@ export async function serve(opened: App): Promise<RunningService> {
       await app.webhooks.stop();
       await app.jobs.stop();
       await listener.close();
+      await probeConnection?.close();
     },
   };
 }

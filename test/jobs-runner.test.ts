@@ -7,7 +7,7 @@ import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
-import { runningService, servicePair } from "./support/running.js";
+import { runningInstance, servicePair } from "./support/running.js";
 import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -116,7 +116,9 @@ describe.skipIf(!onPostgres)(
 
 describe("one instance's runner", () => {
   const clock = new TestClock();
-  const service = runningService(noPolling, clock);
+  // One instance whatever the topology: what this instance's runDue() has done when it returns;
+  // the other instances behind a load balancer would claim some of the same jobs meanwhile.
+  const service = runningInstance(noPolling, clock);
 
   it("has sent every due refund when runDue() returns, those its woken pass claimed included", async () => {
     const merchant = await newMerchant(service.url);

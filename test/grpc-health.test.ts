@@ -117,12 +117,12 @@ describe("grpc.health.v1.Health", () => {
   });
 
   it.skipIf(!onPostgres)("stays SERVING while every pooled database connection is busy (PostgreSQL: the probe has its own)", async () => {
-    // One instance whatever the topology: its pool, of one connection here, is what is kept busy.
-    const busy = await startInstance({ DATABASE_POOL_SIZE: "1" });
+    // One instance whatever the topology: its own pool (two connections here) is what is kept busy.
+    const busy = await startInstance({ DATABASE_POOL_SIZE: "2" });
     try {
       // Far longer than a probe waits for the database (800 ms): a probe queued in the pool would answer NOT_SERVING.
       let released = false;
-      const held = busy.app.dataSource.query("SELECT pg_sleep(5)").then(() => {
+      const held = Promise.all([1, 2].map(() => busy.app.dataSource.query("SELECT pg_sleep(5)"))).then(() => {
         released = true;
       });
       await onFileDatabase((db) =>
@@ -132,11 +132,11 @@ describe("grpc.health.v1.Health", () => {
               db,
               "SELECT 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)' AND state = 'active' AND datname = current_database()",
             ),
-          (active) => active.length > 0,
+          (active) => active.length === 2,
         ),
       );
       expect((await healthClient(busy.url, "grpc").check({ service: "" })).status).toBe(ServingStatus.SERVING);
-      expect(released, "the pool's one connection was still busy when the probe answered").toBe(false);
+      expect(released, "the pool's connections were still busy when the probe answered").toBe(false);
       await held;
     } finally {
       await busy.close();

@@ -62,6 +62,11 @@ describe("1. a request target new URL() cannot parse", () => {
   // One instance whatever the topology: raw request lines for this process's own parser; a load
   // balancer in front parses them itself and answers the malformed ones with its own page.
   const service = runningInstance();
+  // A merchant of its own: on the embedded database each instance has a database of its own.
+  let merchant: TestMerchant;
+  beforeAll(async () => {
+    merchant = await newMerchant(service.url);
+  });
 
   it.each(["GET", "POST", "DELETE", "PUT"])("%s //, //% and //@ are 404 IR_02, and the service keeps serving", async (method) => {
     for (const path of ["//", "//%", "//@"]) {
@@ -374,6 +379,11 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   // One instance whatever the topology: Node's parser at this instance's port is what is tested; a
   // load balancer in front answers what it refuses with its own page, and never forwards it.
   const service = runningInstance();
+  // A merchant of its own: on the embedded database each instance has a database of its own.
+  let merchant: TestMerchant;
+  beforeAll(async () => {
+    merchant = await newMerchant(service.url);
+  });
 
   it("a malformed method is 400 with the REST error object, and the connection is closed", async () => {
     const res = await rawHttp1(service.url, "G@T /health HTTP/1.1\r\nHost: localhost\r\n\r\n");

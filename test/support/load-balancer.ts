@@ -19,7 +19,7 @@ export interface LoadBalancer {
   close(): Promise<void>;
 }
 
-/** Ports the load balancer listens on: the caller may need its URL before the backends start. */
+/** A port free right now, so that a service can be told its public URL (the load balancer's) before it starts. */
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,7 @@
 /*
  * `npm run bench`: payments throughput and latency against a running service, over REST and over
- * Connect, written into docs/performance.md.
+ * Connect, with webhooks, and from one to three instances behind HAProxy (bench/scale-out.ts),
+ * written into docs/performance.md.
  *
  * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running; without them it starts
  * one (`npm start`, WORKERS = one per core but one unless set) on DATABASE_URL, by default a `payments_bench`
@@ -8,12 +9,15 @@
  * run starts from the same state. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario;
  * BENCH_ROUNDS (3) runs every scenario that many times, interleaved, and reports the median round,
  * because on a shared virtual machine the same code measures ±20 % from one minute to the next.
+ * The scale-out scenario starts instances of its own, so it runs only without BENCH_URL.
  */
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import autocannon from "autocannon";
 import pg from "pg";
+import { measureScaleOut, type ScaleOutRound, scaleOutReport } from "./scale-out.js";
 import { benchTarget, card, newMerchant } from "./service.js";
 import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 
@@ -174,15 +178,25 @@ async function main(): Promise<void> {
         rounds: roundCount,
       },
     );
+    // The scale-out scenario's instances share the database: the service measured so far stops first.
+    await stop(child);
+    const scaleOut = child === undefined ? undefined : await measureScaleOut(databaseUrl, { connections, seconds, rounds: roundCount });
     await writeReport(
       results,
       webhooks,
+      scaleOut,
       process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL",
     );
   } finally {
-    child?.kill("SIGTERM");
-    if (child !== undefined) await once(child, "exit");
+    await stop(child);
   }
+}
+
+/** Stops the service the benchmark started, if it did and it still runs. */
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  await once(child, "exit");
 }
 
 /** The webhook scenario's part of the report: throughput without and with webhooks, and delivery delays. */
@@ -208,14 +222,18 @@ Deliveries: ${delivery.delivered} events arrived, ${delivery.duplicates} twice; 
 const reportFile = new URL("../docs/performance.md", import.meta.url);
 const startMarker = "<!-- bench:start -->";
 const endMarker = "<!-- bench:end -->";
+const scaleOutStart = "<!-- bench:scale-out:start -->";
+const scaleOutEnd = "<!-- bench:scale-out:end -->";
 
 /** Replaces the measured part of docs/performance.md, keeping the analysis written around it. */
 async function writeReport(
   results: Summary[],
   webhooks: { rounds: WebhookRound[]; delivery: DeliveryFigures },
+  scaleOut: ScaleOutRound[] | undefined,
   database: string,
 ): Promise<void> {
   const cpus = os.cpus();
+  const machine = `${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`;
   const rows = results.map(
     (r) =>
       `| ${r.scenario} | ${r.protocol} | ${r.paymentsPerSecond} | ${r.slowest}–${r.fastest} | ${r.requestsPerSecond} | ${r.p50} | ${r.p99} | ${r.errors} |`,
@@ -230,7 +248,7 @@ ${roundCount} time(s), interleaved; each row is the round with the median throug
 too), with the slowest and fastest round beside it. Errors are summed over the rounds.
 
 - Date: ${new Date().toISOString().slice(0, 10)}
-- Machine: ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}
+- Machine: ${machine}
 - Node: ${process.version}; service: ${process.env.BENCH_URL === undefined ? `${workers} worker(s) (WORKERS), each a full instance` : process.env.BENCH_URL}
 - Database: ${database}
 
@@ -240,15 +258,26 @@ ${rows.join("\n")}
 
 ${webhookReport(webhooks)}
 ${endMarker}`;
-  const current = await readFile(reportFile, "utf8").catch(() => `# Performance\n\n${startMarker}\n${endMarker}\n`);
-  const start = current.indexOf(startMarker);
-  const end = current.indexOf(endMarker);
-  const report =
-    start >= 0 && end > start
-      ? current.slice(0, start) + measured + current.slice(end + endMarker.length)
-      : `${current.trimEnd()}\n\n${measured}\n`;
+  let report = replaceBetween(await readFile(reportFile, "utf8").catch(() => "# Performance\n"), startMarker, endMarker, measured);
+  if (scaleOut !== undefined) {
+    const options = { connections, seconds, rounds: roundCount };
+    const scaled = `${scaleOutStart}
+Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}; machine: ${machine}; database: ${database}.
+
+${scaleOutReport(scaleOut, options)}
+${scaleOutEnd}`;
+    report = replaceBetween(report, scaleOutStart, scaleOutEnd, scaled);
+    console.log(scaled);
+  }
   await writeFile(reportFile, report);
   console.log(measured);
+}
+
+/** `current` with the text from `start` to `end` replaced by `text` (which holds both), or with `text` appended when they are missing. */
+function replaceBetween(current: string, start: string, end: string, text: string): string {
+  const from = current.indexOf(start);
+  const to = current.indexOf(end);
+  return from >= 0 && to > from ? current.slice(0, from) + text + current.slice(to + end.length) : `${current.trimEnd()}\n\n${text}\n`;
 }
 
 await main();

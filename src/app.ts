@@ -55,6 +55,7 @@ import { isReflectionMethod, registerReflection } from "./transport/reflection.j
 import { errorTypeFiles } from "./transport/errors.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { grpcHealthService, isGrpcHealthMethod } from "./health/grpc-health.js";
+import { ProbeConnection } from "./health/probe-connection.js";
 import { Readiness } from "./health/readiness.js";
 import { createRequestRulesInterceptor } from "./transport/request-rules.js";
 import { rpcJsonOptions } from "./transport/rpc-json.js";
@@ -289,7 +290,9 @@ export async function serve(opened: App): Promise<RunningService> {
 
   const router = new ApiRouter({ ...routerOptions, interceptors: apiInterceptors(app) });
   routes(router, app);
-  const readiness = new Readiness(app.dataSource);
+  // The embedded database belongs to this one instance, with no load balancer to mislead: its pool will do.
+  const probeConnection = app.config.databaseUrl === undefined ? undefined : new ProbeConnection(app.config.databaseUrl);
+  const readiness = new Readiness(probeConnection ?? app.dataSource);
   // Read at the first health call, when every service (reflection's too) is registered.
   let served: ReadonlySet<string> | undefined;
   router.service(
@@ -335,6 +338,7 @@ export async function serve(opened: App): Promise<RunningService> {
       readiness.beginClosing();
       if (drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
       await Promise.all([listener.close(graceMs), app.webhooks.stop(), app.jobs.stop()]);
+      await probeConnection?.close();
     },
   };
 }

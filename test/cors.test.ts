@@ -4,7 +4,7 @@ import { visaCard } from "./support/cards.js";
 import type { JsonBody } from "./support/clients.js";
 import { newMerchant, issueKey } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
-import { runningService } from "./support/running.js";
+import { runningInstance, runningService } from "./support/running.js";
 
 /*
  * CORS as a browser meets it over the wire (docs/cors.md): preflights answered at once without an
@@ -94,6 +94,10 @@ function rawHead(url: string, request: string): Promise<string> {
 }
 
 describe("preflight on the connection", () => {
+  // One instance whatever the topology: what this instance's port does with its connection; a load
+  // balancer in front keeps its own connection to the client, whose fate it decides.
+  const service = runningInstance({ CORS_ALLOWED_ORIGINS: `${shop}, http://127.0.0.1:5173` });
+
   it("keeps an HTTP/1.1 connection open, but closes one whose preflight declares a body it will not read", async () => {
     const head = (extra: string) =>
       rawHead(

@@ -20,7 +20,7 @@ import {
   uniqueId,
 } from "./support/parity.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
-import { runningService } from "./support/running.js";
+import { runningInstance } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 import { deliveryAsRest, noWebhookUrl, startReceiver } from "./support/webhook-receiver.js";
@@ -43,7 +43,10 @@ import { deliveryAsRest, noWebhookUrl, startReceiver } from "./support/webhook-r
  */
 
 const clock = new TestClock();
-const service = runningService(noPolling, clock);
+// One instance whatever the topology: the redelivery tests step this instance's webhook dispatcher
+// (deliverDue) on the test clock; other instances' dispatchers, polling in the background, would take
+// the same deliveries. Event streams across instances are events-stream.test.ts's.
+const service = runningInstance(noPolling, clock);
 
 /** The event operations, as seen by a caller; results use the REST field names. */
 interface EventApi {

@@ -5,7 +5,9 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
 import { runningService } from "./support/running.js";
-import { startService } from "./support/service.js";
+import { onFileDatabase, onPostgres, rows } from "./support/database.js";
+import { startInstance } from "./support/service.js";
+import { waitUntil } from "./support/wait.js";
 
 const service = runningService();
 
@@ -78,7 +80,9 @@ describe("grpc.health.v1.Health", () => {
   });
 
   it("turns NOT_SERVING once the instance begins to close: a Watch is told and ends, and a Check says so", async () => {
-    const closing = await startService();
+    // One instance whatever the topology: what an orchestrator's probe of this very instance sees
+    // while it shuts down; a load balancer in front would be stopped first and end the Watch itself.
+    const closing = await startInstance();
     const grpc = healthClient(closing.url, "grpc");
     const watched: ServingStatus[] = [];
     const watchEnded = (async () => {
@@ -96,5 +100,32 @@ describe("grpc.health.v1.Health", () => {
     );
 
     await closed;
+  });
+
+  it.skipIf(!onPostgres)("stays SERVING while every pooled database connection is busy (PostgreSQL: the probe has its own)", async () => {
+    // One instance whatever the topology: its own pool (two connections here) is what is kept busy.
+    const busy = await startInstance({ DATABASE_POOL_SIZE: "2" });
+    try {
+      // Far longer than a probe waits for the database (800 ms): a probe queued in the pool would answer NOT_SERVING.
+      let released = false;
+      const held = Promise.all([1, 2].map(() => busy.app.dataSource.query("SELECT pg_sleep(5)"))).then(() => {
+        released = true;
+      });
+      await onFileDatabase((db) =>
+        waitUntil(
+          () =>
+            rows(
+              db,
+              "SELECT 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)' AND state = 'active' AND datname = current_database()",
+            ),
+          (active) => active.length === 2,
+        ),
+      );
+      expect((await healthClient(busy.url, "grpc").check({ service: "" })).status).toBe(ServingStatus.SERVING);
+      expect(released, "the pool's connections were still busy when the probe answered").toBe(false);
+      await held;
+    } finally {
+      await busy.close();
+    }
   });
 });

@@ -7,7 +7,7 @@ import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
-import { runningService, servicePair } from "./support/running.js";
+import { instancePair, runningInstance } from "./support/running.js";
 import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
@@ -58,7 +58,9 @@ describe.skipIf(!onPostgres)(
   "two instances' runners on one PostgreSQL (PostgreSQL only: the embedded database belongs to one instance)",
   () => {
     const clock = new TestClock();
-    const { a, b, instance } = servicePair(noPolling, clock);
+    // Two single instances whatever the topology: the test stops these two runners and counts what
+    // each runs; runners of other instances behind a load balancer would run some of the same jobs.
+    const { a, b, instance } = instancePair(noPolling, clock);
 
     it("settle 400 refunds, instant and scheduled, created on both: each is sent once and succeeds once", async () => {
       const merchant = await newMerchant(a.url);
@@ -116,7 +118,9 @@ describe.skipIf(!onPostgres)(
 
 describe("one instance's runner", () => {
   const clock = new TestClock();
-  const service = runningService(noPolling, clock);
+  // One instance whatever the topology: what this instance's runDue() has done when it returns;
+  // the other instances behind a load balancer would claim some of the same jobs meanwhile.
+  const service = runningInstance(noPolling, clock);
 
   it("has sent every due refund when runDue() returns, those its woken pass claimed included", async () => {
     const merchant = await newMerchant(service.url);

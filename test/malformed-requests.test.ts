@@ -16,8 +16,8 @@ import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
 import { onFileDatabase, onPostgres } from "./support/database.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
-import { runningService } from "./support/running.js";
-import { startService } from "./support/service.js";
+import { runningInstance, runningService } from "./support/running.js";
+import { startInstance } from "./support/service.js";
 import { frame, grpcRaw, grpcWebRaw, rawHttp1, type GrpcAnswer } from "./support/wire.js";
 
 /*
@@ -59,6 +59,15 @@ function expectGrpcInvalid(answer: GrpcAnswer, mentions?: string): void {
 }
 
 describe("1. a request target new URL() cannot parse", () => {
+  // One instance whatever the topology: raw request lines for this process's own parser; a load
+  // balancer in front parses them itself and answers the malformed ones with its own page.
+  const service = runningInstance();
+  // A merchant of its own: on the embedded database each instance has a database of its own.
+  let merchant: TestMerchant;
+  beforeAll(async () => {
+    merchant = await newMerchant(service.url);
+  });
+
   it.each(["GET", "POST", "DELETE", "PUT"])("%s //, //% and //@ are 404 IR_02, and the service keeps serving", async (method) => {
     for (const path of ["//", "//%", "//@"]) {
       const res = await rawHttp1(service.url, `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
@@ -367,6 +376,15 @@ describe("3. bodies connect cannot read are the caller's mistake, on every RPC p
 });
 
 describe("4. what Node's HTTP parser refuses carries the documented body", () => {
+  // One instance whatever the topology: Node's parser at this instance's port is what is tested; a
+  // load balancer in front answers what it refuses with its own page, and never forwards it.
+  const service = runningInstance();
+  // A merchant of its own: on the embedded database each instance has a database of its own.
+  let merchant: TestMerchant;
+  beforeAll(async () => {
+    merchant = await newMerchant(service.url);
+  });
+
   it("a malformed method is 400 with the REST error object, and the connection is closed", async () => {
     const res = await rawHttp1(service.url, "G@T /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
     expect(res.status).toBe(400);
@@ -722,7 +740,9 @@ describe("a failure of ours", () => {
   });
 
   it("is 500 HE_00 carrying the request id on every protocol, and never stops the process", async () => {
-    const broken = await startService();
+    // One instance whatever the topology: its own database is taken away; behind a load balancer the
+    // healthy instances would answer instead, which is the balancer's purpose, not this test's.
+    const broken = await startInstance();
     const { apiKey } = await newMerchant(broken.url);
     // The database goes away under the running service: every call now fails on our side.
     await broken.app.dataSource.destroy();

@@ -10,7 +10,7 @@ import { eventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts as accounts, payoutBodies, payoutCards as cards } from "./support/payout-destinations.js";
 import { deadlocks, summary } from "./support/races.js";
-import { servicePair } from "./support/running.js";
+import { instancePair } from "./support/running.js";
 import { spawnServer, type ServerProcess } from "./support/server-process.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
@@ -247,7 +247,9 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
   describe("two instances on one database", () => {
     const clock = new TestClock();
     // Polling off: a create or fulfill still wakes its instance's runner, and the tests run due jobs on both.
-    const { a, b, instance } = servicePair(noPolling, clock);
+    // Two single instances whatever the topology: the tests watch which instance's rails each call
+    // went through, and count every call; instances behind a load balancer would go unwatched.
+    const { a, b, instance } = instancePair(noPolling, clock);
     /** Every processor call either instance made, and whether it has answered. */
     const calls: { instance: "a" | "b"; rail: string; key: string; answered: boolean }[] = [];
 

@@ -10,8 +10,8 @@ import { expectExactRestError, expectRestError, expectRpcError } from "./support
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
 import { uniqueId } from "./support/parity.js";
 import { testRedisUrl } from "./support/redis.js";
-import { runningService, servicePair } from "./support/running.js";
-import { noPolling, startService, unreachedLimit, type TestService } from "./support/service.js";
+import { instancePair, runningService, servicePair } from "./support/running.js";
+import { noPolling, startInstance, startService, unreachedLimit, type TestService } from "./support/service.js";
 
 /*
  * Rate limits (decisions §6, interface §8, docs/rate-limits.md): RATE_LIMIT_PER_MINUTE calls per API
@@ -327,7 +327,9 @@ describe("with REDIS_URL unreachable (redis://127.0.0.1:1)", () => {
   let service: TestService;
 
   beforeAll(async () => {
-    service = await startService({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3", REDIS_URL: "redis://127.0.0.1:1" });
+    // One instance whatever the topology: without Redis each instance counts alone, which is what
+    // the test shows; behind a load balancer three would each count a share.
+    service = await startInstance({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3", REDIS_URL: "redis://127.0.0.1:1" });
   });
   afterAll(() => service?.close());
 
@@ -390,7 +392,9 @@ describe.skipIf(!onPostgres)("two instances on one database (PostgreSQL only: em
   });
 
   describe("without REDIS_URL", () => {
-    const { a, b } = servicePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3" });
+    // Two single instances without Redis whatever the topology (which sets REDIS_URL): the test shows
+    // each instance counting alone.
+    const { a, b } = instancePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "3", REDIS_URL: "" });
 
     it("each instance counts alone (documented: right for one instance only): two instances with a limit of 3 serve 6 calls of one key a minute", async () => {
       const { onA, onB } = await inOneWindow(async () => {

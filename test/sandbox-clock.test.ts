@@ -8,7 +8,7 @@ import { onPostgres } from "./support/database.js";
 import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { runningService } from "./support/running.js";
-import { noPolling, startService, type TestService } from "./support/service.js";
+import { noPolling, startInstance, startService, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -56,7 +56,9 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
   beforeAll(async () => {
     // Polling off: the tests run due jobs themselves, so nothing happens behind their back.
     first = await startService({ ...noPolling, SANDBOX_TEST_CLOCK: "true" });
-    second = onPostgres ? await startService({ ...noPolling, SANDBOX_TEST_CLOCK: "true" }) : first;
+    // One instance whatever the topology: its runDue() is what makes it read the moved clock (its
+    // poll is out of reach), and the test then calls that very instance.
+    second = onPostgres ? await startInstance({ ...noPolling, SANDBOX_TEST_CLOCK: "true" }) : first;
   });
   afterAll(async () => {
     if (second !== first) await second?.close();

@@ -15,7 +15,7 @@ import { expectRestError, expectRpcError } from "./support/errors.js";
 import { issueKey, newMerchant, type TestMerchant, updateProfile } from "./support/merchant.js";
 import { iso, type Json, protocols, uniqueId } from "./support/parity.js";
 import { createPayment } from "./support/payments.js";
-import { runningService } from "./support/running.js";
+import { runningInstance } from "./support/running.js";
 import { spawnServer } from "./support/server-process.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
@@ -68,7 +68,10 @@ const ids = (r: WebhookReceiver) => r.requests.map((request) => request.headers[
 
 describe("webhook delivery (in-process, on a TestClock)", () => {
   const clock = new TestClock();
-  const service = runningService(noPolling, clock);
+  // One instance whatever the topology: the tests step this instance's dispatcher (deliverDue) on a
+  // test clock and expect each attempt to be its own; other instances' dispatchers, polling in the
+  // background, would take the same due deliveries. webhooks-concurrency.test.ts races instances.
+  const service = runningInstance(noPolling, clock);
 
   const deliverDue = () => service.app.webhooks.deliverDue();
   const now = () => clock.now().toISOString();

@@ -1,17 +1,16 @@
-import type { DataSource } from "typeorm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { migrations } from "../db/migrations/index.js";
-import { Readiness } from "./readiness.js";
+import { Readiness, type ProbeDatabase } from "./readiness.js";
 
 /** A data source whose one query answers as `answer` says, counting the queries. */
-function database(answer: () => Promise<unknown>): { dataSource: DataSource; queries: () => number } {
+function database(answer: () => Promise<unknown>): { dataSource: ProbeDatabase; queries: () => number } {
   let queries = 0;
   const dataSource = {
     query: () => {
       queries++;
       return answer();
     },
-  } as unknown as DataSource;
+  } as ProbeDatabase;
   return { dataSource, queries: () => queries };
 }
 

@@ -1,4 +1,3 @@
-import type { DataSource } from "typeorm";
 import { migrations } from "../db/migrations/index.js";
 
 /**
@@ -16,6 +15,11 @@ const probeReuseMs = 1_000;
 /** The name TypeORM records for each migration once applied. */
 const migrationNames = migrations.map((Migration) => new Migration().name);
 
+/** Where a probe asks: on PostgreSQL a connection of the probe's own (ProbeConnection), else the data source. */
+export interface ProbeDatabase {
+  query(text: string, params: unknown[]): Promise<unknown[]>;
+}
+
 /**
  * Whether this instance can serve calls: its database answers, every migration it knows is applied,
  * and it is not shutting down. Load balancers and orchestrators (Kubernetes gRPC probes,
@@ -27,7 +31,7 @@ export class Readiness {
   private probe: { readonly at: number; readonly ready: Promise<boolean> } | undefined;
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly database: ProbeDatabase,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -79,9 +83,9 @@ export class Readiness {
     const timedOut = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), databaseTimeoutMs);
     });
-    const applied = this.dataSource
+    const applied = this.database
       .query("SELECT count(DISTINCT name)::int AS applied FROM migrations WHERE name = ANY($1)", [migrationNames])
-      .then((rows: { applied: number }[]) => rows[0]?.applied === migrationNames.length)
+      .then((rows) => (rows as { applied: number }[])[0]?.applied === migrationNames.length)
       .catch(() => false);
     try {
       return await Promise.race([applied, timedOut]);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
 import type { Clock } from "../../src/clock.js";
-import { startService, type TestService } from "./service.js";
+import { startInstance, startService, type TestService } from "./service.js";
 
 /*
  * Services started before the tests of the calling file or describe and closed after them. Each is
@@ -29,16 +29,31 @@ function startedLater(started: () => TestService | undefined): TestService {
   };
 }
 
-/** The service (startService with these overrides and clock) for the tests of the calling file or describe. */
-export function runningService(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): TestService {
-  let running: TestService | undefined;
+/** Starts a service: startService (as TEST_TOPOLOGY says) or startInstance (one instance, always). */
+type Start = (overrides: NodeJS.ProcessEnv, clock?: Clock) => Promise<TestService>;
+
+function running(start: Start, overrides: NodeJS.ProcessEnv, clock: Clock | undefined): TestService {
+  let started: TestService | undefined;
   beforeAll(async () => {
-    running = await startService(overrides, clock);
+    started = await start(overrides, clock);
   });
   afterAll(async () => {
-    await running?.close();
+    await started?.close();
   });
-  return startedLater(() => running);
+  return startedLater(() => started);
+}
+
+/** The service (startService with these overrides and clock) for the tests of the calling file or describe. */
+export function runningService(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): TestService {
+  return running(startService, overrides, clock);
+}
+
+/**
+ * One instance (startInstance) for the tests of the calling file or describe, whatever TEST_TOPOLOGY
+ * says: for tests that drive or watch that very instance, which say why where they call it.
+ */
+export function runningInstance(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): TestService {
+  return running(startInstance, overrides, clock);
 }
 
 /** Two instances of the service on the test file's database, as behind a load balancer. */
@@ -49,14 +64,10 @@ export interface ServicePair {
   instance(i: number): TestService;
 }
 
-/**
- * Two instances started at once with the same overrides (and clock) for the tests of the calling
- * describe; they share the file's database, so racing calls can be sent to both.
- */
-export function servicePair(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): ServicePair {
+function pair(start: Start, overrides: NodeJS.ProcessEnv, clock: Clock | undefined): ServicePair {
   let started: [TestService, TestService] | undefined;
   beforeAll(async () => {
-    started = await Promise.all([startService(overrides, clock), startService(overrides, clock)]);
+    started = await Promise.all([start(overrides, clock), start(overrides, clock)]);
   });
   afterAll(async () => {
     await Promise.all(started?.map((service) => service.close()) ?? []);
@@ -64,4 +75,21 @@ export function servicePair(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): S
   const a = startedLater(() => started?.[0]);
   const b = startedLater(() => started?.[1]);
   return { a, b, instance: (i) => (i % 2 === 0 ? a : b) };
+}
+
+/**
+ * Two services started at once with the same overrides (and clock) for the tests of the calling
+ * describe; they share the file's database, so racing calls can be sent to both. Behind HAProxy
+ * (TEST_TOPOLOGY=haproxy) each is three instances behind a load balancer of its own.
+ */
+export function servicePair(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): ServicePair {
+  return pair(startService, overrides, clock);
+}
+
+/**
+ * Two single instances (startInstance) whatever TEST_TOPOLOGY says: for tests that count or watch
+ * what each instance does, which say why where they call it.
+ */
+export function instancePair(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): ServicePair {
+  return pair(startInstance, overrides, clock);
 }

@@ -3,6 +3,7 @@ import { loadConfig, type Config } from "../../src/config.js";
 import type { Clock } from "../../src/clock.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
 import { fileDatabaseUrl } from "./database.js";
+import { freePort, startLoadBalancer, type LoadBalancer } from "./load-balancer.js";
 
 /** The operator key every test service accepts (ADMIN_API_KEY: 16 characters at least). */
 export const adminApiKey = "test-admin-api-key";
@@ -51,10 +52,28 @@ export interface TestService {
 }
 
 /**
- * Starts the real service (database, migrations, port) as `npm start` does. Services of one test file
- * share the file's database, like instances behind a load balancer.
+ * How startService builds "the service" of a test: `single`, one instance in this process; or
+ * `haproxy` (TEST_TOPOLOGY=haproxy, on PostgreSQL with REDIS_URL), three instances on the file's
+ * database behind HAProxy, so the whole suite checks that instances behave as one.
  */
-export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<TestService> {
+export const testTopology = topologyOf(process.env.TEST_TOPOLOGY);
+
+function topologyOf(value: string | undefined): "single" | "haproxy" {
+  if (value === undefined || value === "" || value === "single") return "single";
+  if (value !== "haproxy") throw new Error(`TEST_TOPOLOGY must be "single" or "haproxy", not ${JSON.stringify(value)}`);
+  if (process.env.DATABASE_URL === undefined) throw new Error("TEST_TOPOLOGY=haproxy needs DATABASE_URL: instances share one database");
+  if (process.env.REDIS_URL === undefined) throw new Error("TEST_TOPOLOGY=haproxy needs REDIS_URL: instances share rate limits");
+  return value;
+}
+
+/** How many instances the haproxy topology runs behind the load balancer. */
+export const instancesBehindLoadBalancer = 3;
+
+/**
+ * Starts one instance of the real service (database, migrations, port) as `npm start` does, whatever
+ * the topology: for the tests that must talk to one instance and say why where they call it.
+ */
+export async function startInstance(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<TestService> {
   const databaseUrl = await fileDatabaseUrl();
   const app = await openApp(testConfig({ ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }), ...overrides }), clock);
   const running = await serve(app);
@@ -65,6 +84,46 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
     async close(timing) {
       await running.close(timing);
       await closeApp(app);
+    },
+  };
+}
+
+/**
+ * Starts the service of a test in the topology TEST_TOPOLOGY names. Services of one test file share
+ * the file's database, like instances behind a load balancer. Behind HAProxy, `url` is the load
+ * balancer's (on PORT when the overrides name one) and the instances' public base URL; `app` and
+ * `jobs` are the first instance's, which is enough since jobs are shared through the database; the
+ * clock, when given, is every instance's.
+ */
+export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<TestService> {
+  if (testTopology === "single") return startInstance(overrides, clock);
+  const { PORT: port, ...instanceOverrides } = overrides;
+  const lbPort = port === undefined || port === "0" ? await freePort() : Number(port);
+  const instances = await Promise.all(
+    Array.from({ length: instancesBehindLoadBalancer }, () =>
+      // Three pools per test file on a shared server: a smaller pool each keeps the suite under max_connections.
+      startInstance({ DATABASE_POOL_SIZE: "4", PUBLIC_BASE_URL: `http://localhost:${lbPort}`, ...instanceOverrides }, clock),
+    ),
+  );
+  const closeInstances = () => Promise.all(instances.map((instance) => instance.close()));
+  let balancer: LoadBalancer;
+  try {
+    balancer = await startLoadBalancer(
+      instances.map((instance) => instance.url),
+      lbPort,
+    );
+  } catch (error) {
+    await closeInstances();
+    throw error;
+  }
+  const first = instances[0]!;
+  return {
+    url: balancer.url,
+    app: first.app,
+    jobs: first.jobs,
+    async close() {
+      await balancer.close();
+      await closeInstances();
     },
   };
 }

@@ -3,7 +3,6 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { launchChromium } from "./support/browser.js";
-import { freePort } from "./support/load-balancer.js";
 import { cardData } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
+import { freePort } from "./ports.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -17,18 +18,6 @@ export interface LoadBalancer {
   readonly url: string;
   /** Stops HAProxy and removes its configuration; with HAPROXY_LOG_DIR set, first writes its log (every request, every server going up or down) there. */
   close(): Promise<void>;
-}
-
-/** A port free right now, so that a service can be told its public URL (the load balancer's) before it starts. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**

@@ -3,7 +3,8 @@ import { loadConfig, type Config } from "../../src/config.js";
 import type { Clock } from "../../src/clock.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
 import { fileDatabaseUrl } from "./database.js";
-import { freePort, startLoadBalancer, type LoadBalancer } from "./load-balancer.js";
+import { startLoadBalancer, type LoadBalancer } from "./load-balancer.js";
+import { freePort } from "./ports.js";
 
 /** The operator key every test service accepts (ADMIN_API_KEY: 16 characters at least). */
 export const adminApiKey = "test-admin-api-key";

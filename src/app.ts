@@ -53,6 +53,8 @@ import { grpcHealthService, isGrpcHealthMethod } from "./health/grpc-health.js";
 import { Readiness } from "./health/readiness.js";
 import { createRequestRulesInterceptor } from "./transport/request-rules.js";
 import { rpcJsonOptions } from "./transport/rpc-json.js";
+import { ServiceMetrics } from "./metrics/service-metrics.js";
+import { openOpsListener } from "./transport/ops-listener.js";
 
 /**
  * Everything one instance opens at start-up, built here and nowhere else. No module reaches into it:
@@ -92,6 +94,8 @@ export interface App {
   readonly testClock: SandboxTestClock | undefined;
   /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
   readonly rateLimiter: RateLimiter;
+  /** This instance's Prometheus metrics, scraped on the operators' port (OPS_PORT). */
+  readonly metrics: ServiceMetrics;
 }
 
 /** A service listening on its port. */
@@ -99,6 +103,8 @@ export interface RunningService {
   readonly app: App;
   /** Base URL of the port, e.g. http://127.0.0.1:8080. */
   readonly url: string;
+  /** Base URL of the operators' port (/metrics and the probes), when OPS_PORT is set. */
+  readonly opsUrl: string | undefined;
   /**
    * Shuts the instance down in the order a load balancer needs (docs/operations.md): not ready at
    * once, still serving for `drainDelayMs` while the balancer notices, then no new connections and
@@ -140,7 +146,11 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     await testClock?.refresh();
     const clock = injected ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
-    const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
+    const metrics = new ServiceMetrics(dataSource, clock);
+    const jobs = new JobRunner(dataSource, clock, config.jobPollMs, {
+      beforePass: () => testClock?.refresh(),
+      failed: (kind) => metrics.jobFailed(kind),
+    });
     // An injected clock (tests) lives in this thread's memory, so its dispatcher runs here to read it.
     const webhooks =
       injected === undefined
@@ -152,7 +162,8 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
           })
         : new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency);
     const localCounter = new MemoryCounter(() => clock.now().getTime());
-    const counter = config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter);
+    const counter =
+      config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter, () => metrics.rateLimitFellBack());
     return {
       config,
       dataSource,
@@ -172,6 +183,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
       testClock,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
+      metrics,
     };
   } catch (error) {
     await embedded?.close();
@@ -270,7 +282,16 @@ export async function serve(opened: App): Promise<RunningService> {
       app.config.corsAllowedOrigins.length === 0
         ? undefined
         : { policy: new CorsPolicy(app.config.corsAllowedOrigins), browserCallable: publishableKeyMayCall },
+    onEnded: (record) => app.metrics.requestEnded(record),
   });
+  const ops =
+    app.config.opsPort === undefined
+      ? undefined
+      : await openOpsListener(
+          app.config.opsPort,
+          async () => ({ contentType: app.metrics.registry.contentType, text: await app.metrics.scrape() }),
+          createProbePages(readiness),
+        );
 
   registerJobs(app.jobs, app);
   app.jobs.start();
@@ -278,10 +299,13 @@ export async function serve(opened: App): Promise<RunningService> {
   return {
     app,
     url: `http://127.0.0.1:${port}`,
+    opsUrl: ops?.url,
     async close({ drainDelayMs, graceMs }: ShutdownTiming = { drainDelayMs: 0, graceMs: 5_000 }) {
       readiness.beginClosing();
       if (drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
       await Promise.all([listener.close(graceMs), app.webhooks.stop(), app.jobs.stop()]);
+      // Last: until the API port has closed, the operators' /readyz reports the drain.
+      await ops?.close();
     },
   };
 }

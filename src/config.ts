@@ -1,3 +1,4 @@
+import { isLogLevel, logLevels, type LogLevel } from "./log.js";
 import { parseAllowedOrigins } from "./transport/cors.js";
 
 /** Everything the service reads from its environment (decisions §1), parsed once at start-up. */
@@ -37,6 +38,13 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
   readonly corsAllowedOrigins: readonly string[];
+  /**
+   * Port of the operators' listener (/metrics, /livez, /readyz), kept apart from the API port so
+   * metrics are never public; undefined opens none, 0 picks a free port (tests).
+   */
+  readonly opsPort: number | undefined;
+  /** Quietest level that is still logged (the logger reads it at load; it is validated here so a typo stops the start). */
+  readonly logLevel: LogLevel;
 }
 
 /** Reads the configuration, failing with a message that names the variable when a value is unusable. */
@@ -62,12 +70,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
     corsAllowedOrigins: parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")),
+    opsPort: text(env, "OPS_PORT") === undefined ? undefined : integer(env, "OPS_PORT", 0, 0, 65535),
+    logLevel: logLevel(env),
   };
 }
 
 function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = env[name]?.trim();
   return value === undefined || value === "" ? undefined : value;
+}
+
+function logLevel(env: NodeJS.ProcessEnv): LogLevel {
+  const value = text(env, "LOG_LEVEL") ?? "info";
+  if (!isLogLevel(value)) throw new Error(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got "${value}"`);
+  return value;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

@@ -33,6 +33,8 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
 /** A service started for a test file, on a real port. */
 export interface TestService {
   readonly url: string;
+  /** The operators' port (/metrics, probes), when the overrides set OPS_PORT. */
+  readonly opsUrl: string | undefined;
   readonly app: App;
   /** This instance's job runner: tests call runDue() rather than wait for its poll. */
   readonly jobs: JobRunner;
@@ -50,6 +52,7 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
   const running = await serve(app);
   return {
     url: running.url,
+    opsUrl: running.opsUrl,
     app,
     jobs: app.jobs,
     async close(timing) {

@@ -42,6 +42,7 @@ import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
+import { RequestRecord } from "./transport/request-record.js";
 import { createAdmission } from "./transport/admission.js";
 import { CorsPolicy } from "./transport/cors.js";
 import { deadlineInterceptor } from "./transport/deadline-interceptor.js";
@@ -242,7 +243,16 @@ export async function serve(opened: App): Promise<RunningService> {
     res.statusCode = 503;
     res.end();
   };
-  const listener = createDualProtocolServer((req, res) => handle(req, res));
+  const listener = createDualProtocolServer((req, res) => handle(req, res), {
+    onRefused(status) {
+      // Logged and counted as the handler would: IR_06, no route, nothing of the request kept.
+      const record = new RequestRecord();
+      record.answered("IR_06");
+      record.log(undefined, "", status, true);
+      opened.metrics.requestEnded(record);
+      return record.id;
+    },
+  });
   await new Promise<void>((resolve, reject) => {
     listener.server.once("error", reject);
     listener.server.listen(opened.config.port, "0.0.0.0", () => resolve());

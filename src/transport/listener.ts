@@ -14,6 +14,12 @@ export type DualProtocolHandler = (
 export interface DualProtocolServerOptions {
   /** Idle time before a kept-alive connection is closed; must exceed the load balancer's (AWS ALB: 60 s) so it never reuses a connection we are closing. */
   idleTimeoutMs?: number;
+  /**
+   * Told of each request Node's HTTP/1.1 server answers by itself, before any handler (a parse
+   * error, an Expect it cannot meet, CONNECT), with the status: it logs and counts the request as the
+   * handler would, and returns the request id the answer carries.
+   */
+  onRefused?: (status: number) => string;
 }
 
 /** A plaintext port serving HTTP/1.1 and h2c, with a shutdown that does not wait on idle clients. */
@@ -29,7 +35,7 @@ const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 /** Serves HTTP/1.1 and HTTP/2 prior knowledge on one plaintext port, which Node's own servers can't share. */
 export function createDualProtocolServer(
   handler: DualProtocolHandler,
-  { idleTimeoutMs = 65_000 }: DualProtocolServerOptions = {},
+  { idleTimeoutMs = 65_000, onRefused = () => "" }: DualProtocolServerOptions = {},
 ): DualProtocolServer {
   let closing = false;
   const sockets = new Set<net.Socket>();
@@ -48,7 +54,7 @@ export function createDualProtocolServer(
   h1.keepAliveTimeout = idleTimeoutMs;
   // Longer than keep-alive, so a request starting just as the idle timer fires is not cut mid-headers.
   h1.headersTimeout = idleTimeoutMs + 1_000;
-  answerUnservableRequests(h1);
+  answerUnservableRequests(h1, onRefused);
 
   const h2 = http2.createServer(handler);
   h2.on("session", (session) => {
@@ -135,7 +141,7 @@ function ignore(): void {}
  * they are written to the socket, which is then closed: after a parse error nothing more on it can
  * be trusted. (An Upgrade request is served as the plain request it also is.)
  */
-function answerUnservableRequests(h1: http.Server): void {
+function answerUnservableRequests(h1: http.Server, onRefused: (status: number) => string): void {
   const inFlight = new WeakMap<net.Socket, http.ServerResponse>();
   // Node's parser reports its error again for every chunk that follows: the first one is answered,
   // the socket then lingers (writeRawError) instead of being reset under the answer.
@@ -155,15 +161,20 @@ function answerUnservableRequests(h1: http.Server): void {
     // A HEAD request's answer has no body, even when it is an error (the client would read on).
     const head = error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD ";
     answered.add(socket);
-    writeRawError(socket, status, message, head);
+    writeRawError(socket, status, message, onRefused(status), head);
   });
   h1.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => {
     const body = errorBody(`Expect: ${req.headers.expect ?? ""} cannot be met; only 100-continue is supported`);
-    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" });
+    res.writeHead(417, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "x-request-id": onRefused(417),
+      connection: "close",
+    });
     res.end(body);
   });
   h1.on("connect", (_req: http.IncomingMessage, socket: net.Socket) => {
-    writeRawError(socket, 405, "The CONNECT method is not served here");
+    writeRawError(socket, 405, "The CONNECT method is not served here", onRefused(405));
   });
 }
 
@@ -192,9 +203,10 @@ function errorBody(message: string): string {
  * and dropped for a moment first: closing a socket with unread data sends a reset, which can make
  * the client lose the answer before reading it.
  */
-function writeRawError(socket: net.Socket, status: number, message: string, headOnly = false): void {
+function writeRawError(socket: net.Socket, status: number, message: string, requestId: string, headOnly = false): void {
   const body = errorBody(message);
-  const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+  const idHeader = requestId === "" ? "" : `x-request-id: ${requestId}\r\n`;
+  const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${idHeader}connection: close\r\n\r\n`;
   socket.end(headOnly ? head : head + body);
   socket.on("data", ignore);
   socket.resume();

@@ -67,11 +67,21 @@ const loggedPathLength = 200;
 
 /**
  * The path of a request no route took, as its log line shows it: without the query string (a
- * client's data, card fields included, may be in it), any card number replaced, cut to a length.
+ * client's data, card fields included, may be in it), percent-decoded, any card number replaced,
+ * cut to a length.
  */
 function unroutedPath(target: string): string {
   const path = target.split("?", 1)[0]!;
-  return redactCardNumbers(path.length > loggedPathLength ? `${path.slice(0, loggedPathLength)}…` : path);
+  return redactCardNumbers(percentDecoded(path.length > loggedPathLength ? `${path.slice(0, loggedPathLength)}…` : path));
+}
+
+/** A path as it reads once decoded, so a card number spelt `4242%204242…` is recognised; as sent when it does not decode. */
+function percentDecoded(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
 }
 
 /**

@@ -1,5 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type pg from "pg";
 import type { DataSource } from "typeorm";
+import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import type { Clock } from "../clock.js";
 import type { RequestRecord } from "../transport/request-record.js";
 import { DatabaseGauges } from "./database-gauges.js";
@@ -21,13 +23,6 @@ export const unroutedProcedure = "unrouted";
 
 /** Label of a request answered without a documented error. */
 export const successCode = "OK";
-
-/** What the pg pool behind TypeORM reports; read at each scrape. */
-interface PoolCounts {
-  readonly totalCount: number;
-  readonly idleCount: number;
-  readonly waitingCount: number;
-}
 
 /**
  * One instance's Prometheus metrics in a registry of its own (never prom-client's global one): tests
@@ -69,8 +64,9 @@ export class ServiceMetrics {
       help: "Rate-limit checks counted on this instance only because Redis did not answer (fail open).",
       registers,
     });
-    const pool = () => (dataSource.driver as unknown as { master?: PoolCounts }).master;
-    const poolGauge = (name: string, help: string, read: (counts: PoolCounts) => number) =>
+    // The pg pool behind TypeORM, read at each scrape; absent once the data source is destroyed.
+    const pool = () => (dataSource.driver as PostgresDriver).master as pg.Pool | undefined;
+    const poolGauge = (name: string, help: string, read: (counts: pg.Pool) => number) =>
       new Gauge({
         name: `${prefix}${name}`,
         help,

@@ -1,7 +1,8 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { MethodNotAllowedError, unrecognizedUrl } from "../errors.js";
-import { toConnectError, writeError } from "./errors.js";
+import { log } from "../log.js";
+import { documentedCodeOf, toConnectError, writeError } from "./errors.js";
 import type { Pages } from "./node-handler.js";
 import { parseRequestTarget } from "./request-target.js";
 
@@ -28,7 +29,13 @@ export interface OpsListener {
  */
 export async function openOpsListener(port: number, metrics: () => Promise<MetricsText>, probes: readonly Pages[]): Promise<OpsListener> {
   const server = http.createServer((req, res) => {
-    serveOps(req, res, metrics, probes).catch((reason: unknown) => writeError(res, "rest", toConnectError(reason)));
+    serveOps(req, res, metrics, probes).catch((reason: unknown) => {
+      const error = toConnectError(reason);
+      // A failure of ours (a cluster worker that did not answer the scrape) has no request line to carry its cause.
+      if (documentedCodeOf(error) === "HE_00")
+        log.error("operators' port request failed", { path: req.url?.split("?", 1)[0], cause: String(reason) });
+      writeError(res, "rest", error);
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -23,7 +23,7 @@ export async function prepareDatabase(url: string, fresh: boolean): Promise<void
 
 /** Starts the service of this checkout with `workers` workers on `databaseUrl`, as `npm start` does; resolves once it listens. */
 export async function startServer(databaseUrl: string, workers: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
-  const adminKey = "bench-admin-key";
+  const adminKey = "bench-admin-api-key";
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     env: {
       ...process.env,
@@ -31,10 +31,12 @@ export async function startServer(databaseUrl: string, workers: string): Promise
       PORT: "0",
       DATABASE_URL: databaseUrl,
       ADMIN_API_KEY: adminKey,
-      API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-secret",
+      API_KEY_HASH_SECRET: process.env.API_KEY_HASH_SECRET ?? "bench-api-key-hash-secret-32chars",
       DATA_ENCRYPTION_KEY: process.env.DATA_ENCRYPTION_KEY ?? "00".repeat(32),
       RATE_LIMIT_PER_MINUTE: "1000000000",
       SHUTDOWN_DELAY_MS: "0",
+      AUTH_FAILURE_LIMIT_PER_MINUTE: "1000000000",
+      ADMIN_RATE_LIMIT_PER_MINUTE: "1000000000",
     },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -4,6 +4,7 @@ import type { ConnectRouterOptions, Interceptor } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
 import { KeyCache } from "./api-keys/key-cache.js";
+import { InvalidKeys } from "./api-keys/invalid-keys.js";
 import { KeyLookup } from "./api-keys/lookup.js";
 import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
 import { createAuthenticator, publishableKeyMayCall } from "./auth/authenticate.js";
@@ -11,6 +12,8 @@ import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { type DatabaseTimeouts, waitingForConnections } from "./db/pool.js";
+import { InstanceLiveness } from "./db/liveness.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
@@ -31,7 +34,8 @@ import { SandboxProcessor } from "./processors/sandbox.js";
 import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
-import { MemoryCounter } from "./rate-limits/counter.js";
+import { AuthFailureLimiter } from "./rate-limits/auth-failures.js";
+import { MemoryCounter, type WindowCounter } from "./rate-limits/counter.js";
 import { createIdempotencyInterceptor, type IdempotencyDependencies } from "./idempotency/interceptor.js";
 import { eventReapIntervalMs, reapOldEvents } from "./events/retention.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
@@ -44,6 +48,7 @@ import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
 import { RequestRecord } from "./transport/request-record.js";
 import { createAdmission } from "./transport/admission.js";
+import { ClientAddresses } from "./transport/client-address.js";
 import { CorsPolicy } from "./transport/cors.js";
 import { deadlineInterceptor } from "./transport/deadline-interceptor.js";
 import { outcomeInterceptor } from "./transport/outcome-interceptor.js";
@@ -93,8 +98,16 @@ export interface App {
   readonly eventFeed: EventFeed;
   /** The shared sandbox test clock, when SANDBOX_TEST_CLOCK=true (it is then also `clock`). */
   readonly testClock: SandboxTestClock | undefined;
-  /** Per-key request counting: in Redis when REDIS_URL is set, else in this process. */
+  /** The request counters of every limit: in Redis when REDIS_URL is set, else in this process. */
+  readonly rateCounter: WindowCounter;
+  /** Per-key request counting. */
   readonly rateLimiter: RateLimiter;
+  /** Failed authentications per client address, refusing an address over its limit before the database. */
+  readonly authFailures: AuthFailureLimiter;
+  /** Admin API calls per client address. */
+  readonly adminLimiter: RateLimiter;
+  /** While held, this instance's leases are its own; once it is gone they can be taken over at once. */
+  readonly liveness: InstanceLiveness;
   /** This instance's Prometheus metrics, scraped on the operators' port (OPS_PORT). */
   readonly metrics: ServiceMetrics;
 }
@@ -130,8 +143,19 @@ const readMaxBytes = 1024 * 1024;
  */
 const maxTimeoutMs = 2 ** 31 - 1;
 
+/** The waits on PostgreSQL the configuration allows, as the pools take them. */
+function databaseTimeouts(config: Config): DatabaseTimeouts {
+  return {
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    lockTimeoutMs: config.databaseLockTimeoutMs,
+    idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs,
+  };
+}
+
 /**
- * Opens the database (starting the embedded one if needed) and runs pending migrations. Time comes
+ * Opens the database (starting the embedded one if needed) and runs pending migrations, or with
+ * MIGRATE_ON_START=false refuses to open one that has any. Time comes
  * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
  */
 export async function openApp(config: Config, injected?: Clock): Promise<App> {
@@ -140,8 +164,10 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
   const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
-    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize);
+    const timeouts = databaseTimeouts(config);
+    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts, config.migrateOnStart);
     if (embedded === undefined) useNamedStatements(dataSource);
+    const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
     await testClock?.refresh();
@@ -160,6 +186,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
             namedStatements: embedded === undefined,
             sandboxTestClock: config.sandboxTestClock,
             perEndpoint: config.webhookEndpointConcurrency,
+            timeouts,
           })
         : new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency);
     const localCounter = new MemoryCounter(() => clock.now().getTime());
@@ -170,7 +197,11 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       dataSource,
       clock,
       hasher: new ApiKeyHasher(hashSecret),
-      keys: new KeyLookup(dataSource, config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl)),
+      keys: new KeyLookup(
+        dataSource,
+        config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl),
+        new InvalidKeys(config.invalidKeyCacheSeconds * 1000, () => clock.now().getTime()),
+      ),
       units,
       newObjects: new NewObjectWriter(dataSource, clock, units),
       dataCipher: new DataCipher(dataKey),
@@ -181,9 +212,16 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       publicBaseUrl,
       jobs,
       webhooks,
-      eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url),
+      eventFeed: new EventFeed(config.databaseUrl ?? embedded!.url, config.databaseConnectTimeoutMs),
       testClock,
+      rateCounter: counter,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, counter, clock),
+      authFailures: new AuthFailureLimiter(
+        new RateLimiter(config.authFailureLimitPerMinute, counter, clock, "failed_authentication"),
+        clock,
+      ),
+      adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
+      liveness,
       metrics,
     };
   } catch (error) {
@@ -195,9 +233,10 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
 /** Releases the database connections and stops the embedded database. */
 export async function closeApp(app: App): Promise<void> {
   await app.eventFeed.close();
-  await app.rateLimiter.close();
+  await app.rateCounter.close();
   await app.keys.close();
   await app.dataSource.destroy();
+  await app.liveness.close();
   await app.embedded?.close();
 }
 
@@ -217,6 +256,9 @@ export function apiInterceptors(deps: IdempotencyDependencies): Interceptor[] {
   return [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor(), createIdempotencyInterceptor(deps)];
 }
 
+/** How often each instance reaps expired idempotency keys: often enough that each run stays short. */
+const idempotencyReapIntervalMs = 10_000;
+
 /** Registers every resource's job handlers and the upkeep with a job runner. Shared with in-process tests. */
 export function registerJobs(
   runner: JobRunner,
@@ -228,7 +270,7 @@ export function registerJobs(
   runner.register(refundJobHandlers(deps));
   runner.register(disputeJobHandlers(deps));
   runner.register(payoutJobHandlers(deps));
-  runner.every(60_000, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
+  runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 
@@ -243,7 +285,13 @@ export async function serve(opened: App): Promise<RunningService> {
     res.statusCode = 503;
     res.end();
   };
+  const { config } = opened;
   const listener = createDualProtocolServer((req, res) => handle(req, res), {
+    idleTimeoutMs: config.idleTimeoutMs,
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    maxConnections: config.maxConnections,
+    maxConcurrentStreams: config.http2MaxConcurrentStreams,
     onRefused(status) {
       // Logged and counted as the handler would: IR_06, no route, nothing of the request kept.
       const record = new RequestRecord();
@@ -275,10 +323,13 @@ export async function serve(opened: App): Promise<RunningService> {
       adminApiKey: app.config.adminApiKey,
       hasher: app.hasher,
       clock: app.clock,
-      findKey: (keyHash) => app.keys.find(keyHash),
+      failures: app.authFailures,
+      findKey: (keyHash, beforeDatabase) => app.keys.find(keyHash, beforeDatabase),
     }),
     rateLimiter: app.rateLimiter,
+    adminLimiter: app.adminLimiter,
     isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
+    databaseSaturated: () => waitingForConnections(app.dataSource) >= app.config.databaseMaxWaiting,
   });
   handle = createNodeHandler({
     router,
@@ -288,6 +339,7 @@ export async function serve(opened: App): Promise<RunningService> {
       ...createProbePages(readiness),
     ],
     admit,
+    clients: new ClientAddresses(app.config.trustedProxies),
     cors:
       app.config.corsAllowedOrigins.length === 0
         ? undefined

@@ -1,4 +1,4 @@
-import { isLogLevel, logLevels, type LogLevel } from "./log.js";
+import { parseTrustedProxies } from "./transport/client-address.js";
 import { parseAllowedOrigins } from "./transport/cors.js";
 
 /** Everything the service reads from its environment (decisions §1), parsed once at start-up. */
@@ -14,9 +14,27 @@ export interface Config {
   /** 64 hex digits: the AES-256 key of stored sensitive data (payout destinations). */
   readonly dataEncryptionKey: string | undefined;
   readonly rateLimitPerMinute: number;
+  /** Failed authentications a client address may make per fixed minute before it is refused (RL_01). */
+  readonly authFailureLimitPerMinute: number;
+  /** How long a presented key found invalid is remembered, so repeating it costs no database lookup (0: not at all). */
+  readonly invalidKeyCacheSeconds: number;
+  /** Admin API calls a client address may make per fixed minute. */
+  readonly adminRateLimitPerMinute: number;
+  /** Peers whose X-Forwarded-For names the client (load balancers); empty trusts none, the address is the TCP peer. */
+  readonly trustedProxies: readonly string[];
   /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
   readonly publicBaseUrl: string | undefined;
   readonly databasePoolSize: number;
+  /** How long a database call waits for a connection: a free one of the pool, or a new one being opened. */
+  readonly databaseConnectTimeoutMs: number;
+  /** How long one statement may run; PostgreSQL cancels it then, and the instance gives up on an answer shortly after. */
+  readonly databaseStatementTimeoutMs: number;
+  /** How long one statement may wait for a lock another transaction holds. */
+  readonly databaseLockTimeoutMs: number;
+  /** How long a transaction may sit idle before PostgreSQL ends its session (our transactions never wait on anything else). */
+  readonly databaseIdleInTransactionTimeoutMs: number;
+  /** Database calls that may wait for a connection at once; beyond, a call is refused at once (503) rather than queued. */
+  readonly databaseMaxWaiting: number;
   /** Processes serving the port (node:cluster); each is a full, stateless instance. */
   readonly workers: number;
   /** How often each instance looks for due jobs (scheduled captures, expiries). */
@@ -38,52 +56,118 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** Browser origins allowed to call the API cross-origin (CORS); empty sends no CORS headers at all. */
   readonly corsAllowedOrigins: readonly string[];
+  /** Connections one instance holds open at most; at the cap a new one displaces the longest idle, or is closed. */
+  readonly maxConnections: number;
+  /** How long a connection may sit without a request (before its first byte too); above the load balancer's own idle timeout. */
+  readonly idleTimeoutMs: number;
+  /** How long a request's headers may take to arrive once it has begun (slowloris). */
+  readonly headersTimeoutMs: number;
+  /** How long a whole request, headers and body, may take to arrive (a body trickled byte by byte). */
+  readonly requestTimeoutMs: number;
+  /** Streams one HTTP/2 connection may have open at once. */
+  readonly http2MaxConcurrentStreams: number;
+  /** How much the service logs; "silent" logs nothing (src/log.ts reads it at load; it is checked here so a typo stops the start). */
+  readonly logLevel: LogLevel;
   /**
    * Port of the operators' listener (/metrics, /livez, /readyz), kept apart from the API port so
    * metrics are never public; undefined opens none, 0 picks a free port (tests).
    */
   readonly opsPort: number | undefined;
-  /** Quietest level that is still logged (the logger reads it at load; it is validated here so a typo stops the start). */
-  readonly logLevel: LogLevel;
+  /**
+   * Whether start-up applies pending migrations (the default). False: a deploy job runs
+   * `npm run migrate` once, and an instance refuses to start while migrations are pending.
+   */
+  readonly migrateOnStart: boolean;
 }
 
-/** Reads the configuration, failing with a message that names the variable when a value is unusable. */
+/** The values LOG_LEVEL takes, from quietest to most verbose. */
+export const logLevels = ["silent", "error", "warn", "info", "debug"] as const;
+
+/** One of logLevels. */
+export type LogLevel = (typeof logLevels)[number];
+
+/** Shortest ADMIN_API_KEY accepted: the admin key moves money, so a guessable one is refused at start. */
+export const minAdminApiKeyLength = 16;
+
+/** Shortest API_KEY_HASH_SECRET accepted: 32 characters, as many bytes as the HMAC-SHA256 key it becomes. */
+export const minHashSecretLength = 32;
+
+/**
+ * Every unusable setting found at start-up, each message naming its variable and what it expects,
+ * so an operator fixes them all in one go. Secrets' values are never repeated in a message.
+ */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration: ${problems.join("; ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Reads and checks the configuration; throws a ConfigError listing every unusable value, each named
+ * with what it expects, before anything is opened.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = integer(env, "PORT", 8080, 0, 65535);
-  return {
-    port,
-    databaseUrl: text(env, "DATABASE_URL"),
-    dataDir: text(env, "DATA_DIR") ?? "./.data",
-    redisUrl: text(env, "REDIS_URL"),
-    adminApiKey: text(env, "ADMIN_API_KEY"),
-    apiKeyHashSecret: text(env, "API_KEY_HASH_SECRET"),
-    dataEncryptionKey: text(env, "DATA_ENCRYPTION_KEY"),
-    rateLimitPerMinute: integer(env, "RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
-    publicBaseUrl: text(env, "PUBLIC_BASE_URL")?.replace(/\/+$/, ""),
-    databasePoolSize: integer(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
-    workers: integer(env, "WORKERS", 1, 1, 64),
-    jobPollMs: integer(env, "JOB_POLL_MS", 1000, 10, 3_600_000),
-    sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
-    scheduledRefundDelaySeconds: integer(env, "SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
-    eventRetentionDays: integer(env, "EVENT_RETENTION_DAYS", 30, 30, 3650),
-    webhookEndpointConcurrency: integer(env, "WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
-    shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
-    shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
-    corsAllowedOrigins: parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")),
-    opsPort: text(env, "OPS_PORT") === undefined ? undefined : integer(env, "OPS_PORT", 0, 0, 65535),
-    logLevel: logLevel(env),
+  const problems: string[] = [];
+  const check = <T>(read: () => T, fallback: T): T => {
+    try {
+      return read();
+    } catch (error) {
+      problems.push(error instanceof Error ? error.message : String(error));
+      return fallback;
+    }
   };
+  const int = (name: string, fallback: number, min: number, max: number) => check(() => integer(env, name, fallback, min, max), fallback);
+  const headersTimeoutMs = int("HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
+  const config: Config = {
+    port: int("PORT", 8080, 0, 65535),
+    databaseUrl: check(
+      () => url(env, "DATABASE_URL", ["postgres:", "postgresql:"], "postgres://user:password@host:5432/database"),
+      undefined,
+    ),
+    dataDir: text(env, "DATA_DIR") ?? "./.data",
+    redisUrl: check(() => url(env, "REDIS_URL", ["redis:", "rediss:"], "redis://host:6379"), undefined),
+    adminApiKey: check(() => secret(env, "ADMIN_API_KEY", minAdminApiKeyLength), undefined),
+    apiKeyHashSecret: check(() => secret(env, "API_KEY_HASH_SECRET", minHashSecretLength), undefined),
+    dataEncryptionKey: check(() => hexKey(env, "DATA_ENCRYPTION_KEY"), undefined),
+    rateLimitPerMinute: int("RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
+    authFailureLimitPerMinute: int("AUTH_FAILURE_LIMIT_PER_MINUTE", 100, 1, 1_000_000_000),
+    invalidKeyCacheSeconds: int("INVALID_KEY_CACHE_SECONDS", 5, 0, 300),
+    adminRateLimitPerMinute: int("ADMIN_RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000_000),
+    trustedProxies: check(() => parseTrustedProxies(text(env, "TRUSTED_PROXIES")), []),
+    publicBaseUrl: check(() => publicUrl(env, "PUBLIC_BASE_URL"), undefined),
+    databasePoolSize: int("DATABASE_POOL_SIZE", 20, 1, 1000),
+    databaseConnectTimeoutMs: int("DATABASE_CONNECT_TIMEOUT_MS", 5000, 100, 600_000),
+    databaseStatementTimeoutMs: int("DATABASE_STATEMENT_TIMEOUT_MS", 15_000, 100, 3_600_000),
+    databaseLockTimeoutMs: int("DATABASE_LOCK_TIMEOUT_MS", 5000, 100, 3_600_000),
+    databaseIdleInTransactionTimeoutMs: int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 30_000, 1000, 3_600_000),
+    databaseMaxWaiting: int("DATABASE_MAX_WAITING", 1000, 1, 1_000_000),
+    workers: int("WORKERS", 1, 1, 64),
+    jobPollMs: int("JOB_POLL_MS", 1000, 10, 3_600_000),
+    sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
+    scheduledRefundDelaySeconds: int("SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
+    eventRetentionDays: int("EVENT_RETENTION_DAYS", 30, 30, 3650),
+    webhookEndpointConcurrency: int("WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
+    shutdownDelayMs: int("SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
+    shutdownGraceMs: int("SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
+    corsAllowedOrigins: check(() => parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")), []),
+    maxConnections: int("MAX_CONNECTIONS", 10_000, 1, 1_000_000),
+    idleTimeoutMs: int("IDLE_TIMEOUT_MS", 65_000, 100, 3_600_000),
+    headersTimeoutMs,
+    // Node's HTTP/1.1 server requires it: the headers are part of the request.
+    requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 30_000, headersTimeoutMs, 3_600_000),
+    http2MaxConcurrentStreams: int("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
+    logLevel: check(() => oneOf(env, "LOG_LEVEL", logLevels, "info"), "info"),
+    opsPort: text(env, "OPS_PORT") === undefined ? undefined : int("OPS_PORT", 0, 0, 65535),
+    migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
 }
 
 function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = env[name]?.trim();
   return value === undefined || value === "" ? undefined : value;
-}
-
-function logLevel(env: NodeJS.ProcessEnv): LogLevel {
-  const value = text(env, "LOG_LEVEL") ?? "info";
-  if (!isLogLevel(value)) throw new Error(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got "${value}"`);
-  return value;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -94,4 +178,66 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new Error(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
   }
   return parsed;
+}
+
+/** A URL with one of `protocols`. Its value is not repeated: connection strings hold passwords. */
+function url(env: NodeJS.ProcessEnv, name: string, protocols: readonly string[], example: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  const expected = `${name} must be a ${protocols.map((p) => `${p}//`).join(" or ")} URL, e.g. ${example}`;
+  if (!URL.canParse(value)) throw new Error(`${expected} (the value set is not a URL; it is not shown as it may hold a password)`);
+  const parsed = new URL(value);
+  if (!protocols.includes(parsed.protocol)) throw new Error(`${expected} (the value set is a ${parsed.protocol}// URL)`);
+  // pg takes a Unix socket directory as ?host=/path, with the URL's own host left empty.
+  if (parsed.hostname === "" && !parsed.searchParams.has("host")) throw new Error(`${expected} (the value set names no host)`);
+  return value;
+}
+
+/** An http(s) URL handed to browsers, without its trailing slashes. Not secret, so the message shows it. */
+function publicUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  const parsed = URL.canParse(value) ? new URL(value) : undefined;
+  if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hostname === "") {
+    throw new Error(`${name} must be an http:// or https:// URL such as https://pay.example.com, got "${value}"`);
+  }
+  if (parsed.search !== "" || parsed.hash !== "") throw new Error(`${name} must have no query or fragment, got "${value}"`);
+  return value.replace(/\/+$/, "");
+}
+
+/** A secret of at least `minLength` characters; only its length is ever reported. */
+function secret(env: NodeJS.ProcessEnv, name: string, minLength: number): string | undefined {
+  const value = text(env, name);
+  if (value !== undefined && value.length < minLength) {
+    throw new Error(
+      `${name} must be at least ${minLength} characters (the value set has ${value.length}), e.g. the output of \`openssl rand -hex 32\``,
+    );
+  }
+  return value;
+}
+
+/** 32 bytes written as 64 hex digits: an AES-256 key. Only what is wrong with it is reported. */
+function hexKey(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = text(env, name);
+  if (value !== undefined && !/^[0-9a-fA-F]{64}$/.test(value)) {
+    const found = /^[0-9a-fA-F]*$/.test(value) ? `${value.length} hex digits` : `${value.length} characters, not all hex digits`;
+    throw new Error(
+      `${name} must be exactly 64 hex digits (32 bytes), e.g. the output of \`openssl rand -hex 32\` (the value set has ${found})`,
+    );
+  }
+  return value;
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!(values as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${values.join(", ")}, got "${value}"`);
+  return value as T;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (value !== "true" && value !== "false") throw new Error(`${name} must be true or false, got "${value}"`);
+  return value === "true";
 }

@@ -24,6 +24,7 @@ export const errorCatalogue = {
   IK_02: { type: "idempotency_error", httpStatus: 422, connectCode: Code.InvalidArgument },
   RL_01: { type: "rate_limit_error", httpStatus: 429, connectCode: Code.ResourceExhausted },
   TO_01: { type: "timeout_error", httpStatus: 504, connectCode: Code.DeadlineExceeded },
+  SU_01: { type: "api_error", httpStatus: 503, connectCode: Code.Unavailable },
 } as const;
 
 /** A code of the documented error catalogue. */
@@ -201,9 +202,18 @@ export function idempotencyKeyReused(): ApiError {
   return new ApiError("IK_02", "This idempotency key was already used for a different request (another operation, path or body)");
 }
 
-/** RL_01: the key used up its requests of this minute. */
-export function rateLimited(limit: number, retryAfterSeconds: number): ApiError {
-  return new ApiError("RL_01", `Rate limit of ${limit} requests per minute exceeded for this API key; retry after ${retryAfterSeconds} s`);
+/** What an RL_01 limit counts (docs/rate-limits.md), so the message says which limit was used up. */
+export type LimitedCounter = "api_key" | "failed_authentication" | "admin";
+
+const limitedWhat: Record<LimitedCounter, string> = {
+  api_key: "requests per minute exceeded for this API key",
+  failed_authentication: "failed authentications per minute exceeded for this client address",
+  admin: "admin API requests per minute exceeded for this client address",
+};
+
+/** RL_01: a limit of this minute is used up: the key's requests, an address's failed authentications or its admin calls. */
+export function rateLimited(limit: number, retryAfterSeconds: number, counter: LimitedCounter = "api_key"): ApiError {
+  return new ApiError("RL_01", `Rate limit of ${limit} ${limitedWhat[counter]}; retry after ${retryAfterSeconds} s`);
 }
 
 /** TO_01: the client's deadline passed before the call finished; the call may still complete. */
@@ -212,6 +222,18 @@ export function deadlineExceeded(): ApiError {
     "TO_01",
     "The deadline the client set (grpc-timeout or connect-timeout-ms) passed before the call completed; " +
       "a call that had started may still complete: retry with the same idempotency key to learn its outcome",
+  );
+}
+
+/**
+ * SU_01: the database cannot serve the call now (restarting, down, or not answering within its
+ * timeouts). What the call was doing may or may not have committed, so the message says how to learn.
+ */
+export function serviceUnavailable(): ApiError {
+  return new ApiError(
+    "SU_01",
+    "The service's database is unavailable or did not answer in time; retry in a moment. A call that changes something may have taken effect: " +
+      "retry it with the same idempotency key to learn its outcome",
   );
 }
 

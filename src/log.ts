@@ -1,5 +1,6 @@
 import { pino, stdTimeFunctions } from "pino";
 import { redactCardNumbers } from "./card-numbers.js";
+import { logLevels, type LogLevel } from "./config.js";
 
 /**
  * Structured logging with pino: one JSON object per line on stdout (time, level, pid, message and the
@@ -7,17 +8,6 @@ import { redactCardNumbers } from "./card-numbers.js";
  * bodies, which may hold card data; the logger's own configuration redacts what slips through anyway.
  */
 type Fields = Record<string, unknown>;
-
-/** The values LOG_LEVEL takes, quietest first; each keeps its own lines and those of the levels before it. */
-export const logLevels = ["silent", "error", "warn", "info", "debug"] as const;
-
-/** A LOG_LEVEL value. */
-export type LogLevel = (typeof logLevels)[number];
-
-/** Whether `value` is a LOG_LEVEL the logger knows, so configuration can refuse any other at start. */
-export function isLogLevel(value: string): value is LogLevel {
-  return (logLevels as readonly string[]).includes(value);
-}
 
 let pending: string[] = [];
 /**
@@ -82,7 +72,7 @@ function withoutCardNumbers(value: unknown): unknown {
 /** The level named by LOG_LEVEL; an unknown one logs at info until configuration refuses it at start. */
 function levelFromEnvironment(): LogLevel {
   const value = process.env.LOG_LEVEL?.trim() ?? "";
-  return isLogLevel(value) ? value : "info";
+  return (logLevels as readonly string[]).includes(value) ? (value as LogLevel) : "info";
 }
 
 const logger = pino(
@@ -107,3 +97,26 @@ export const log = {
   warn: (message: string, fields: Fields = {}) => logger.warn(fields, redactCardNumbers(message)),
   error: (message: string, fields: Fields = {}) => logger.error(fields, redactCardNumbers(message)),
 };
+
+/**
+ * Logs a background task's failures once per run of them, and its recovery: a loop that polls the
+ * database every 100 ms would otherwise write ten lines a second for as long as an outage lasts,
+ * drowning the lines that matter.
+ */
+export class FailureStreak {
+  private failing = false;
+
+  constructor(private readonly what: string) {}
+
+  failed(error: unknown): void {
+    if (this.failing) return;
+    this.failing = true;
+    log.error(`${this.what} failed; failures are not logged again until it succeeds`, { error: String(error) });
+  }
+
+  succeeded(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    log.info(`${this.what} works again`);
+  }
+}

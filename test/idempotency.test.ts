@@ -596,7 +596,7 @@ describe("idempotency keys on one instance", () => {
       expect(await keyRow(service, merchant.merchantId, key)).toMatchObject({ state: "completed" });
       expectReplayOf(await post(merchant, "/payments", paymentBody(merchant), key), first);
 
-      // The job runner's upkeep (a pass at most every minute per instance) deletes expired keys.
+      // The job runner's upkeep (a run at most every 10 s per instance) deletes expired keys.
       clock.advance(60_000);
       await service.jobs.runDue();
       expect(await keyRow(service, merchant.merchantId, key)).toBeUndefined();
@@ -605,6 +605,31 @@ describe("idempotency keys on one instance", () => {
       expect(fresh.body.payment_id).not.toBe(first.body.payment_id);
       expect(await effectsOf(service, merchant.merchantId)).toMatchObject({ payments: 2 });
       expectReplayOf(await post(merchant, "/payments", paymentBody(merchant), key), fresh);
+    });
+
+    it("the reaper's run deletes every expired key however many expired at once, and no key still within its day", async () => {
+      const merchant = await newMerchant(service.url);
+      const kept = uniqueId("kept");
+      expect((await post(merchant, "/payments", paymentBody(merchant), kept)).status).toBe(200);
+      // A day's worth of keys gone by at once (more than one statement of the reaper deletes), as left
+      // behind by traffic of thousands a second: written straight into the table they live in.
+      const expiredAt = new Date(clock.now().getTime() - 1000);
+      await service.app.dataSource.query(
+        `INSERT INTO idempotency_keys (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at)
+         SELECT $1, false, 'gone-' || i, '\\x00', 'completed', 'token', $2, '\\x00', $2, $2 FROM generate_series(1, 5000) AS i`,
+        [merchant.merchantId, expiredAt],
+      );
+      const countOf = async () =>
+        Number(
+          (
+            await service.app.dataSource.query(`SELECT count(*) AS n FROM idempotency_keys WHERE merchant_id = $1`, [merchant.merchantId])
+          )[0].n,
+        );
+      expect(await countOf()).toBe(5001);
+      clock.advance(60_000);
+      await service.jobs.runDue();
+      expect(await countOf()).toBe(1);
+      expect(await keyRow(service, merchant.merchantId, kept)).toMatchObject({ state: "completed" });
     });
 
     it("is new again at 24 h even before the reaper ran, and may then carry another request", async () => {

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { eachLine, listeningUrl } from "./support/server-log.js";
-import { adminApiKey, testDataEncryptionKey } from "./support/service.js";
+import { adminApiKey, testDataEncryptionKey, testHashSecret } from "./support/service.js";
 
 /*
  * The log is the service's stdout (docs/architecture.md). When whatever reads it goes away, the pipe
@@ -25,7 +25,7 @@ describe("the log pipe", () => {
         LOG_LEVEL: "info",
         SHUTDOWN_DELAY_MS: "0",
         ADMIN_API_KEY: adminApiKey,
-        API_KEY_HASH_SECRET: "test-hash-secret",
+        API_KEY_HASH_SECRET: testHashSecret,
         DATA_ENCRYPTION_KEY: testDataEncryptionKey,
       },
       stdio: ["ignore", "pipe", "inherit"],

@@ -443,7 +443,7 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   it.each([
     ["declared by Content-Length", `Content-Length: ${100 * 1024 * 1024}\r\n`],
     ["sent chunked", "Transfer-Encoding: chunked\r\n"],
-  ])("a 100 MB upload %s is refused early with 400 and the connection closed, not read to its end", async (_, length) => {
+  ])("a 100 MB upload %s is refused early with 413 and the connection closed, not read to its end", async (_, length) => {
     const { hostname, port } = new URL(service.url);
     const { connect } = await import("node:net");
     const answer = await new Promise<{ text: string; sentBytes: number }>((resolve) => {
@@ -474,7 +474,7 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
       };
       pump();
     });
-    expect(answer.text).toMatch(/^HTTP\/1\.1 400/);
+    expect(answer.text).toMatch(/^HTTP\/1\.1 413/);
     expect(answer.text).toContain('"code":"IR_06"');
     expect(answer.sentBytes).toBeLessThan(100 * 1024 * 1024);
     await expectAlive();

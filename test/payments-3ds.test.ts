@@ -1,11 +1,12 @@
 import { createServer as createHttpServer, type Server } from "node:http";
-import { createServer as createNetServer, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { launchChromium } from "./support/browser.js";
 import { cardData } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { freePort } from "./support/ports.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
 import { startService, type TestService } from "./support/service.js";
 
@@ -17,18 +18,6 @@ import { startService, type TestService } from "./support/service.js";
 
 /** payment_method_data with the 3DS test card. */
 const threeDsCard = cardData("4000000000003220", new Date());
-
-/** A port that is free right now, so the service can be told its own public URL before it starts. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** The merchant's site: records the query of every request the browser brings back to return_url. */
 interface MerchantSite {

@@ -7,7 +7,7 @@ import { visaCard as card } from "./support/cards.js";
 import { newMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
 import { eachLine, listeningUrl } from "./support/server-log.js";
-import { adminApiKey, testDataEncryptionKey } from "./support/service.js";
+import { adminApiKey, testDataEncryptionKey, testHashSecret } from "./support/service.js";
 
 /*
  * `npm start` as an operator runs it (docs/operations.md): it builds dist/ when the build is missing
@@ -33,7 +33,7 @@ async function npmStart(): Promise<Started> {
       PORT: "0",
       LOG_LEVEL: "info",
       ADMIN_API_KEY: adminApiKey,
-      API_KEY_HASH_SECRET: "test-hash-secret",
+      API_KEY_HASH_SECRET: testHashSecret,
       DATA_ENCRYPTION_KEY: testDataEncryptionKey,
       SHUTDOWN_DELAY_MS: "0",
     },

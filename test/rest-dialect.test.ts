@@ -129,11 +129,11 @@ describe("REST→RPC: request bodies", () => {
     expectExactRestError(res, 400, "IR_06");
   });
 
-  it("refuses a body larger than 1 MiB with 400 IR_06 and writes nothing", async () => {
+  it("refuses a body larger than 1 MiB with 413 IR_06 and writes nothing", async () => {
     const { merchant, call } = await withMerchant();
     const rawBody = JSON.stringify({ name: "big", description: "x".repeat(1024 * 1024) });
     const res = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, rawBody });
-    expectExactRestError(res, 400, "IR_06", "larger than");
+    expectExactRestError(res, 413, "IR_06", "larger than");
     expect((await call("GET", "/customers/list")).body.total_count).toBe(0);
   });
 

@@ -129,6 +129,15 @@ describe.skipIf(!onPostgres)("a server killed with SIGKILL mid-delivery (Postgre
     await db?.end();
   });
 
+  /** A direct connection to the file's database, opened once, to read the deliveries' leases. */
+  async function openDatabase(databaseUrl: string): Promise<pg.Client> {
+    if (db === undefined) {
+      db = new pg.Client({ connectionString: databaseUrl });
+      await db.connect();
+    }
+    return db;
+  }
+
   async function startServer(databaseUrl: string): Promise<ServerProcess> {
     const server = await spawnServer({
       DATABASE_URL: databaseUrl,
@@ -142,8 +151,7 @@ describe.skipIf(!onPostgres)("a server killed with SIGKILL mid-delivery (Postgre
 
   it("the deliveries it had taken are sent by the next server once their 70 s lease has run out", { timeout: 120_000 }, async () => {
     const databaseUrl = (await fileDatabaseUrl())!;
-    db = new pg.Client({ connectionString: databaseUrl });
-    await db.connect();
+    const db = await openDatabase(databaseUrl);
     // A receiver that takes the requests and never answers them.
     const receiver = await startReceiver(() => ({ hold: true }));
     receivers.push(receiver);
@@ -153,7 +161,7 @@ describe.skipIf(!onPostgres)("a server killed with SIGKILL mid-delivery (Postgre
     await updateProfile(first.url, merchant, { webhook_url: receiver.url });
     const leasedRows = async () =>
       (
-        await db!.query<{ event_id: string; leased_until: Date | null; status: string; attempts: number }>(
+        await db.query<{ event_id: string; leased_until: Date | null; status: string; attempts: number }>(
           "SELECT event_id, leased_until, status, attempts FROM webhook_deliveries WHERE merchant_id = $1",
           [merchant.merchantId],
         )
@@ -242,6 +250,68 @@ describe.skipIf(!onPostgres)("a server killed with SIGKILL mid-delivery (Postgre
     // Every event arrived (again) after the kill, answered 200 this time.
     const afterKill = new Set(receiver.requests.slice(before).map((r) => r.headers["webhook-id"] as string));
     expect(afterKill).toEqual(new Set(eventIds));
+    await second.stop();
+  });
+
+  it("a server stopped with SIGTERM finishes the attempts under way and gives back the rest, which the next server sends at once", {
+    timeout: 120_000,
+  }, async () => {
+    const databaseUrl = (await fileDatabaseUrl())!;
+    const db = await openDatabase(databaseUrl);
+    const receiver = await startReceiver(() => ({ hold: true }));
+    receivers.push(receiver);
+    const first = await startServer(databaseUrl);
+    const merchant = await newMerchant(first.url);
+    await updateProfile(first.url, merchant, { webhook_url: receiver.url });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => createPayment(first.url, merchant, { amount: 300 + i })));
+    const leasedCount = async () =>
+      (
+        await db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM webhook_deliveries WHERE merchant_id = $1 AND leased_until IS NOT NULL",
+          [merchant.merchantId],
+        )
+      ).rows[0]!.n;
+    // Ten attempts held open by the receiver, and more taken behind them.
+    await waitUntil(
+      async () => {
+        await sleep(20);
+        return { held: receiver.held(), leased: await leasedCount() };
+      },
+      (seen) => seen.held === 10 && seen.leased > 10,
+    );
+    const inFlight = new Set(receiver.requests.map((r) => r.headers["webhook-id"] as string));
+    expect(inFlight.size).toBe(10);
+
+    const stopped = first.stop();
+    // The attempts under way end (here with an answer) and their outcomes are written before the exit.
+    await sleep(200);
+    receiver.answerWith(alwaysOk);
+    receiver.release(200);
+    await stopped;
+    const afterStop = (
+      await db.query<{ event_id: string; leased_until: Date | null; status: string }>(
+        "SELECT event_id, leased_until, status FROM webhook_deliveries WHERE merchant_id = $1",
+        [merchant.merchantId],
+      )
+    ).rows;
+    expect(afterStop).toHaveLength(40);
+    expect(
+      afterStop.filter((row) => row.leased_until !== null).map((row) => row.event_id),
+      "deliveries still leased after the stop",
+    ).toEqual([]);
+    for (const row of afterStop) expect(row.status, row.event_id).toBe(inFlight.has(row.event_id) ? "delivered" : "pending");
+
+    // No lease to wait out: the next server sends the other 30 straight away, on the same clock.
+    const second = await startServer(databaseUrl);
+    const delivered = await waitUntil(
+      async () => {
+        await sleep(50);
+        return allEvents(second.url, merchant);
+      },
+      (events) => events.every((e) => e.delivery.status === "delivered"),
+    );
+    expect(delivered).toHaveLength(40);
+    for (const event of delivered) expect(event.delivery.attempts, event.event_id as string).toBe(1);
     await second.stop();
   });
 });

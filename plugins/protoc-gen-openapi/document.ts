@@ -179,7 +179,6 @@ function operation(binding: Binding, tag: string, access: string, schemas: Schem
   }
   const changes = httpMethod !== "get";
   if (changes) parameters.push({ $ref: "#/components/parameters/IdempotencyKey" });
-  const merchantKey = access !== adminOnly;
   const summary = commentOf(method)?.split("\n")[0] ?? method.name;
   const result: JsonObject = {
     tags: [tag],
@@ -200,7 +199,7 @@ function operation(binding: Binding, tag: string, access: string, schemas: Schem
     description: `The ${method.output.name} (docs/api-conventions.md: every key present, \`null\` when unset).`,
     content: { "application/json": { schema: schemas.response(method.output) } },
   };
-  if (merchantKey) success.headers = headerRefs();
+  success.headers = headerRefs();
   result.responses = {
     "200": success,
     "400": { $ref: "#/components/responses/BadRequest" },
@@ -208,7 +207,7 @@ function operation(binding: Binding, tag: string, access: string, schemas: Schem
     "403": { $ref: "#/components/responses/Forbidden" },
     "404": { $ref: "#/components/responses/NotFound" },
     ...(changes ? { "409": { $ref: "#/components/responses/Conflict" }, "422": { $ref: "#/components/responses/Unprocessable" } } : {}),
-    ...(merchantKey ? { "429": { $ref: "#/components/responses/TooManyRequests" } } : {}),
+    "429": { $ref: "#/components/responses/TooManyRequests" },
     "500": { $ref: "#/components/responses/ServerError" },
     "501": { $ref: "#/components/responses/NotImplemented" },
   };
@@ -221,12 +220,14 @@ function queryValue(field: DescField, schemas: Schemas): Json {
   return schemas.value(field, "request");
 }
 
-/** The rate-limit headers of docs/rate-limits.md, on every response to a call a merchant key authenticated. */
+/** The rate-limit headers of docs/rate-limits.md, on every response to an authenticated call and on every 429. */
 function rateLimitHeaders(): JsonObject {
   const integer = (description: string): JsonObject => ({ description, schema: { type: "integer", minimum: 0 } });
   return {
-    "X-RateLimit-Limit": integer("Calls this API key may make per minute."),
-    "X-RateLimit-Remaining": integer("Calls left to this key in the current minute."),
+    "X-RateLimit-Limit": integer(
+      "Calls this API key may make per minute (admin API: calls of this client address; a 429 for failed authentications: failures this address may make).",
+    ),
+    "X-RateLimit-Remaining": integer("Calls left in the current minute, by the same count."),
     "X-RateLimit-Reset": integer("When the current minute ends, in Unix seconds."),
     "X-Request-Id": { description: "Names the request in the service's log (`req_…`).", schema: { type: "string" } },
     "Retry-After": integer("Seconds until the rate-limit window ends (at least 1)."),
@@ -260,7 +261,11 @@ function errorResponses(): JsonObject {
     NotFound: response("HE_02: no such object for this merchant and environment (IR_02: no such path)."),
     Conflict: response("HE_01: a caller-chosen id is taken; IK_01: a request with this idempotency key is still running."),
     Unprocessable: response("IK_02: this idempotency key was used for a different request."),
-    TooManyRequests: response("RL_01: this API key is over its rate limit; retry after `Retry-After` seconds.", "Retry-After"),
+    TooManyRequests: response(
+      "RL_01: over a rate limit — this API key's calls, this client address's failed authentications, or its admin API calls " +
+        "(docs/rate-limits.md); retry after `Retry-After` seconds.",
+      "Retry-After",
+    ),
     ServerError: response("HE_00: an unexpected failure; the message quotes the request id, and nothing else is said."),
     NotImplemented: response("IR_00: the operation is defined in the API but not built yet."),
   };

@@ -1,5 +1,6 @@
 import type { DataSource } from "typeorm";
 import { preparedQuery } from "../db/prepared.js";
+import type { InvalidKeys } from "./invalid-keys.js";
 import type { KeyCache } from "./key-cache.js";
 import type { KeyRecord } from "./key-record.js";
 
@@ -17,22 +18,36 @@ async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Promise<K
 /**
  * Finds the key an authenticated request presents, by its keyed hash: from this instance's cache
  * while the cache is known to be current (PostgreSQL), else from the database. The embedded database
- * serves a single instance, which reads its keys every time.
+ * serves a single instance, which reads its keys every time. A key found invalid is remembered
+ * briefly (InvalidKeys), so repeating it does not reach the database either.
  */
 export class KeyLookup {
   constructor(
     private readonly dataSource: DataSource,
     private readonly cache: KeyCache | undefined,
+    private readonly invalid: InvalidKeys,
   ) {}
 
-  async find(keyHash: Buffer): Promise<KeyRecord | null> {
+  /**
+   * The key, or null when no key has this hash. `beforeDatabase` runs only when the database must be
+   * asked, and may refuse the call by throwing (the failed-authentication limit of its address).
+   */
+  async find(keyHash: Buffer, beforeDatabase: () => Promise<void>): Promise<KeyRecord | null> {
     const cache = this.cache;
-    if (cache === undefined) return findKeyByHash(this.dataSource, keyHash);
-    const cached = cache.get(keyHash);
+    const cached = cache?.get(keyHash);
     if (cached !== undefined) return cached;
+    const invalid = this.invalid.get(keyHash);
+    if (invalid !== undefined) return invalid.record;
+    await beforeDatabase();
+    if (cache === undefined) {
+      const record = await findKeyByHash(this.dataSource, keyHash);
+      this.invalid.put(keyHash, record);
+      return record;
+    }
     const mark = cache.mark();
     const record = await findKeyByHash(this.dataSource, keyHash);
     if (record !== null) cache.put(keyHash, record, mark);
+    this.invalid.put(keyHash, record);
     return record;
   }
 

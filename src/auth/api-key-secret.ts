@@ -45,7 +45,7 @@ export function secretsEqual(presented: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-/** API_KEY_HASH_SECRET: any text; instances sharing a database must share it. */
+/** API_KEY_HASH_SECRET: any text of 32 characters or more; instances sharing a database must share it. */
 export const apiKeyHashSecret: ServerSecret = {
   variable: "API_KEY_HASH_SECRET",
   file: "api-key-hash-secret",

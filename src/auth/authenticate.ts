@@ -2,7 +2,8 @@ import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import { Access, access } from "../../gen/paymentservice/v1/options_pb.js";
 import type { KeyRecord } from "../api-keys/key-record.js";
 import type { Clock } from "../clock.js";
-import { forbidden, unauthenticated } from "../errors.js";
+import { ApiError, forbidden, unauthenticated } from "../errors.js";
+import type { AuthFailureLimiter } from "../rate-limits/auth-failures.js";
 import { type ApiKeyHasher, parseKeyType, secretsEqual } from "./api-key-secret.js";
 import type { Caller, MerchantCaller } from "./caller.js";
 
@@ -11,20 +12,30 @@ export interface AuthDependencies {
   readonly adminApiKey: string | undefined;
   readonly hasher: ApiKeyHasher;
   readonly clock: Clock;
-  /** Looks a key up by its keyed hash; a revoked key must fail on the very next request on every instance (KeyLookup). */
-  findKey(hash: Buffer): Promise<KeyRecord | null>;
+  /** Counts failed authentications per client address and refuses an address that used its failures up. */
+  readonly failures: Pick<AuthFailureLimiter, "check" | "failed">;
+  /**
+   * Looks a key up by its keyed hash; a revoked key must fail on the very next request on every
+   * instance (KeyLookup). `beforeDatabase` runs only if the database must be asked.
+   */
+  findKey(hash: Buffer, beforeDatabase: () => Promise<void>): Promise<KeyRecord | null>;
 }
 
 /** The request headers authentication reads; a Headers object or a view of Node's headers. */
 export type HeaderLookup = Pick<Headers, "get">;
 
-/** Establishes who calls a method, or refuses the call (IR_01, IR_22). */
-export type Authenticate = (method: DescMethod, header: HeaderLookup) => Promise<Caller>;
+/**
+ * Establishes who calls a method from `client` (its address, ClientAddresses), or refuses the call
+ * (IR_01, IR_22, or RL_01 as a LimitExceeded once the address used up its failed authentications).
+ */
+export type Authenticate = (method: DescMethod, header: HeaderLookup, client: string) => Promise<Caller>;
 
 /**
  * Authenticates a call by the access rule its method declares in the protos (`(access)` option),
  * from its headers alone, so that the transport can refuse a key before reading any of the body:
  * a key that may not call a method gets IR_22 whatever the body holds. The same for every protocol.
+ * Every 401 counts against the client address; once it is over its limit, whatever would need the
+ * database or the admin key to authenticate is refused before either is consulted (docs/rate-limits.md).
  */
 export function createAuthenticator(deps: AuthDependencies): Authenticate {
   // Options are decoded from the descriptor on each getOption call; a method's rule never changes.
@@ -37,7 +48,19 @@ export function createAuthenticator(deps: AuthDependencies): Authenticate {
     }
     return rule;
   };
-  return (method, header) => authenticate(ruleOf(method), header, deps);
+  return async (method, header, client) => {
+    try {
+      return await authenticate(ruleOf(method), header, { ...deps, client });
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== "IR_01") throw error;
+      throw (await deps.failures.failed(client)) ?? error;
+    }
+  };
+}
+
+/** The dependencies of one call: the service's, and the address the call comes from. */
+interface CallDependencies extends AuthDependencies {
+  readonly client: string;
 }
 
 /**
@@ -49,13 +72,13 @@ export function publishableKeyMayCall(method: DescMethod): boolean {
   return rule === Access.ANY_KEY || rule === Access.CLIENT_SECRET;
 }
 
-async function authenticate(rule: Access, header: HeaderLookup, deps: AuthDependencies): Promise<Caller> {
+async function authenticate(rule: Access, header: HeaderLookup, deps: CallDependencies): Promise<Caller> {
   const adminKey = header.get("admin-api-key");
   switch (rule) {
     case Access.ADMIN:
       return admin(adminKey, deps);
     case Access.ADMIN_OR_SECRET_KEY:
-      return adminKey !== null ? admin(adminKey, deps) : secretOnly(await merchant(header, deps));
+      return adminKey !== null ? await admin(adminKey, deps) : secretOnly(await merchant(header, deps));
     case Access.ANY_KEY:
     case Access.CLIENT_SECRET:
       return merchant(header, deps);
@@ -66,13 +89,15 @@ async function authenticate(rule: Access, header: HeaderLookup, deps: AuthDepend
   }
 }
 
-function admin(presented: string | null, deps: AuthDependencies): Caller {
+/** An address over its failure limit is refused before the comparison, so it cannot go on guessing the admin key. */
+async function admin(presented: string | null, deps: CallDependencies): Promise<Caller> {
   if (deps.adminApiKey === undefined) {
     throw unauthenticated("The admin API is disabled on this server (ADMIN_API_KEY is not set)");
   }
   if (presented === null || presented === "") {
     throw unauthenticated("Admin API key not provided: send it in the admin-api-key header");
   }
+  await deps.failures.check(deps.client);
   if (!secretsEqual(presented, deps.adminApiKey)) {
     throw unauthenticated("Invalid admin API key");
   }
@@ -92,7 +117,7 @@ function sandboxOnly(caller: MerchantCaller): MerchantCaller {
   return caller;
 }
 
-async function merchant(header: HeaderLookup, deps: AuthDependencies): Promise<MerchantCaller> {
+async function merchant(header: HeaderLookup, deps: CallDependencies): Promise<MerchantCaller> {
   const presented = header.get("api-key");
   if (presented === null || presented === "") {
     throw unauthenticated("API key not provided: send it in the api-key header");
@@ -100,7 +125,7 @@ async function merchant(header: HeaderLookup, deps: AuthDependencies): Promise<M
   if (parseKeyType(presented) === undefined) {
     throw unauthenticated("Invalid API key provided");
   }
-  const row = await deps.findKey(deps.hasher.hash(presented));
+  const row = await deps.findKey(deps.hasher.hash(presented), () => deps.failures.check(deps.client));
   if (row === null) {
     throw unauthenticated("Invalid API key provided");
   }

@@ -4,8 +4,11 @@ import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
 import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
 import { randomBase62 } from "../ids.js";
+import { isDatabaseUnavailable } from "./errors.js";
+import { holderGone, holderOf } from "./liveness.js";
 import { rowFromDatabase } from "./lock.js";
 import { preparedQuery } from "./prepared.js";
+import { ReleaseRetries } from "./release-retries.js";
 import { idOf, lockObject, type Resource, type Scope, type StatusRow } from "./resource.js";
 
 /*
@@ -24,13 +27,16 @@ export interface ClaimableRow extends StatusRow {
 
 /**
  * How long a claim lasts: longer than a processor takes to answer. A claim whose instance died
- * mid-call ends by itself after it; the processor call carries an idempotency key, so the operation
- * run again does not move money twice.
+ * mid-call ends as soon as the instance is seen gone (liveness.ts), or after this at the latest; the
+ * processor call carries an idempotency key, so the operation run again does not move money twice.
  */
 const claimLeaseMs = 60_000;
 
 /** Longest pause between two looks at a claimed object. */
 const longestPauseMs = 100;
+
+/** Releases of claims that failed with the database, made once it is back. */
+const releases = new ReleaseRetries();
 
 /** Thrown inside a transaction that met an object another operation holds; the transaction is tried again. */
 class ObjectClaimed extends Error {}
@@ -42,9 +48,11 @@ function isClaimed(row: ClaimableRow, now: Date): boolean {
 /** A resource's claim statements, keyed by merchant, environment and id ($1, $2, $3). */
 interface ClaimStatements {
   readonly metadata: EntityMetadata;
-  /** Claims the object when no live claim holds it: $4 token, $5 until, $6 now; returns the row. */
+  /** Claims the object for holder $7 when no live claim holds it: $4 token, $5 until, $6 now; returns the row. */
   readonly claim: string;
   readonly exists: string;
+  /** Whether the object's claim belongs to an instance that is gone. */
+  readonly holderGone: string;
   /** Ends the claim of token $4. */
   readonly release: string;
 }
@@ -62,8 +70,10 @@ function statementsOf<Row extends ClaimableRow>(dataSource: DataSource, resource
     const table = `"${metadata.tableName}"`;
     built = {
       metadata,
-      claim: `UPDATE ${table} SET claim_token = $4, claimed_until = $5 WHERE ${key} AND (claim_token IS NULL OR claimed_until <= $6) RETURNING *`,
+      claim: `UPDATE ${table} SET claim_token = $4, claimed_until = $5, claimed_by = $7::integer WHERE ${key}
+        AND (claim_token IS NULL OR claimed_until <= $6 OR ${holderGone("claimed_by")}) RETURNING *`,
       exists: `SELECT 1 FROM ${table} WHERE ${key}`,
+      holderGone: `SELECT ${holderGone("claimed_by")} AS gone FROM ${table} WHERE ${key}`,
       release: `UPDATE ${table} SET claim_token = NULL, claimed_until = NULL WHERE ${key} AND claim_token = $4`,
     };
     statements.set(resource, built);
@@ -100,8 +110,23 @@ export async function lockUnclaimed<Row extends ClaimableRow>(
   id: string,
 ): Promise<Row> {
   const row = await lockObject(em, resource, scope, id);
-  if (isClaimed(row, clock.now())) throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
+  if (isClaimed(row, clock.now()) && !(await claimHolderGone(em, resource, scope, id))) {
+    throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
+  }
   return row;
+}
+
+/** Whether the live-looking claim on a locked object belongs to an instance that is gone, so the change need not wait for it. */
+async function claimHolderGone<Row extends ClaimableRow>(
+  em: EntityManager,
+  resource: Resource<Row, DescMessage>,
+  scope: Scope,
+  id: string,
+): Promise<boolean> {
+  const [found] = (await em.query(statementsOf(em.connection, resource).holderGone, [scope.merchantId, scope.livemode, id])) as {
+    gone: boolean;
+  }[];
+  return found?.gone === true;
 }
 
 /** An object this operation holds, with the token its outcome is written under. */
@@ -127,7 +152,7 @@ export async function claimObject<Row extends ClaimableRow>(
 ): Promise<Claimed<Row> | undefined> {
   const token = randomBase62(24);
   const sql = statementsOf(dataSource, resource);
-  const claimed = await waitingForClaims(async () => {
+  const claiming = waitingForClaims(async () => {
     const now = clock.now();
     const key = [scope.merchantId, scope.livemode, id];
     const [raw] = await preparedQuery<Record<string, unknown>>(dataSource, sql.claim, [
@@ -135,12 +160,24 @@ export async function claimObject<Row extends ClaimableRow>(
       token,
       new Date(now.getTime() + claimLeaseMs),
       now,
+      holderOf(dataSource),
     ]);
     if (raw !== undefined) return rowFromDatabase<Row>(sql.metadata, raw);
     const exists = (await dataSource.query(sql.exists, key)) as unknown[];
     if (exists.length === 0) throw notFound(resource.label, id);
     throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
   }, signal);
+  let claimed: Row;
+  try {
+    claimed = await claiming;
+  } catch (error) {
+    // The claim may have committed with its answer lost (the database went away meanwhile): end it once the database is back.
+    if (isDatabaseUnavailable(error)) {
+      const release = async () => void (await dataSource.query(sql.release, [scope.merchantId, scope.livemode, id, token]));
+      releases.add(token, release, claimLeaseMs);
+    }
+    throw error;
+  }
   let proceed: boolean;
   try {
     proceed = check(claimed);
@@ -180,7 +217,11 @@ export async function finishClaimed<Row extends ClaimableRow, T>(
   try {
     return await finish();
   } catch (error) {
-    await releaseClaim(dataSource, resource, claim);
+    const release = () => releaseClaim(dataSource, resource, claim);
+    // The caller hears of the failure at once: a claim the database cannot end now (it just failed the
+    // operation, or fails the release) is ended once it can.
+    if (isDatabaseUnavailable(error)) releases.add(claim.token, release, claimLeaseMs);
+    else await release().catch(() => releases.add(claim.token, release, claimLeaseMs));
     throw error;
   }
 }

@@ -1,37 +1,91 @@
 import "reflect-metadata";
-import { DataSource } from "typeorm";
+import { DataSource, MigrationExecutor } from "typeorm";
 import { entities } from "./entities.js";
 import { migrations } from "./migrations/index.js";
+import { type DatabaseTimeouts, poolOptions } from "./pool.js";
 
 /** Advisory lock key held while migrating ("payments" in ASCII), so instances starting together migrate once. */
 const migrationLock = 0x7061796d656e7473n;
 
 /**
- * Connects to PostgreSQL and brings the schema up to date. Migrations run in one transaction while
- * this instance holds an advisory lock, so several instances starting together apply each one once.
+ * Brings the schema up to date and returns the names of the migrations it applied, on connections of
+ * their own: a migration may rewrite a large table for longer than any API statement may run, and may
+ * wait for the lock of another process migrating, so these connections carry only the connect
+ * timeout. Migrations run in one transaction while this process holds an advisory lock, so instances
+ * (or a deploy job) starting together apply each one once.
  */
-export async function openDataSource(url: string, poolSize: number): Promise<DataSource> {
+export async function applyMigrations(url: string, connectTimeoutMs: number): Promise<string[]> {
+  const dataSource = new DataSource({
+    type: "postgres",
+    url,
+    migrations,
+    migrationsTransactionMode: "all",
+    logging: false,
+    // One connection holds the lock, the other migrates.
+    extra: { max: 2, connectionTimeoutMillis: connectTimeoutMs },
+  });
+  await dataSource.initialize();
+  try {
+    const lock = dataSource.createQueryRunner();
+    try {
+      await lock.connect();
+      await lock.query("SELECT pg_advisory_lock($1)", [migrationLock.toString()]);
+      const applied = await dataSource.runMigrations();
+      await lock.query("SELECT pg_advisory_unlock($1)", [migrationLock.toString()]);
+      return applied.map((migration) => migration.name);
+    } finally {
+      await lock.release();
+    }
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+/**
+ * Throws, naming what is missing and how to apply it, unless every migration this release knows is
+ * applied: with MIGRATE_ON_START=false an instance must not serve on a schema it was not written for.
+ */
+async function expectMigrated(dataSource: DataSource): Promise<void> {
+  const pending = (await new MigrationExecutor(dataSource).getPendingMigrations()).map((migration) => migration.name);
+  if (pending.length > 0) {
+    throw new Error(
+      `MIGRATE_ON_START is false and the database lacks ${pending.length} migration(s) this release needs (${pending.join(", ")}): ` +
+        "run `npm run migrate` (in the image: node dist/src/db/migrate.js) against this DATABASE_URL first, or set MIGRATE_ON_START=true",
+    );
+  }
+}
+
+/**
+ * Connects to PostgreSQL with the pool every API call and job uses: `poolSize` connections whose
+ * every wait is bounded by `timeouts` (pool.ts). With `migrateOnStart` it first brings the schema up
+ * to date; without, it refuses a database that lacks a migration (a deploy job applies them).
+ */
+export async function openDataSource(
+  url: string,
+  poolSize: number,
+  timeouts: DatabaseTimeouts,
+  migrateOnStart: boolean,
+): Promise<DataSource> {
+  if (migrateOnStart) await applyMigrations(url, timeouts.connectTimeoutMs);
   const dataSource = new DataSource({
     type: "postgres",
     url,
     entities,
     migrations,
     migrationsRun: false,
-    migrationsTransactionMode: "all",
     synchronize: false,
     // Failed queries are logged by the outcome interceptor without parameters, which hold personal data.
     logging: false,
-    extra: { max: poolSize },
+    extra: poolOptions(timeouts, poolSize),
   });
   await dataSource.initialize();
-  const lock = dataSource.createQueryRunner();
-  try {
-    await lock.connect();
-    await lock.query("SELECT pg_advisory_lock($1)", [migrationLock.toString()]);
-    await dataSource.runMigrations();
-    await lock.query("SELECT pg_advisory_unlock($1)", [migrationLock.toString()]);
-  } finally {
-    await lock.release();
+  if (!migrateOnStart) {
+    try {
+      await expectMigrated(dataSource);
+    } catch (error) {
+      await dataSource.destroy();
+      throw error;
+    }
   }
   return dataSource;
 }

@@ -16,7 +16,10 @@ export class EventFeed {
   private waiters = new Set<() => void>();
   private closed = false;
 
-  constructor(private readonly databaseUrl: string) {}
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly connectTimeoutMs: number,
+  ) {}
 
   /** Resolves at the next commit of events, after a second at most, or when `signal` aborts. */
   async next(signal: AbortSignal): Promise<void> {
@@ -50,7 +53,8 @@ export class EventFeed {
   }
 
   private async open(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    // keepAlive: a connection the network cut silently is noticed, and opened again.
+    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: this.connectTimeoutMs, keepAlive: true });
     client.on("notification", () => this.wakeAll());
     client.on("error", (error) => {
       log.error("event feed connection lost", { error: String(error) });

@@ -17,10 +17,12 @@ import type { DataSource } from "typeorm";
 import type { ApiKeyHasher } from "../auth/api-key-secret.js";
 import { callerKey } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
+import { isDatabaseUnavailable } from "../db/errors.js";
+import { ReleaseRetries } from "../db/release-retries.js";
 import { responseRecorderKey } from "../db/unit-of-work.js";
 import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
 import { shown_once as shownOnce } from "../../gen/paymentservice/v1/options_pb.js";
-import { claimKey, completeKey, releaseKey, type KeyRef } from "./store.js";
+import { type Claim, claimKey, claimLeaseMs, completeKey, newClaimToken, releaseKey, type KeyRef } from "./store.js";
 
 /** Header names a key may come in (decisions §6), first match wins. */
 const keyHeaders = ["x-idempotency-key", "idempotency-key"];
@@ -59,6 +61,7 @@ export interface IdempotencyDependencies {
  * the key. Reads (methods marked NO_SIDE_EFFECTS) ignore keys.
  */
 export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Interceptor {
+  const releases = new ReleaseRetries();
   return (next) => async (req) => {
     const caller = req.contextValues.get(callerKey);
     if (req.stream || caller === undefined || caller.kind !== "merchant") return next(req);
@@ -73,7 +76,16 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
       .update(toBinary(req.method.input, req.message))
       .digest("hex");
     const fingerprint = deps.hasher.hash(digest);
-    const claim = await claimKey(deps.dataSource, ref, fingerprint, deps.clock.now());
+    const token = newClaimToken();
+    const release = () => releaseKey(deps.dataSource, ref, token);
+    let claim: Claim;
+    try {
+      claim = await claimKey(deps.dataSource, ref, fingerprint, deps.clock.now(), token);
+    } catch (error) {
+      // The claim may have committed with its answer lost (the database went away meanwhile): release it once the database is back.
+      if (isDatabaseUnavailable(error)) releases.add(token, release, claimLeaseMs);
+      throw error;
+    }
     switch (claim.kind) {
       case "in_flight":
         throw idempotencyConflict("A request with this idempotency key is still being processed; retry once it has completed");
@@ -95,17 +107,20 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
       async record(em, response) {
         if (recorded) throw new Error(`${req.method.name}: a call commits its effect once`);
         recorded = true;
-        await completeKey(em, ref, claim.token, responseOf(response));
+        await completeKey(em, ref, token, responseOf(response));
       },
     });
     try {
       const res = await next(req);
       if (res.stream) throw new Error(`${req.method.name}: idempotency keys apply to unary calls only`);
       // A call with no effect in the database (moving the sandbox clock) stores its response alone.
-      if (!recorded) await completeKey(deps.dataSource.manager, ref, claim.token, responseOf(res.message));
+      if (!recorded) await completeKey(deps.dataSource.manager, ref, token, responseOf(res.message));
       return res;
     } catch (error) {
-      await releaseKey(deps.dataSource, ref, claim.token);
+      // The caller hears of the failure that ended its call, at once: a key the database cannot free now
+      // (it just failed the call, or fails the release) is freed once it can.
+      if (isDatabaseUnavailable(error)) releases.add(token, release, claimLeaseMs);
+      else await release().catch(() => releases.add(token, release, claimLeaseMs));
       throw error;
     }
   };

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from "typeorm";
+import { holderGone, holderOf } from "../db/liveness.js";
 import type { Scope } from "../db/resource.js";
 import { idempotencyConflict } from "../errors.js";
 import { randomBase62 } from "../ids.js";
@@ -7,15 +8,15 @@ import { randomBase62 } from "../ids.js";
 export const keyLifetimeMs = 24 * 60 * 60 * 1000;
 
 /**
- * How long a claim holds a key before another request may take it over. A claim older than this
- * belongs to a request whose instance died: its effect never committed (effect and completion commit
- * together), so running the request again is safe.
+ * How long a claim holds a key before another request may take it over. A claim older than this, or
+ * one whose instance is gone (db/liveness.ts), belongs to a request that can no longer commit: its
+ * effect never committed (effect and completion commit together), so running the request again is safe.
  */
-const claimLeaseMs = 60_000;
+export const claimLeaseMs = 60_000;
 
 /** What claiming a key found. */
 export type Claim =
-  | { readonly kind: "claimed"; readonly token: string }
+  | { readonly kind: "claimed" }
   | { readonly kind: "replay"; readonly response: Uint8Array }
   | { readonly kind: "in_flight" }
   | { readonly kind: "mismatch" };
@@ -27,21 +28,23 @@ export interface KeyRef extends Scope {
 
 /**
  * Claims the key for a request with this fingerprint, in one statement: a new key, an expired one, or
- * one whose claim outlived its lease (same fingerprint) becomes this request's. Otherwise the key's
+ * one whose claim outlived its lease or its instance (same fingerprint) becomes this request's. Otherwise the key's
  * state decides: a completed response to replay, a request still in flight, or another request.
+ * The claim is made under `token` (newClaimToken), which the caller knows even when the answer is
+ * lost: the claim may have committed, and only that token can release it.
  */
-export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint: Buffer, now: Date): Promise<Claim> {
-  const token = randomBase62(32);
+export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint: Buffer, now: Date, token: string): Promise<Claim> {
   for (;;) {
     const claimed = (await dataSource.query(
       `INSERT INTO idempotency_keys AS k
-         (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at)
-       VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, NULL, $7, $8)
+         (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at, claimed_by)
+       VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, NULL, $7, $8, $9::integer)
        ON CONFLICT (merchant_id, livemode, idempotency_key) DO UPDATE
          SET fingerprint = EXCLUDED.fingerprint, state = 'in_flight', claim_token = EXCLUDED.claim_token,
-             locked_until = EXCLUDED.locked_until, response = NULL, created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+             locked_until = EXCLUDED.locked_until, response = NULL, created = EXCLUDED.created, expires_at = EXCLUDED.expires_at,
+             claimed_by = EXCLUDED.claimed_by
          WHERE k.expires_at <= $7
-            OR (k.state = 'in_flight' AND k.locked_until <= $7 AND k.fingerprint = EXCLUDED.fingerprint)
+            OR (k.state = 'in_flight' AND (k.locked_until <= $7 OR ${holderGone("k.claimed_by")}) AND k.fingerprint = EXCLUDED.fingerprint)
        RETURNING claim_token`,
       [
         ref.merchantId,
@@ -52,9 +55,10 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
         new Date(now.getTime() + claimLeaseMs),
         now,
         new Date(now.getTime() + keyLifetimeMs),
+        holderOf(dataSource),
       ],
     )) as unknown[];
-    if (claimed.length === 1) return { kind: "claimed", token };
+    if (claimed.length === 1) return { kind: "claimed" };
     const [existing] = (await dataSource.query(
       `SELECT fingerprint, state, response FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
       [ref.merchantId, ref.livemode, ref.key],
@@ -87,6 +91,11 @@ export async function completeKey(manager: EntityManager, ref: KeyRef, token: st
   }
 }
 
+/** A token for one request's claim on a key. */
+export function newClaimToken(): string {
+  return randomBase62(32);
+}
+
 /** Frees the key of a request that failed, so a corrected retry with the same key runs (decisions §6). */
 export async function releaseKey(dataSource: DataSource, ref: KeyRef, token: string): Promise<void> {
   await dataSource.query(
@@ -95,11 +104,23 @@ export async function releaseKey(dataSource: DataSource, ref: KeyRef, token: str
   );
 }
 
-/** Deletes expired keys, a batch at a time; returns how many went. */
+/** Keys deleted per statement: short statements, so the reaper never holds many row locks for long. */
+const reapBatch = 2000;
+
+/**
+ * Deletes every expired key, a batch at a time until none is left, and returns how many went. The
+ * table must stay as small as a day of keys however fast they are created (issue 19: the benchmark
+ * creates thousands a second), so one run takes all that expired, not a fixed number. Instances
+ * reaping at once skip each other's batches rather than wait on them.
+ */
 export async function reapExpiredKeys(dataSource: DataSource, now: Date): Promise<number> {
-  const [, deleted] = (await dataSource.query(
-    `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT 1000))`,
-    [now],
-  )) as [unknown, number];
-  return deleted;
+  let deleted = 0;
+  for (;;) {
+    const [, count] = (await dataSource.query(
+      `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT ${reapBatch} FOR UPDATE SKIP LOCKED))`,
+      [now],
+    )) as [unknown, number];
+    deleted += count;
+    if (count < reapBatch) return deleted;
+  }
 }

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from "typeorm";
+import { holderGone, holderOf } from "../db/liveness.js";
 import { rowFromDatabase } from "../db/lock.js";
 import { preparedQuery } from "../db/prepared.js";
 import { JobRow } from "./job.entity.js";
@@ -10,20 +11,23 @@ import { JobRow } from "./job.entity.js";
  * ran out and whose job another runner claimed changes nothing. No two claims of a job hand out the
  * same token: each claim comes later than the one before (the job is due again only once that lease
  * has ended, or at the retry time a failure set after that claim), and a kind's leases are equally
- * long.
+ * long. A job leased by an instance that is gone (db/liveness.ts) is due at once: the new lease ends
+ * before the dead one would have, so its token differs too.
  */
 
 /**
- * The oldest due jobs, locked without waiting for those another runner is claiming, leased each for
- * its kind's lease (`$3` kinds, `$4` their leases in ms, `$5` for any other kind), oldest first so
- * they start in the order they fell due. The selection is a MATERIALIZED CTE rather than
+ * The oldest due jobs (and those leased by an instance that is gone), locked without waiting for those
+ * another runner is claiming, leased each for its kind's lease (`$3` kinds, `$4` their leases in ms,
+ * `$5` for any other kind) by this instance (`$6`), oldest first so they start in the order they fell due. The selection is a MATERIALIZED CTE rather than
  * `job_id IN (subquery)`: the planner may run such a subquery more than once in one statement, and
  * with SKIP LOCKED each run can pick other rows, past the LIMIT.
  */
 const claimSql = `WITH due AS MATERIALIZED (
-  SELECT job_id, run_at FROM jobs WHERE run_at <= $1::timestamptz ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  SELECT job_id, run_at FROM jobs WHERE run_at <= $1::timestamptz OR ${holderGone("leased_by")}
+   ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ), leased AS (
-  UPDATE jobs SET run_at = $1::timestamptz + interval '1 millisecond' * coalesce(($4::integer[])[array_position($3::text[], jobs.kind::text)], $5::integer)
+  UPDATE jobs SET run_at = $1::timestamptz + interval '1 millisecond' * coalesce(($4::integer[])[array_position($3::text[], jobs.kind::text)], $5::integer),
+    leased_by = $6::integer
   FROM due WHERE jobs.job_id = due.job_id
   RETURNING jobs.*, due.run_at AS due_at
 )
@@ -31,7 +35,7 @@ SELECT * FROM leased ORDER BY due_at, job_id`;
 
 const endSql = `DELETE FROM jobs WHERE job_id = $1 AND run_at = $2`;
 
-const retrySql = `UPDATE jobs SET attempts = $3, last_error = $4, run_at = $5 WHERE job_id = $1 AND run_at = $2`;
+const retrySql = `UPDATE jobs SET attempts = $3, last_error = $4, run_at = $5, leased_by = NULL WHERE job_id = $1 AND run_at = $2`;
 
 const releaseSql = `UPDATE jobs SET run_at = $3 WHERE job_id = $1 AND run_at = $2`;
 
@@ -52,6 +56,7 @@ export async function claimDueJobs(
     [...leaseMsOf.keys()],
     [...leaseMsOf.values()],
     otherLeaseMs,
+    holderOf(dataSource),
   ]);
   const metadata = dataSource.getMetadata(JobRow);
   return raws.map((raw) => rowFromDatabase<JobRow>(metadata, raw));

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
-import { log } from "../log.js";
+import { FailureStreak, log } from "../log.js";
 import type { JobRow } from "./job.entity.js";
 import type { JobKind } from "./kinds.js";
 import { claimDueJobs, endJobIn, endLeasedJob, releaseJob, retryJobLater } from "./leases.js";
@@ -81,6 +81,14 @@ const batchSize = 64;
  */
 const transactionalLeaseMs = 60_000;
 
+/** Upkeep the runner starts in its passes, at most one run of each at a time. */
+interface Chore {
+  readonly everyMs: number;
+  readonly task: () => Promise<unknown>;
+  nextAt: number;
+  running: Promise<void> | undefined;
+}
+
 /**
  * Runs due jobs. A pass claims a batch of due jobs in one statement, leasing each (its run_at moves
  * to the end of the lease, which is the claim token, leases.ts) so any number of instances run side
@@ -93,12 +101,13 @@ export class JobRunner implements JobWaker {
   private readonly leaseMsOf = new Map<string, number>();
   private readonly slots = new Slots(concurrency);
   private started = false;
-  /** Set by stop(): a claimed job whose turn comes after it is given back rather than run. */
+  /** While stop() waits: a claimed job whose turn comes then is given back rather than run, and no more are claimed. */
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private readonly tickFailures = new FailureStreak("the job runner's look for due jobs");
   private wokenDuringTick = false;
-  private readonly upkeep: { readonly everyMs: number; readonly task: () => Promise<unknown>; nextAt: number }[] = [];
+  private readonly upkeep: Chore[] = [];
 
   constructor(
     private readonly dataSource: DataSource,
@@ -120,7 +129,7 @@ export class JobRunner implements JobWaker {
    * expired idempotency keys). It must be safe to run on several instances at once.
    */
   every(everyMs: number, task: () => Promise<unknown>): void {
-    this.upkeep.push({ everyMs, task, nextAt: 0 });
+    this.upkeep.push({ everyMs, task, nextAt: 0, running: undefined });
   }
 
   /** Starts polling. */
@@ -150,6 +159,8 @@ export class JobRunner implements JobWaker {
     clearTimeout(this.timer);
     await this.running;
     await this.slots.drained();
+    await this.upkeepRun();
+    this.stopping = false;
   }
 
   private schedule(delayMs: number): void {
@@ -159,8 +170,8 @@ export class JobRunner implements JobWaker {
 
   private tick(): void {
     this.running = this.pass(() => this.started)
-      .then(() => undefined)
-      .catch((error: unknown) => log.error("job runner tick failed", { error: String(error) }))
+      .then(() => this.tickFailures.succeeded())
+      .catch((error: unknown) => this.tickFailures.failed(error))
       .finally(() => {
         this.running = undefined;
         const again = this.wokenDuringTick;
@@ -172,22 +183,37 @@ export class JobRunner implements JobWaker {
   /**
    * Runs every job due now, in batches, and returns once they have all run: those of this pass, and
    * those this instance's polling pass had claimed meanwhile, which this pass skipped as locked or
-   * leased. Returns how many this pass ran (a job that failed counts, one whose lease was lost does not).
+   * leased; and once the upkeep due now has run. Returns how many this pass ran (a job that failed counts, one whose lease was lost does not).
    */
   async runDue(): Promise<number> {
     const ran = await this.pass(() => true);
     await this.running;
+    await this.upkeepRun();
     return ran;
+  }
+
+  /** Resolves once the upkeep under way has ended. */
+  private async upkeepRun(): Promise<void> {
+    await Promise.all(this.upkeep.map((chore) => chore.running));
   }
 
   /** A pass over due jobs, claiming batch after batch while they come back full and `goOn` agrees. */
   private async pass(goOn: () => boolean): Promise<number> {
     await this.hooks.beforePass?.();
     const now = this.clock.now().getTime();
+    // Upkeep runs beside the jobs, never ahead of them: a long reaping must not hold up a due capture.
     for (const chore of this.upkeep) {
-      if (chore.nextAt > now) continue;
+      if (chore.nextAt > now || chore.running !== undefined) continue;
       chore.nextAt = now + chore.everyMs;
-      await chore.task();
+      chore.running = chore
+        .task()
+        .then(
+          () => undefined,
+          (error: unknown) => log.error("job runner upkeep failed", { error: String(error) }),
+        )
+        .finally(() => {
+          chore.running = undefined;
+        });
     }
     const outcomes: Promise<boolean>[] = [];
     try {
@@ -195,7 +221,7 @@ export class JobRunner implements JobWaker {
         const batch = await claimDueJobs(this.dataSource, this.clock.now(), batchSize, this.leaseMsOf, transactionalLeaseMs);
         const runs = batch.map((job) => this.slots.run(() => this.settle(job)));
         outcomes.push(...runs.map((run) => run.ended));
-        if (batch.length < batchSize || !goOn()) break;
+        if (batch.length < batchSize || !goOn() || this.stopping) break;
         // Claiming more before this batch is under way would only start more leases waiting for a slot.
         await runs.at(-1)!.started;
       }

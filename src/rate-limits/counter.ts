@@ -2,6 +2,8 @@
 export interface WindowCounter {
   /** Adds one request to `key` and returns the window's count so far, this one included. */
   increment(key: string, windowMs: number): Promise<number>;
+  /** The window's count so far without adding to it: whether an address is already refused, before any work. */
+  current(key: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -22,6 +24,11 @@ export class MemoryCounter implements WindowCounter {
     if (this.counts.size >= 10_000) this.sweep(now);
     this.counts.set(key, { count: 1, expiresAt: now + windowMs });
     return 1;
+  }
+
+  async current(key: string): Promise<number> {
+    const entry = this.counts.get(key);
+    return entry !== undefined && entry.expiresAt > this.now() ? entry.count : 0;
   }
 
   private sweep(now: number): void {

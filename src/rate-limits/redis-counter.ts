@@ -51,6 +51,15 @@ export class RedisCounter implements WindowCounter {
     }
   }
 
+  async current(key: string): Promise<number> {
+    try {
+      return Number((await this.redis.get(`ratelimit:${key}`)) ?? 0);
+    } catch (error) {
+      this.warn(error);
+      return this.fallback.current(key);
+    }
+  }
+
   private warn(error: unknown): void {
     const now = Date.now();
     if (now - this.lastWarning < warnEveryMs) return;

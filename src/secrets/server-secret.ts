@@ -8,7 +8,7 @@ export interface ServerSecret {
   readonly variable: string;
   /** File under DATA_DIR keeping the generated value of an embedded database. */
   readonly file: string;
-  /** Turns the configured text into the secret's bytes; throws a message naming the variable when unusable. */
+  /** Turns the configured text, which loadConfig has checked, into the secret's bytes. */
   parse(configured: string): Buffer;
 }
 

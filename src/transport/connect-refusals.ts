@@ -81,6 +81,9 @@ function messagePath(root: DescMessage, typeName: string): string | undefined {
   return pathTo(root, (field) => field.message?.typeName === typeName)?.[0];
 }
 
+/** Connect's words for a body or message over readMaxBytes, refused before it is read whole. */
+const sizeLimitRefusal = /larger than configured readMaxBytes (\d+)/;
+
 /** What connect's refusal messages (and protobuf-es's, which connect passes on) say, in our words. */
 const readings: readonly [RegExp, (match: RegExpExecArray, input: DescMessage) => ApiError | string][] = [
   [
@@ -127,7 +130,7 @@ const readings: readonly [RegExp, (match: RegExpExecArray, input: DescMessage) =
     /^protocol error: received extra input message/,
     () => "The request carries more than one message, or bytes after its message; a unary call takes exactly one",
   ],
-  [/larger than configured readMaxBytes (\d+)/, (m) => `The request message is larger than ${m[1]} bytes`],
+  [sizeLimitRefusal, (m) => `The request message is larger than ${m[1]} bytes`],
   [/^unknown compression "(.*)": supported encodings are (.*)$/s, (m) => `Unsupported compression "${m[1]}"; supported: ${m[2]}`],
   [
     /compressed envelope, but do not know how to decompress|already compressed/,
@@ -213,12 +216,15 @@ async function connectAnswer(
   const bytes = await readAllBytes(answer.body, maxErrorBytes);
   const gzipped = header.get("content-encoding") === "gzip";
   const json = gzipped ? gunzipSync(bytes, { maxOutputLength: maxErrorBytes }) : bytes;
-  const error = refused(errorFromJsonBytes(json, undefined, new ConnectError("The request could not be read")));
+  const raised = errorFromJsonBytes(json, undefined, new ConnectError("The request could not be read"));
+  const error = refused(raised);
   if (error === undefined) return { ...answer, body: createAsyncIterable([bytes]) };
   const body = errorToJsonBytes(error, {});
   header.delete("content-encoding");
   header.set("content-length", String(body.byteLength));
-  return { ...answer, status: codeToHttpStatus(error.code), body: createAsyncIterable([body]) };
+  // HTTP's own status for a body over the limit, as REST answers it; the Connect code stays invalid_argument.
+  const status = sizeLimitRefusal.test(raised.rawMessage) ? 413 : codeToHttpStatus(error.code);
+  return { ...answer, status, body: createAsyncIterable([body]) };
 }
 
 /** The body, then `after()` once it has been read to its end: connect sets gRPC trailers while the body is read. */

@@ -47,6 +47,7 @@ const documented: Record<ErrorCode, [number, string, Code, string, number]> = {
   IK_02: [422, "idempotency_error", Code.InvalidArgument, "invalid_argument", 400],
   RL_01: [429, "rate_limit_error", Code.ResourceExhausted, "resource_exhausted", 429],
   TO_01: [504, "timeout_error", Code.DeadlineExceeded, "deadline_exceeded", 504],
+  SU_01: [503, "api_error", Code.Unavailable, "unavailable", 503],
 };
 const codes = Object.keys(documented) as ErrorCode[];
 

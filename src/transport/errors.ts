@@ -14,7 +14,8 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { create, type DescFile } from "@bufbuild/protobuf";
 import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { ErrorDetailSchema, file_paymentservice_v1_error } from "../../gen/paymentservice/v1/error_pb.js";
-import { ApiError, errorCatalogue, internalError, notImplemented, unrecognizedUrl, type ErrorCode } from "../errors.js";
+import { isDatabaseUnavailable } from "../db/errors.js";
+import { ApiError, errorCatalogue, internalError, notImplemented, serviceUnavailable, unrecognizedUrl, type ErrorCode } from "../errors.js";
 import { respecGrpcMessage } from "./grpc-message.js";
 import type { WireProtocol } from "./protocol.js";
 
@@ -67,13 +68,29 @@ function internalFailure(requestId: string | undefined, cause: unknown): Connect
   return error;
 }
 
+/** How soon a call refused for an unavailable database is worth retrying (Retry-After, seconds). */
+const unavailableRetryAfterSeconds = 1;
+
+/**
+ * SU_01 for a database that cannot serve the call now, with Retry-After; the driver's words stay in
+ * the log, as the cause.
+ */
+function unavailable(cause: unknown): ConnectError {
+  const error = documentedError(serviceUnavailable());
+  error.metadata.set("retry-after", String(unavailableRetryAfterSeconds));
+  error.cause = cause;
+  return error;
+}
+
 /**
  * Turns anything a handler threw into the ConnectError clients receive. Our ApiErrors keep their
- * code as an ErrorDetail, and connect's `unimplemented` (a method not built yet) becomes IR_00;
- * anything else is an internal failure whose details stay in the log.
+ * code as an ErrorDetail, and connect's `unimplemented` (a method not built yet) becomes IR_00; a
+ * database that is down, restarting or not answering in time is SU_01; anything else is an internal
+ * failure whose details stay in the log.
  */
 export function toConnectError(reason: unknown, requestId?: string): ConnectError {
-  if (reason instanceof ApiError) return documentedError(reason);
+  if (reason instanceof ApiError) return reason.code === "SU_01" ? unavailable(reason) : documentedError(reason);
+  if (isDatabaseUnavailable(reason)) return unavailable(reason);
   if (reason instanceof ConnectError && documentedCodeOf(reason) !== undefined) return reason;
   if (reason instanceof ConnectError && reason.code === Code.Unimplemented) {
     return documentedError(notImplemented(reason.rawMessage));

@@ -8,6 +8,7 @@ import type { HeaderLookup } from "../auth/authenticate.js";
 import { describeValue, invalidRequest, MethodNotAllowedError, type ApiError } from "../errors.js";
 import type { Admit } from "./admission.js";
 import type { ApiRouter } from "./api-router.js";
+import type { ClientAddresses } from "./client-address.js";
 import { withDocumentedRefusals } from "./connect-refusals.js";
 import type { CorsPolicy } from "./cors.js";
 import {
@@ -43,6 +44,8 @@ export interface NodeHandlerOptions {
   readonly pages: readonly Pages[];
   /** Decides from the headers whether a call may run, before its body is read. */
   readonly admit: Admit;
+  /** The address a request's limits are counted under (TRUSTED_PROXIES). */
+  readonly clients: ClientAddresses;
   /** Cross-origin browser calls (CORS_ALLOWED_ORIGINS); absent, no response carries a CORS header. */
   readonly cors?: {
     readonly policy: CorsPolicy;
@@ -64,7 +67,7 @@ export interface NodeHandlerOptions {
  * (authenticated, rate-limited) from its headers before its body is read, and a request whose body
  * was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler({ router, pages, admit, cors, onEnded }: NodeHandlerOptions): DualProtocolHandler {
+export function createNodeHandler({ router, pages, admit, clients, cors, onEnded }: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
@@ -79,6 +82,10 @@ export function createNodeHandler({ router, pages, admit, cors, onEnded }: NodeH
     }
     return known;
   };
+
+  function clientOf(req: NodeRequest): string {
+    return clients.of(req.socket.remoteAddress, req.headers["x-forwarded-for"]);
+  }
 
   /** Lets the browser read the answer to a call, error or not, when its origin and the method allow it. */
   function allowBrowser(req: NodeRequest, res: NodeResponse, method: DescMethod): void {
@@ -133,7 +140,7 @@ export function createNodeHandler({ router, pages, admit, cors, onEnded }: NodeH
     const match = restRouter.match(req.method ?? "", target.path);
     record.procedure = procedureOf(match.route.method.parent.typeName, match.route.method.name);
     allowBrowser(req, res, match.route.method);
-    const admitted = await admit(match.route.method, nodeHeaders(req.headers));
+    const admitted = await admit(match.route.method, nodeHeaders(req.headers), clientOf(req));
     record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
     await rest({ match, target, req, res, record, values: callValues(record, admitted.caller) });
@@ -156,7 +163,7 @@ export function createNodeHandler({ router, pages, admit, cors, onEnded }: NodeH
     }
     const refusal = rpcRequestRefusal(req, target, handler);
     if (refusal !== undefined) return refuse(res, record, refusal.error, refusal.status);
-    const admitted = await admit(handler.method, nodeHeaders(req.headers));
+    const admitted = await admit(handler.method, nodeHeaders(req.headers), clientOf(req));
     record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
     const answer = await handler(universalRequestFromNodeRequest(req, res, undefined, callValues(record, admitted.caller)));

@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
+import type { DatabaseTimeouts } from "../db/pool.js";
 import { log } from "../log.js";
 
 /** What an instance's webhook sender offers the rest of the service, wherever it runs. */
@@ -19,6 +20,7 @@ export interface DeliveryThreadSettings {
   readonly namedStatements: boolean;
   readonly sandboxTestClock: boolean;
   readonly perEndpoint: number;
+  readonly timeouts: DatabaseTimeouts;
 }
 
 /** A message from the host to the thread. */

@@ -6,6 +6,7 @@ import "reflect-metadata";
 import { parentPort, workerData } from "node:worker_threads";
 import { DataSource } from "typeorm";
 import { systemClock } from "../clock.js";
+import { poolOptions } from "../db/pool.js";
 import { useNamedStatements } from "../db/prepared.js";
 import { log } from "../log.js";
 import { SandboxTestClock } from "../sandbox/test-clock.js";
@@ -17,7 +18,12 @@ const poolSize = 3;
 
 const settings = workerData as DeliveryThreadSettings;
 const port = parentPort!;
-const dataSource = new DataSource({ type: "postgres", url: settings.databaseUrl, logging: false, extra: { max: poolSize } });
+const dataSource = new DataSource({
+  type: "postgres",
+  url: settings.databaseUrl,
+  logging: false,
+  extra: poolOptions(settings.timeouts, poolSize),
+});
 await dataSource.initialize();
 if (settings.namedStatements) useNamedStatements(dataSource);
 const testClock = settings.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;

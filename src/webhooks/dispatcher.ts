@@ -1,6 +1,6 @@
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
-import { log } from "../log.js";
+import { FailureStreak, log } from "../log.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, attemptTimeoutMs, post } from "./sender.js";
 import type { WebhookSender } from "./delivery-thread.js";
@@ -141,6 +141,7 @@ export class WebhookDispatcher implements WebhookSender {
   private readonly sending = new Set<Promise<void>>();
   private outcomes: { outcome: Outcome; written: () => void }[] = [];
   private writing: Promise<void> | undefined;
+  private readonly takeFailures = new FailureStreak("taking due webhook deliveries");
 
   /**
    * `perEndpoint` attempts at most go out at once to one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY),
@@ -224,8 +225,9 @@ export class WebhookDispatcher implements WebhookSender {
     let taken = 0;
     try {
       taken = await this.takeMore();
+      this.takeFailures.succeeded();
     } catch (error) {
-      log.error("webhook dispatcher failed to take deliveries", { error: String(error) });
+      this.takeFailures.failed(error);
     }
     this.schedule(taken > 0 ? batchGapMs : pollMs);
   }

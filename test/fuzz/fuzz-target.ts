@@ -78,7 +78,7 @@ export class FuzzTarget {
 
   /** Starts the server and creates the fixtures through its API. */
   static async start(concurrency: number): Promise<FuzzTarget> {
-    const adminApiKey = `fuzz-admin-${process.pid}`;
+    const adminApiKey = `fuzz-admin-key-${process.pid}`;
     const output = new ServerOutput();
     const server = await ServerProcess.start(adminApiKey, output);
     try {

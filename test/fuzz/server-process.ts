@@ -44,8 +44,8 @@ export class ServerProcess {
   }
 
   /**
-   * Starts `src/server.ts` on an ephemeral port with a rate limit no fuzz run reaches and the sandbox
-   * test clock. DATABASE_URL is passed through (CI gives it a fresh PostgreSQL database); without it
+   * Starts `src/server.ts` on an ephemeral port with rate limits (per key; failed authentications and
+   * admin calls per address) no fuzz run reaches and the sandbox test clock. DATABASE_URL is passed through (CI gives it a fresh PostgreSQL database); without it
    * the server runs the embedded database in memory.
    */
   static start(adminApiKey: string, output: ServerOutput): Promise<ServerProcess> {
@@ -57,9 +57,11 @@ export class ServerProcess {
       SHUTDOWN_DELAY_MS: "0",
       WORKERS: "1",
       ADMIN_API_KEY: adminApiKey,
-      API_KEY_HASH_SECRET: "fuzz-hash-secret",
+      API_KEY_HASH_SECRET: "fuzz-api-key-hash-secret-32chars",
       DATA_ENCRYPTION_KEY: "7f".repeat(32),
       RATE_LIMIT_PER_MINUTE: "1000000000",
+      AUTH_FAILURE_LIMIT_PER_MINUTE: "1000000000",
+      ADMIN_RATE_LIMIT_PER_MINUTE: "1000000000",
       SANDBOX_TEST_CLOCK: "true",
     };
     if (env.DATABASE_URL === undefined || env.DATABASE_URL === "") {

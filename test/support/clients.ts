@@ -1,3 +1,4 @@
+import { connect as connectTcp } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import {
@@ -6,6 +7,7 @@ import {
   createGrpcWebTransport,
   type ConnectTransportOptions,
 } from "@connectrpc/connect-node";
+import { Agent, fetch as fetchVia } from "undici";
 import { adminApiKey } from "./service.js";
 
 /**
@@ -23,21 +25,36 @@ export interface RestResponse {
   readonly body: JsonBody;
 }
 
-/** Calls a REST path with fetch, as a web backend would. */
+/**
+ * Connections from one local address: every test calls from 127.0.0.1, and a test of the limits per
+ * client address calls from others of 127.0.0.0/8 as other clients would.
+ */
+const agents = new Map<string, Agent>();
+
+function agentFrom(localAddress: string): Agent {
+  let agent = agents.get(localAddress);
+  if (agent === undefined) {
+    agent = new Agent({ localAddress });
+    agents.set(localAddress, agent);
+  }
+  return agent;
+}
+
+/** Calls a REST path with fetch, as a web backend would; `from` is the local address to call from. */
 export async function rest(
   baseUrl: string,
   method: string,
   path: string,
-  options: { apiKey?: string; admin?: boolean; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  options: { apiKey?: string; admin?: boolean; body?: unknown; rawBody?: string; headers?: Record<string, string>; from?: string } = {},
 ): Promise<RestResponse> {
   const headers: Record<string, string> = { "content-type": "application/json", ...options.headers };
   if (options.apiKey !== undefined) headers["api-key"] = options.apiKey;
   if (options.admin === true) headers["admin-api-key"] = adminApiKey;
-  const response = await fetch(baseUrl + path, {
-    method,
-    headers,
-    body: options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
-  });
+  const init = { method, headers, body: options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)) };
+  const response =
+    options.from === undefined
+      ? await fetch(baseUrl + path, init)
+      : await fetchVia(baseUrl + path, { ...init, dispatcher: agentFrom(options.from) });
   const text = await response.text();
   return { status: response.status, headers: response.headers, text, body: text === "" ? undefined : JSON.parse(text) };
 }
@@ -54,26 +71,33 @@ function withHeaders(headers: Record<string, string>): Interceptor {
 }
 
 /**
- * A generated typed client over one protocol, as another service would use it. Connect sends binary
- * protobuf by POST, as connect-node does by default, unless `connect` asks for JSON (as a browser
- * sends) or for GET (side-effect-free methods only).
+ * A generated typed client over one protocol, as another service would use it; `auth.from` is the
+ * local address to call from. Connect sends binary protobuf by POST, as connect-node does by default,
+ * unless `connect` asks for JSON (as a browser sends) or for GET (side-effect-free methods only).
  */
 export function rpcClient<S extends DescService>(
   service: S,
   baseUrl: string,
   protocol: RpcProtocol,
-  auth: { apiKey?: string; admin?: boolean } = {},
+  auth: { apiKey?: string; admin?: boolean; from?: string } = {},
   connect: Pick<ConnectTransportOptions, "useBinaryFormat" | "useHttpGet"> = {},
 ): Client<S> {
   const headers: Record<string, string> = {};
   if (auth.apiKey !== undefined) headers["api-key"] = auth.apiKey;
   if (auth.admin === true) headers["admin-api-key"] = adminApiKey;
   const interceptors = [withHeaders(headers)];
+  const localAddress = auth.from;
+  const http1 = localAddress === undefined ? {} : { nodeOptions: { localAddress } };
+  const { hostname, port } = new URL(baseUrl);
+  const http2 =
+    localAddress === undefined
+      ? {}
+      : { nodeOptions: { createConnection: () => connectTcp({ host: hostname, port: Number(port), localAddress }) } };
   const transport =
     protocol === "connect"
-      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors, ...connect })
+      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors, ...connect, ...http1 })
       : protocol === "grpc"
-        ? createGrpcTransport({ baseUrl, interceptors })
-        : createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });
+        ? createGrpcTransport({ baseUrl, interceptors, ...http2 })
+        : createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors, ...http1 });
   return createClient(service, transport);
 }

@@ -57,6 +57,20 @@ export function fileDatabaseUrl(): Promise<string> | undefined {
   return fileDatabase;
 }
 
+/**
+ * A new database with nothing in it, not even the migrations, on DATABASE_URL's server: what a first
+ * deploy meets. Named like the per-file databases, so the run drops it with them.
+ */
+export async function emptyDatabaseUrl(): Promise<string> {
+  const template = process.env.DATABASE_URL;
+  if (template === undefined) throw new Error("emptyDatabaseUrl needs DATABASE_URL (PostgreSQL)");
+  return onServer(template, async (client) => {
+    const name = `${clonePrefix(template)}${randomBytes(6).toString("hex")}`;
+    await client.query(`CREATE DATABASE "${name}"`);
+    return withDatabase(template, name);
+  });
+}
+
 /** Runs `work` on a client of its own connected to this test file's database, so it can hold locks and transactions the service must wait for. */
 export async function onFileDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
   const db = new pg.Client({ connectionString: await fileDatabaseUrl() });

@@ -26,6 +26,7 @@ export const documentedErrorType = {
   IK_02: "idempotency_error",
   RL_01: "rate_limit_error",
   TO_01: "timeout_error",
+  SU_01: "api_error",
 } as const;
 
 /** A documented error code. */

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { eachLine, listeningUrl } from "./server-log.js";
-import { adminApiKey, testDataEncryptionKey } from "./service.js";
+import { adminApiKey, testDataEncryptionKey, testHashSecret, unreachedLimit } from "./service.js";
 
 /** The repository root: the server runs from there as `npm start` would. */
 const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -9,8 +9,12 @@ const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 /** A running `node --import tsx src/server.ts` (one process, so SIGKILL really kills the server) and everything it printed. */
 export interface ServerProcess {
   readonly url: string;
+  /** Its process id, to read its memory in /proc. */
+  readonly pid: number;
   /** Everything it wrote on stdout and stderr so far. */
   output(): string;
+  /** Whether it is still running: a fault test's first check is that nothing ended it. */
+  running(): boolean;
   /** Ends it with SIGKILL, as a crash would, and waits for the exit. */
   kill(): Promise<void>;
   /** Stops it with SIGTERM and waits for the exit, so that every line it wrote has been read. */
@@ -35,8 +39,10 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
       // No load balancer is waiting to see it unready: it may stop at once.
       SHUTDOWN_DELAY_MS: "0",
       ADMIN_API_KEY: adminApiKey,
-      API_KEY_HASH_SECRET: "test-hash-secret",
+      API_KEY_HASH_SECRET: testHashSecret,
       DATA_ENCRYPTION_KEY: testDataEncryptionKey,
+      AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
+      ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -58,7 +64,9 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
   const running = () => child.exitCode === null && child.signalCode === null;
   return {
     url,
+    pid: child.pid!,
     output: () => output,
+    running,
     async kill() {
       if (running()) child.kill("SIGKILL");
       await exited;

@@ -4,11 +4,17 @@ import type { Clock } from "../../src/clock.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
 import { fileDatabaseUrl } from "./database.js";
 
-/** The operator key every test service accepts. */
-export const adminApiKey = "test-admin-key";
+/** The operator key every test service accepts (ADMIN_API_KEY: 16 characters at least). */
+export const adminApiKey = "test-admin-api-key";
+
+/** The API key hash secret of every test service (API_KEY_HASH_SECRET: 32 characters at least). */
+export const testHashSecret = "test-api-key-hash-secret-32chars";
 
 /** The data encryption key of every test service: instances sharing a database must share it. */
 export const testDataEncryptionKey = "5e".repeat(32);
+
+/** A per-address limit no test run reaches: the suites send everything from 127.0.0.1. */
+export const unreachedLimit = "1000000000";
 
 /** Overrides that push the background job poll out of reach, so jobs run only when a test calls runDue(). */
 export const noPolling = { JOB_POLL_MS: "3600000" };
@@ -20,9 +26,13 @@ export const noPolling = { JOB_POLL_MS: "3600000" };
 export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
   return loadConfig({
     DATA_DIR: ":memory:",
-    API_KEY_HASH_SECRET: "test-hash-secret",
+    API_KEY_HASH_SECRET: testHashSecret,
     DATA_ENCRYPTION_KEY: testDataEncryptionKey,
     DATABASE_POOL_SIZE: "10",
+    // Every test calls from 127.0.0.1, many with wrong keys on purpose: only the tests of these limits
+    // (test/faults/auth-abuse.fault.ts) set them low, from addresses of their own.
+    AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
+    ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
     ...process.env,
     PORT: "0",
     ADMIN_API_KEY: adminApiKey,

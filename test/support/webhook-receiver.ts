@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { EventDelivery } from "../../gen/paymentservice/v1/event_pb.js";
 import { DeliveryStatusSchema } from "../../gen/paymentservice/v1/event_pb.js";
 import { iso, type Json, word } from "./parity.js";
+import { freePort } from "./ports.js";
 
 /*
  * The other side of a webhook: a small HTTP server on 127.0.0.1 (an ephemeral port) that records
@@ -136,11 +137,7 @@ async function stream(res: http.ServerResponse, bytes: number): Promise<void> {
 
 /** A URL on 127.0.0.1 where nothing listens: a port that was free a moment ago. */
 export async function closedPortUrl(): Promise<string> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/hook`;
+  return `http://127.0.0.1:${await freePort()}/hook`;
 }
 
 /** The parts of an X-Webhook-Signature header: `t` and every `v1`. */

@@ -10,6 +10,7 @@ import { OperationClaims1764600000000 } from "./1764600000000-operation-claims.j
 import { EventOrder1764700000000 } from "./1764700000000-event-order.js";
 import { WebhookDeliveries1764800000000 } from "./1764800000000-webhook-deliveries.js";
 import { WebhookTakeable1764900000000 } from "./1764900000000-webhook-takeable.js";
+import { InstanceLiveness1765000000000 } from "./1765000000000-instance-liveness.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -25,4 +26,5 @@ export const migrations = [
   EventOrder1764700000000,
   WebhookDeliveries1764800000000,
   WebhookTakeable1764900000000,
+  InstanceLiveness1765000000000,
 ];

@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import { Code, ConnectError, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
-import { invalidRequest } from "../../errors.js";
+import { ApiError, invalidRequest } from "../../errors.js";
 import { documentedCodeOf, toConnectError, writeError, type NodeResponse } from "../errors.js";
 import type { RequestRecord } from "../request-record.js";
 import type { RequestTarget } from "../request-target.js";
@@ -86,7 +86,7 @@ export function createRestHandler(interceptors: Interceptor[]): (call: RestCall)
       if (context !== undefined) copyHeaders(context.responseHeader, res);
       const error = toConnectError(reason, record.id);
       record.answered(documentedCodeOf(error), error.cause ?? reason);
-      writeError(res, "rest", error);
+      writeError(res, "rest", error, reason instanceof BodyTooLarge ? 413 : undefined);
     }
   };
 }
@@ -123,7 +123,12 @@ function sendJson(res: NodeResponse, body: unknown): void {
   res.end(payload);
 }
 
-const tooLarge = (): Error => invalidRequest(`The request body is larger than ${maxBodyBytes} bytes`);
+/** IR_06 answered 413 Content Too Large: HTTP has a status for exactly this. */
+class BodyTooLarge extends ApiError {
+  constructor() {
+    super("IR_06", `The request body is larger than ${maxBodyBytes} bytes`);
+  }
+}
 
 /** The client went away while its body was being read. */
 class RequestAborted extends Error {}
@@ -138,7 +143,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  */
 function readBody(req: IncomingMessage | Http2ServerRequest): Promise<unknown> {
   const declared = Number(req.headers["content-length"]);
-  if (declared > maxBodyBytes) return Promise.reject(tooLarge());
+  if (declared > maxBodyBytes) return Promise.reject(new BodyTooLarge());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -157,7 +162,7 @@ function readBody(req: IncomingMessage | Http2ServerRequest): Promise<unknown> {
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       chunks.push(chunk);
-      if (size > maxBodyBytes) refuse(tooLarge());
+      if (size > maxBodyBytes) refuse(new BodyTooLarge());
     };
     const onEnd = (): void => {
       stop();

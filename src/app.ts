@@ -46,6 +46,7 @@ import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
+import { RequestRecord } from "./transport/request-record.js";
 import { createAdmission } from "./transport/admission.js";
 import { ClientAddresses } from "./transport/client-address.js";
 import { CorsPolicy } from "./transport/cors.js";
@@ -59,6 +60,8 @@ import { ProbeConnection } from "./health/probe-connection.js";
 import { Readiness } from "./health/readiness.js";
 import { createRequestRulesInterceptor } from "./transport/request-rules.js";
 import { rpcJsonOptions } from "./transport/rpc-json.js";
+import { ServiceMetrics } from "./metrics/service-metrics.js";
+import { openOpsListener } from "./transport/ops-listener.js";
 
 /**
  * Everything one instance opens at start-up, built here and nowhere else. No module reaches into it:
@@ -106,6 +109,8 @@ export interface App {
   readonly adminLimiter: RateLimiter;
   /** While held, this instance's leases are its own; once it is gone they can be taken over at once. */
   readonly liveness: InstanceLiveness;
+  /** This instance's Prometheus metrics, scraped on the operators' port (OPS_PORT). */
+  readonly metrics: ServiceMetrics;
 }
 
 /** A service listening on its port. */
@@ -113,6 +118,8 @@ export interface RunningService {
   readonly app: App;
   /** Base URL of the port, e.g. http://127.0.0.1:8080. */
   readonly url: string;
+  /** Base URL of the operators' port (/metrics and the probes), when OPS_PORT is set. */
+  readonly opsUrl: string | undefined;
   /**
    * Shuts the instance down in the order a load balancer needs (docs/operations.md): not ready at
    * once, still serving for `drainDelayMs` while the balancer notices, then no new connections and
@@ -167,7 +174,11 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     await testClock?.refresh();
     const clock = injected ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
-    const jobs = new JobRunner(dataSource, clock, config.jobPollMs, () => testClock?.refresh());
+    const metrics = new ServiceMetrics(dataSource, clock);
+    const jobs = new JobRunner(dataSource, clock, config.jobPollMs, {
+      beforePass: () => testClock?.refresh(),
+      failed: (kind) => metrics.jobFailed(kind),
+    });
     // An injected clock (tests) lives in this thread's memory, so its dispatcher runs here to read it.
     const webhooks =
       injected === undefined
@@ -180,7 +191,8 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
           })
         : new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency);
     const localCounter = new MemoryCounter(() => clock.now().getTime());
-    const counter = config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter);
+    const counter =
+      config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter, () => metrics.rateLimitFellBack());
     return {
       config,
       dataSource,
@@ -211,6 +223,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       ),
       adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
       liveness,
+      metrics,
     };
   } catch (error) {
     await embedded?.close();
@@ -280,6 +293,14 @@ export async function serve(opened: App): Promise<RunningService> {
     requestTimeoutMs: config.requestTimeoutMs,
     maxConnections: config.maxConnections,
     maxConcurrentStreams: config.http2MaxConcurrentStreams,
+    onRefused(status) {
+      // Logged and counted as the handler would: IR_06, no route, nothing of the request kept.
+      const record = new RequestRecord();
+      record.answered("IR_06");
+      record.log(undefined, "", status, true);
+      opened.metrics.requestEnded(record);
+      return record.id;
+    },
   });
   await new Promise<void>((resolve, reject) => {
     listener.server.once("error", reject);
@@ -326,7 +347,16 @@ export async function serve(opened: App): Promise<RunningService> {
       app.config.corsAllowedOrigins.length === 0
         ? undefined
         : { policy: new CorsPolicy(app.config.corsAllowedOrigins), browserCallable: publishableKeyMayCall },
+    onEnded: (record) => app.metrics.requestEnded(record),
   });
+  const ops =
+    app.config.opsPort === undefined
+      ? undefined
+      : await openOpsListener(
+          app.config.opsPort,
+          async () => ({ contentType: app.metrics.registry.contentType, text: await app.metrics.scrape() }),
+          createProbePages(readiness),
+        );
 
   registerJobs(app.jobs, app);
   app.jobs.start();
@@ -334,10 +364,13 @@ export async function serve(opened: App): Promise<RunningService> {
   return {
     app,
     url: `http://127.0.0.1:${port}`,
+    opsUrl: ops?.url,
     async close({ drainDelayMs, graceMs }: ShutdownTiming = { drainDelayMs: 0, graceMs: 5_000 }) {
       readiness.beginClosing();
       if (drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
       await Promise.all([listener.close(graceMs), app.webhooks.stop(), app.jobs.stop()]);
+      // Last: until the API port has closed, the operators' /readyz reports the drain.
+      await ops?.close();
       await probeConnection?.close();
     },
   };

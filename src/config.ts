@@ -66,8 +66,13 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** Streams one HTTP/2 connection may have open at once. */
   readonly http2MaxConcurrentStreams: number;
-  /** How much the service logs; "silent" logs nothing. */
+  /** How much the service logs; "silent" logs nothing (src/log.ts reads it at load; it is checked here so a typo stops the start). */
   readonly logLevel: LogLevel;
+  /**
+   * Port of the operators' listener (/metrics, /livez, /readyz), kept apart from the API port so
+   * metrics are never public; undefined opens none, 0 picks a free port (tests).
+   */
+  readonly opsPort: number | undefined;
   /**
    * Whether start-up applies pending migrations (the default). False: a deploy job runs
    * `npm run migrate` once, and an instance refuses to start while migrations are pending.
@@ -153,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 30_000, headersTimeoutMs, 3_600_000),
     http2MaxConcurrentStreams: int("HTTP2_MAX_CONCURRENT_STREAMS", 100, 1, 10_000),
     logLevel: check(() => oneOf(env, "LOG_LEVEL", logLevels, "info"), "info"),
+    opsPort: text(env, "OPS_PORT") === undefined ? undefined : int("OPS_PORT", 0, 0, 65535),
     migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -1,10 +1,14 @@
+import { pino, stdTimeFunctions } from "pino";
+import { redactCardNumbers } from "./card-numbers.js";
+import { logLevels, type LogLevel } from "./config.js";
+
 /**
- * Structured logging: one JSON object per line on stdout, so log shippers need no parser. Callers pass
- * identifiers and outcomes only — never request bodies, which may hold card data.
+ * Structured logging with pino: one JSON object per line on stdout (time, level, pid, message and the
+ * fields), so log shippers need no parser. Callers pass identifiers and outcomes only — never request
+ * bodies, which may hold card data; the logger's own configuration redacts what slips through anyway.
  */
 type Fields = Record<string, unknown>;
 
-const silent = process.env.LOG_LEVEL === "silent";
 let pending: string[] = [];
 /**
  * Set once stdout cannot be written (its reader went away: EPIPE). Serving payments matters more
@@ -27,17 +31,71 @@ function flush(): void {
 // stdout to a file or pipe is synchronous on Linux, so lines logged just before an exit still land.
 process.on("exit", flush);
 
-function write(level: "info" | "warn" | "error", message: string, fields: Fields): void {
-  if (silent) return;
-  if (pending.length === 0) setImmediate(flush);
-  pending.push(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
+/** pino's destination: the batching, EPIPE-proof writer above rather than pino's own stream. */
+const stdoutBatches = {
+  write(line: string): void {
+    if (pending.length === 0) setImmediate(flush);
+    pending.push(line);
+  },
+};
+
+/**
+ * Names under which a secret would travel (keys, authorization headers, card fields): censored by
+ * pino's `redact` wherever a caller's fields hold them, at the top or one level down.
+ */
+const secretKeys = [
+  "api_key",
+  "apiKey",
+  "admin_api_key",
+  "authorization",
+  "secret",
+  "client_secret",
+  "password",
+  "card_number",
+  "cardNumber",
+  "card_cvc",
+  "cardCvc",
+  "cvc",
+  "headers",
+];
+
+/** Card numbers in any string of the fields, however deep: an error message may quote what a client sent. */
+function withoutCardNumbers(value: unknown): unknown {
+  if (typeof value === "string") return redactCardNumbers(value);
+  if (Array.isArray(value)) return value.map(withoutCardNumbers);
+  if (typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withoutCardNumbers(item)]));
+  }
+  return value;
 }
 
-/** The service's logger. */
+/** The level named by LOG_LEVEL; an unknown one logs at info until configuration refuses it at start. */
+function levelFromEnvironment(): LogLevel {
+  const value = process.env.LOG_LEVEL?.trim() ?? "";
+  return (logLevels as readonly string[]).includes(value) ? (value as LogLevel) : "info";
+}
+
+const logger = pino(
+  {
+    level: levelFromEnvironment(),
+    messageKey: "message",
+    base: { pid: process.pid },
+    timestamp: stdTimeFunctions.isoTime,
+    formatters: {
+      level: (label) => ({ level: label }),
+      log: (fields) => withoutCardNumbers(fields) as Fields,
+    },
+    redact: { paths: secretKeys.flatMap((key) => [key, `*.${key}`]), censor: "[redacted]" },
+  },
+  stdoutBatches,
+);
+
+/** The service's logger: `log.info(message, fields)`, fields being identifiers and outcomes. */
 export const log = {
-  info: (message: string, fields: Fields = {}) => write("info", message, fields),
-  warn: (message: string, fields: Fields = {}) => write("warn", message, fields),
-  error: (message: string, fields: Fields = {}) => write("error", message, fields),
+  debug: (message: string, fields: Fields = {}) => logger.debug(fields, redactCardNumbers(message)),
+  info: (message: string, fields: Fields = {}) => logger.info(fields, redactCardNumbers(message)),
+  warn: (message: string, fields: Fields = {}) => logger.warn(fields, redactCardNumbers(message)),
+  error: (message: string, fields: Fields = {}) => logger.error(fields, redactCardNumbers(message)),
 };
 
 /**

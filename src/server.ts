@@ -2,7 +2,10 @@ import cluster from "node:cluster";
 import { pathToFileURL } from "node:url";
 import { closeApp, openApp, serve, type RunningService } from "./app.js";
 import { loadConfig } from "./config.js";
+import { createProbePages } from "./health/probes.js";
 import { log } from "./log.js";
+import { clusterMetrics, reportToPrimary } from "./metrics/cluster-metrics.js";
+import { openOpsListener } from "./transport/ops-listener.js";
 import { MerchantRow } from "./merchants/merchant.entity.js";
 import { bootstrapSandbox, describeSandboxStart } from "./merchants/bootstrap.js";
 
@@ -11,8 +14,11 @@ import { bootstrapSandbox, describeSandboxStart } from "./merchants/bootstrap.js
  * merchant and prints its key, so a new user can call the API straight away.
  */
 export async function main(): Promise<RunningService> {
-  const config = loadConfig();
+  const loaded = loadConfig();
+  // A worker of a cluster leaves OPS_PORT to the primary, which scrapes it over IPC (cluster-metrics.ts).
+  const config = cluster.isWorker ? { ...loaded, opsPort: undefined } : loaded;
   const app = await openApp(config);
+  if (cluster.isWorker) reportToPrimary(app.metrics.registry);
   const service = await serve(app);
   // Handled from the moment it listens: until then a signal ends the process at once, unlogged.
   const stop = async (signal: NodeJS.Signals) => {
@@ -27,7 +33,11 @@ export async function main(): Promise<RunningService> {
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
-  log.info("listening", { url: service.url, database: config.databaseUrl === undefined ? `embedded (${config.dataDir})` : "postgresql" });
+  log.info("listening", {
+    url: service.url,
+    ops_url: service.opsUrl,
+    database: config.databaseUrl === undefined ? `embedded (${config.dataDir})` : "postgresql",
+  });
   if (app.embedded !== undefined && (await app.dataSource.getRepository(MerchantRow).count()) === 0) {
     const start = await bootstrapSandbox(app);
     process.stdout.write(describeSandboxStart(start, service.url));
@@ -45,7 +55,9 @@ const refork = { firstMs: 1_000, maxMs: 30_000 };
  * instance (own pool, own job runner), exactly as several machines behind a load balancer would be.
  * The embedded database belongs to one process, so several workers need DATABASE_URL.
  */
-function supervise(workers: number): void {
+async function supervise(workers: number, opsPort: number | undefined): Promise<void> {
+  const ops = opsPort === undefined ? undefined : await openOpsListener(opsPort, clusterMetrics(), createProbePages(undefined));
+  if (ops !== undefined) log.info("ops listening", { url: ops.url, workers });
   const startedAt = new Map<number, number>();
   const fork = () => {
     const worker = cluster.fork();
@@ -71,6 +83,8 @@ function supervise(workers: number): void {
     process.once(signal, () => {
       stopping = true;
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+      // The workers' exits end the primary, once its own port is closed too.
+      void ops?.close();
     });
   }
 }
@@ -85,9 +99,9 @@ export function run(): void {
     process.exit(1);
   };
   try {
-    const { workers, databaseUrl } = loadConfig();
+    const { workers, databaseUrl, opsPort } = loadConfig();
     if (workers > 1 && databaseUrl === undefined) throw new Error("WORKERS > 1 needs DATABASE_URL: the embedded database has one owner");
-    if (workers > 1 && cluster.isPrimary) supervise(workers);
+    if (workers > 1 && cluster.isPrimary) supervise(workers, opsPort).catch(fail);
     else main().catch(fail);
   } catch (error) {
     fail(error);

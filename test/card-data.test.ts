@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
 import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardInput } from "../gen/paymentservice/v1/payment_pb.js";
 import { startEmbeddedDatabase } from "../src/db/embedded.js";
+import { expectNoCardData, type SentCardData } from "./support/card-data.js";
 import { rpcClient } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { spawnServer, type ServerProcess } from "./support/server-process.js";
@@ -41,42 +42,8 @@ const cards = {
   badCheckDigit: "4242424242424241",
 } as const;
 
-/** Digits of `number`, allowing a space or dash between any two, as a log or a form might write it. */
-function cardPattern(number: string): RegExp {
-  return new RegExp(number.split("").join("[ -]?"));
-}
-
-function passesLuhn(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let digit = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) digit = digit * 2 > 9 ? digit * 2 - 9 : digit * 2;
-    sum += digit;
-  }
-  return sum % 10 === 0;
-}
-
-/**
- * What in one record (a response body, a log line, a table row) looks like card data: one of the
- * numbers sent, any Luhn-valid run of 15–19 digits, or a CVC next to "cvc".
- */
-function cardDataIn(record: string): string[] {
-  const found: string[] = [];
-  for (const [name, number] of Object.entries(cards)) {
-    if (cardPattern(number).test(record)) found.push(`card number ${name}`);
-  }
-  for (const run of record.match(/\d{15,19}/g) ?? []) {
-    if (passesLuhn(run)) found.push(`Luhn-valid digit run ${run.slice(0, 6)}…`);
-  }
-  if (/cvc|cvv/i.test(record) && new RegExp(`\\b(${cvc}|${amexCvc})\\b`).test(record)) found.push("a CVC in a record about the CVC");
-  if (/(cvc|cvv)["'\s]*[:=]\s*["']?\d{3,4}\b/i.test(record)) found.push("a CVC value");
-  return found;
-}
-
-function expectNoCardData(records: readonly string[], where: string): void {
-  const findings = records.flatMap((record) => cardDataIn(record).map((finding) => `${finding} in: ${record.slice(0, 300)}`));
-  expect(findings, `card data in ${where}`).toEqual([]);
-}
+/** What this file sends that must never come back. */
+const sent: SentCardData = { numbers: Object.values(cards), cvcs: [cvc, amexCvc] };
 
 /** Every row of every table of the public schema, as JSON text. */
 async function dumpDatabase(url: string): Promise<string[]> {
@@ -186,7 +153,7 @@ describe("card data (decisions §4)", () => {
     );
     expect(confirmed.body).toMatchObject({ status: "succeeded", payment_method_data: { card: { last4: "4444", brand: "mastercard" } } });
 
-    expectNoCardData(responses, "REST responses");
+    expectNoCardData(responses, "REST responses", sent);
   });
 
   it("answers gRPC card payments with the masked card only", async () => {
@@ -241,7 +208,7 @@ describe("card data (decisions §4)", () => {
     );
     expect(expired.findDetails(ErrorDetailSchema)[0]?.code).toBe("IR_16");
 
-    expectNoCardData(responses, "gRPC responses");
+    expectNoCardData(responses, "gRPC responses", sent);
   });
 
   it("rejects unsupported, expired and malformed cards with a 400 that does not repeat them", async () => {
@@ -282,7 +249,7 @@ describe("card data (decisions §4)", () => {
     await connect({ cardNumber: cards.visa, cardExpMonth: "07", cardExpYear: expYear, cardCvc: Number(cvc) });
     await connect(cards.visa);
 
-    expectNoCardData(responses, "responses to rejected requests");
+    expectNoCardData(responses, "responses to rejected requests", sent);
   });
 
   it("writes no card number or CVC to the log or to any table", async () => {
@@ -295,14 +262,14 @@ describe("card data (decisions §4)", () => {
     const calls = lines.filter((line) => line.includes('"procedure":"/paymentservice.v1.PaymentService/CreatePayment"'));
     expect(calls.some((line) => line.includes('"protocol":"rest"'))).toBe(true);
     expect(calls.some((line) => /"protocol":"(connect|grpc|grpc-web)"/.test(line))).toBe(true);
-    expectNoCardData(lines, "the server's output");
+    expectNoCardData(lines, "the server's output", sent);
 
     const db = databaseUrl === undefined ? await startEmbeddedDatabase(dataDir!, 2) : undefined;
     try {
       const rows = await dumpDatabase(databaseUrl ?? db!.url);
       expect(rows.filter((row) => row.startsWith("payments: ")).length).toBeGreaterThan(0);
       expect(rows.some((row) => row.startsWith("payments: ") && /"last4": ?"4242"/.test(row))).toBe(true);
-      expectNoCardData(rows, "the database");
+      expectNoCardData(rows, "the database", sent);
     } finally {
       await db?.close();
     }

@@ -49,7 +49,9 @@ function npmRunMigrate(databaseUrl: string): Promise<MigrateRun> {
   }
   return new Promise((resolve) => {
     child.once("close", (code) => {
-      const count = /"message":"migrated".*"count":(\d+)/.exec(output)?.[1];
+      // Found by its message wherever the logger puts the fields of the line.
+      const migrated = output.split("\n").find((line) => line.includes('"message":"migrated"'));
+      const count = migrated === undefined ? undefined : /"count":(\d+)/.exec(migrated)?.[1];
       resolve({ code, output, applied: count === undefined ? undefined : Number(count) });
     });
   });
@@ -63,9 +65,15 @@ describe.skipIf(!onPostgres)("npm run migrate, then MIGRATE_ON_START=false (Post
   it("a server refuses a fresh database; two deploy jobs at once apply each migration once; then the server serves", async () => {
     const databaseUrl = await emptyDatabaseUrl();
 
-    await expect(spawnServer({ DATABASE_URL: databaseUrl, MIGRATE_ON_START: "false" })).rejects.toThrow(
-      new RegExp(`the server exited \\(1\\) before listening:[\\s\\S]*"message":"start failed"[\\s\\S]*${refusal.source}`),
+    const refused = await spawnServer({ DATABASE_URL: databaseUrl, MIGRATE_ON_START: "false" }).then(
+      () => "",
+      (error: Error) => error.message,
     );
+    expect(refused).toMatch(/^the server exited \(1\) before listening:/);
+    expect(
+      refused.split("\n").some((line) => line.includes('"message":"start failed"') && refusal.test(line)),
+      refused,
+    ).toBe(true);
 
     // The advisory lock: two jobs started together, one applies everything, the other finds nothing left.
     const jobs = await Promise.all([npmRunMigrate(databaseUrl), npmRunMigrate(databaseUrl)]);

@@ -49,6 +49,14 @@ export interface JobWaker {
   wake(): void;
 }
 
+/** What a runner tells its instance, and asks of it, around its passes. */
+export interface JobRunnerHooks {
+  /** Runs before each pass over due jobs (the sandbox test clock re-reads its offset there). */
+  readonly beforePass?: () => Promise<void> | undefined;
+  /** Told of each failed attempt, by the job's kind (the failure metric). */
+  readonly failed?: (kind: string) => void;
+}
+
 /** Retry delay after a failed attempt: 10 s, doubling, at most an hour. */
 function retryDelayMs(attempts: number): number {
   return Math.min(10_000 * 2 ** (attempts - 1), 3_600_000);
@@ -101,12 +109,11 @@ export class JobRunner implements JobWaker {
   private wokenDuringTick = false;
   private readonly upkeep: Chore[] = [];
 
-  /** `beforePass` runs before each pass over due jobs (the sandbox test clock re-reads its offset there). */
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly pollMs: number,
-    private readonly beforePass: () => Promise<void> | undefined = () => undefined,
+    private readonly hooks: JobRunnerHooks = {},
   ) {}
 
   /** Adds the handlers of one resource's job kinds. */
@@ -192,7 +199,7 @@ export class JobRunner implements JobWaker {
 
   /** A pass over due jobs, claiming batch after batch while they come back full and `goOn` agrees. */
   private async pass(goOn: () => boolean): Promise<number> {
-    await this.beforePass();
+    await this.hooks.beforePass?.();
     const now = this.clock.now().getTime();
     // Upkeep runs beside the jobs, never ahead of them: a long reaping must not hold up a due capture.
     for (const chore of this.upkeep) {
@@ -270,6 +277,7 @@ export class JobRunner implements JobWaker {
 
   private async recordFailure(job: JobRow, leasedUntil: Date, error: unknown): Promise<void> {
     const attempts = job.attempts + 1;
+    this.hooks.failed?.(job.kind);
     log.error("job failed", { kind: job.kind, object_id: job.objectId, attempts, error: String(error) });
     const retryAt = new Date(this.clock.now().getTime() + retryDelayMs(attempts));
     try {

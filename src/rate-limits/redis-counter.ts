@@ -16,7 +16,7 @@ const warnEveryMs = 30_000;
 /**
  * Counters shared through Redis (REDIS_URL), so every instance enforces one limit. When Redis does
  * not answer, requests are counted by `fallback` (this instance only) instead of failing: a rate
- * limiter outage must not stop payments (issue 6, fail open), and it is logged.
+ * limiter outage must not stop payments (issue 6, fail open), and it is logged and counted.
  */
 export class RedisCounter implements WindowCounter {
   private readonly redis: Redis;
@@ -25,6 +25,8 @@ export class RedisCounter implements WindowCounter {
   constructor(
     url: string,
     private readonly fallback: WindowCounter,
+    /** Told of each request counted by the fallback (the fallback metric). */
+    private readonly fellBack: () => void = () => undefined,
   ) {
     this.redis = new Redis(url, {
       lazyConnect: false,
@@ -44,6 +46,7 @@ export class RedisCounter implements WindowCounter {
       return await run.call(this.redis, `ratelimit:${key}`, windowMs);
     } catch (error) {
       this.warn(error);
+      this.fellBack();
       return this.fallback.increment(key, windowMs);
     }
   }

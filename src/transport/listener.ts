@@ -26,6 +26,12 @@ export interface DualProtocolServerOptions {
   maxConnections?: number;
   /** Streams an HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams?: number;
+  /**
+   * Told of each request Node's HTTP/1.1 server answers by itself, before any handler (a parse
+   * error, an Expect it cannot meet, CONNECT), with the status: it logs and counts the request as the
+   * handler would, and returns the request id the answer carries.
+   */
+  onRefused?: (status: number) => string;
 }
 
 /** A plaintext port serving HTTP/1.1 and h2c, with a shutdown that does not wait on idle clients. */
@@ -63,6 +69,7 @@ export function createDualProtocolServer(
     requestTimeoutMs = 30_000,
     maxConnections = 10_000,
     maxConcurrentStreams = 100,
+    onRefused = () => "",
   }: DualProtocolServerOptions = {},
 ): DualProtocolServer {
   let closing = false;
@@ -110,7 +117,7 @@ export function createDualProtocolServer(
     },
   );
   h1.keepAliveTimeout = idleTimeoutMs;
-  answerUnservableRequests(h1);
+  answerUnservableRequests(h1, onRefused);
 
   const h2 = http2.createServer({ settings: { maxConcurrentStreams } }, handler);
   // http2 creates a connection's session synchronously as it is handed the connection.
@@ -262,7 +269,7 @@ function ignore(): void {}
  * they are written to the socket, which is then closed: after a parse error nothing more on it can
  * be trusted. (An Upgrade request is served as the plain request it also is.)
  */
-function answerUnservableRequests(h1: http.Server): void {
+function answerUnservableRequests(h1: http.Server, onRefused: (status: number) => string): void {
   const inFlight = new WeakMap<net.Socket, http.ServerResponse>();
   // Node's parser reports its error again for every chunk that follows: the first one is answered,
   // the socket then lingers (writeRawError) instead of being reset under the answer.
@@ -285,15 +292,22 @@ function answerUnservableRequests(h1: http.Server): void {
     // A request past its deadline has a handler, whose log line would otherwise give its status as 200.
     const inFlightResponse = inFlight.get(socket);
     if (inFlightResponse !== undefined) inFlightResponse.statusCode = status;
-    writeRawError(socket, status, message, head);
+    // Its handler logs and counts it, under the id it already has; any other is refused before a handler.
+    const requestId = inFlightResponse === undefined ? onRefused(status) : String(inFlightResponse.getHeader("x-request-id") ?? "");
+    writeRawError(socket, status, message, requestId, head);
   });
   h1.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => {
     const body = errorBody(`Expect: ${req.headers.expect ?? ""} cannot be met; only 100-continue is supported`);
-    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" });
+    res.writeHead(417, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "x-request-id": onRefused(417),
+      connection: "close",
+    });
     res.end(body);
   });
   h1.on("connect", (_req: http.IncomingMessage, socket: net.Socket) => {
-    writeRawError(socket, 405, "The CONNECT method is not served here");
+    writeRawError(socket, 405, "The CONNECT method is not served here", onRefused(405));
   });
 }
 
@@ -322,9 +336,10 @@ function errorBody(message: string): string {
  * and dropped for a moment first: closing a socket with unread data sends a reset, which can make
  * the client lose the answer before reading it.
  */
-function writeRawError(socket: net.Socket, status: number, message: string, headOnly = false): void {
+function writeRawError(socket: net.Socket, status: number, message: string, requestId: string, headOnly = false): void {
   const body = errorBody(message);
-  const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+  const idHeader = requestId === "" ? "" : `x-request-id: ${requestId}\r\n`;
+  const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${idHeader}connection: close\r\n\r\n`;
   socket.end(headOnly ? head : head + body);
   socket.on("data", ignore);
   socket.resume();

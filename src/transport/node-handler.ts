@@ -23,7 +23,7 @@ import {
 import { withSpecGrpcMessage } from "./grpc-message.js";
 import type { DualProtocolHandler } from "./listener.js";
 import { rpcProtocolOf, unservedRpcProtocolOf } from "./protocol.js";
-import { callValues, RequestRecord } from "./request-record.js";
+import { callValues, RequestRecord, requestIdOf } from "./request-record.js";
 import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
 import { RestRouter } from "./rest/router.js";
@@ -52,6 +52,8 @@ export interface NodeHandlerOptions {
     /** Whether browsers may call a method at all (those a publishable key may call). */
     browserCallable(method: DescMethod): boolean;
   };
+  /** Told of every request once it has ended, as the log is (the request metrics). */
+  readonly onEnded?: (record: RequestRecord, status: number) => void;
 }
 
 /**
@@ -65,7 +67,7 @@ export interface NodeHandlerOptions {
  * (authenticated, rate-limited) from its headers before its body is read, and a request whose body
  * was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler({ router, pages, admit, clients, cors }: NodeHandlerOptions): DualProtocolHandler {
+export function createNodeHandler({ router, pages, admit, clients, cors, onEnded }: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
@@ -139,6 +141,7 @@ export function createNodeHandler({ router, pages, admit, clients, cors }: NodeH
     record.procedure = procedureOf(match.route.method.parent.typeName, match.route.method.name);
     allowBrowser(req, res, match.route.method);
     const admitted = await admit(match.route.method, nodeHeaders(req.headers), clientOf(req));
+    record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
     await rest({ match, target, req, res, record, values: callValues(record, admitted.caller) });
   }
@@ -161,6 +164,7 @@ export function createNodeHandler({ router, pages, admit, clients, cors }: NodeH
     const refusal = rpcRequestRefusal(req, target, handler);
     if (refusal !== undefined) return refuse(res, record, refusal.error, refusal.status);
     const admitted = await admit(handler.method, nodeHeaders(req.headers), clientOf(req));
+    record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
     const answer = await handler(universalRequestFromNodeRequest(req, res, undefined, callValues(record, admitted.caller)));
     // Connect answers once it has read the request, or has given up reading it (a refusal).
@@ -170,14 +174,17 @@ export function createNodeHandler({ router, pages, admit, clients, cors }: NodeH
   }
 
   return (req, res) => {
-    const record = new RequestRecord();
+    const record = new RequestRecord(requestIdOf(req.headers["x-request-id"]));
     res.setHeader("x-request-id", record.id);
     // Answers carry client secrets, API keys and payments: no cache keeps them, and no browser reads
     // one as anything but the type it is declared as. Pages that may be cached say so themselves.
     res.setHeader("cache-control", "no-store");
     res.setHeader("x-content-type-options", "nosniff");
     res.once("finish", () => resetUnreadStream(req));
-    res.once("close", () => record.log(req.method, req.url ?? "", res.statusCode, res.writableFinished));
+    res.once("close", () => {
+      record.log(req.method, req.url ?? "", res.statusCode, res.writableFinished);
+      onEnded?.(record, res.statusCode);
+    });
     serve(req, res, record).catch((reason: unknown) => {
       if (res.headersSent && isClientGone(reason)) destroyResponse(res);
       else refuse(res, record, reason);

@@ -12,8 +12,6 @@ import type { WireProtocol } from "./protocol.js";
  * logged exactly once, with the cause of a failure of ours next to the request id its client got.
  */
 export class RequestRecord {
-  /** Sent to the client as X-Request-Id and in an HE_00 message. */
-  readonly id = newId("req");
   readonly startedAt = performance.now();
   /** Decides the shape of an error answer; REST until the request is known to be an RPC. */
   protocol: WireProtocol = "rest";
@@ -23,6 +21,11 @@ export class RequestRecord {
   code: ErrorCode | undefined;
   /** Why HE_00 was answered: kept for the log, never sent. */
   cause: unknown;
+  /** Who the call was admitted for, once it was: the merchant and key its line names. */
+  caller: Caller | undefined;
+
+  /** `id` is sent to the client as X-Request-Id and in an HE_00 message: the client's own (requestIdOf) or a new one. */
+  constructor(readonly id: string = newId("req")) {}
 
   /** Records a documented error answered to this request (and the cause of an HE_00). */
   answered(code: ErrorCode | undefined, cause?: unknown): void {
@@ -30,16 +33,24 @@ export class RequestRecord {
     if (code === "HE_00") this.cause = cause;
   }
 
+  /** Time since the request arrived, in milliseconds to a tenth: the line's `ms` and the latency metric's observation. */
+  durationMs(): number {
+    return Math.round((performance.now() - this.startedAt) * 10) / 10;
+  }
+
   /** Writes the request's log line: identifiers and outcome only, never a body (it may hold card data). */
-  log(httpMethod: string | undefined, path: string, status: number, complete: boolean): void {
+  log(httpMethod: string | undefined, target: string, status: number, complete: boolean): void {
+    const merchant = this.caller?.kind === "merchant" ? this.caller : undefined;
     const fields = {
       request_id: this.id,
       protocol: this.protocol,
       method: httpMethod,
-      ...(this.procedure === undefined ? { path: redactCardNumbers(path) } : { procedure: this.procedure }),
+      ...(this.procedure === undefined ? { path: unroutedPath(target) } : { procedure: this.procedure }),
       status,
       code: this.code,
-      ms: Math.round((performance.now() - this.startedAt) * 10) / 10,
+      merchant_id: merchant?.merchantId,
+      key_id: merchant?.keyId ?? (this.caller?.kind === "admin" ? "admin" : undefined),
+      ms: this.durationMs(),
       ...(complete ? {} : { cut: true }),
     };
     if (this.code === "HE_00") {
@@ -49,6 +60,42 @@ export class RequestRecord {
       log.info("request", fields);
     }
   }
+}
+
+/** Longest path of a request no route took that its log line keeps: enough to see what was asked for. */
+const loggedPathLength = 200;
+
+/**
+ * The path of a request no route took, as its log line shows it: without the query string (a
+ * client's data, card fields included, may be in it), percent-decoded, any card number replaced,
+ * cut to a length.
+ */
+function unroutedPath(target: string): string {
+  const path = target.split("?", 1)[0]!;
+  return redactCardNumbers(percentDecoded(path.length > loggedPathLength ? `${path.slice(0, loggedPathLength)}…` : path));
+}
+
+/** A path as it reads once decoded, so a card number spelt `4242%204242…` is recognised; as sent when it does not decode. */
+function percentDecoded(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * An X-Request-Id a client may choose: a short token of letters, digits and `._:-`, which can be
+ * quoted in a message and a log line as it is; one that looks like a card number never is.
+ */
+const clientRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The id of a request: the client's X-Request-Id when it is a sane token (so a caller can follow
+ * its own id through our answer and log), a new one otherwise.
+ */
+export function requestIdOf(header: string | string[] | undefined): string {
+  return typeof header === "string" && clientRequestId.test(header) && redactCardNumbers(header) === header ? header : newId("req");
 }
 
 /** Where interceptors find the record of the request they serve. */

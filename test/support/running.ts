@@ -19,6 +19,9 @@ function startedLater(started: () => TestService | undefined): TestService {
     get url() {
       return service().url;
     },
+    get opsUrl() {
+      return service().opsUrl;
+    },
     get app() {
       return service().app;
     },

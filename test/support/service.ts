@@ -45,6 +45,8 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
 /** A service started for a test file, on a real port. */
 export interface TestService {
   readonly url: string;
+  /** The operators' port (/metrics, probes), when the overrides set OPS_PORT. */
+  readonly opsUrl: string | undefined;
   readonly app: App;
   /** This instance's job runner: tests call runDue() rather than wait for its poll. */
   readonly jobs: JobRunner;
@@ -80,6 +82,7 @@ export async function startInstance(overrides: NodeJS.ProcessEnv = {}, clock?: C
   const running = await serve(app);
   return {
     url: running.url,
+    opsUrl: running.opsUrl,
     app,
     jobs: app.jobs,
     async close(timing) {
@@ -106,7 +109,7 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
       startInstance({ DATABASE_POOL_SIZE: "4", PUBLIC_BASE_URL: `http://localhost:${lbPort}`, ...instanceOverrides }, clock),
     ),
   );
-  const closeInstances = () => Promise.all(instances.map((instance) => instance.close()));
+  const closeInstances = (timing?: ShutdownTiming) => Promise.all(instances.map((instance) => instance.close(timing)));
   let balancer: LoadBalancer;
   try {
     balancer = await startLoadBalancer(
@@ -120,11 +123,12 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
   const first = instances[0]!;
   return {
     url: balancer.url,
+    opsUrl: first.opsUrl,
     app: first.app,
     jobs: first.jobs,
-    async close() {
+    async close(timing) {
       await balancer.close();
-      await closeInstances();
+      await closeInstances(timing);
     },
   };
 }

@@ -16,6 +16,8 @@ import { join } from "node:path";
 export interface LoadBalancer {
   /** Where clients call it: HTTP/1.1 and h2c (prior knowledge) on one port, as on one instance. */
   readonly url: string;
+  /** How many backends HAProxy's checks see ready now: it routes calls to those only. */
+  serversUp(): Promise<number>;
   /** Stops HAProxy and removes its configuration; with HAPROXY_LOG_DIR set, first writes its log (every request, every server going up or down) there. */
   close(): Promise<void>;
 }
@@ -156,5 +158,5 @@ export async function startLoadBalancer(backends: readonly string[], port?: numb
     await close();
     throw error;
   }
-  return { url: `http://127.0.0.1:${listenPort}`, close };
+  return { url: `http://127.0.0.1:${listenPort}`, serversUp: () => serversUp(stateSocket), close };
 }

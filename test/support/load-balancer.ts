@@ -55,6 +55,8 @@ function configuration(port: number, backends: readonly URL[], stateSocket: stri
     "  mode http",
     "  log global",
     "  option httplog",
+    // The client's address for the instances' per-address limits (they trust it: TRUSTED_PROXIES).
+    "  option forwardfor",
     "  timeout connect 5s",
     // Server streams (StreamEvents, Health/Watch) stay open as long as their client wants, and a
     // deadline test may hold a call for a while: an hour is longer than any of them.

@@ -106,7 +106,10 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
   const instances = await Promise.all(
     Array.from({ length: instancesBehindLoadBalancer }, () =>
       // Three pools per test file on a shared server: a smaller pool each keeps the suite under max_connections.
-      startInstance({ DATABASE_POOL_SIZE: "4", PUBLIC_BASE_URL: `http://localhost:${lbPort}`, ...instanceOverrides }, clock),
+      startInstance(
+        { DATABASE_POOL_SIZE: "4", PUBLIC_BASE_URL: `http://localhost:${lbPort}`, TRUSTED_PROXIES: "127.0.0.1", ...instanceOverrides },
+        clock,
+      ),
     ),
   );
   const closeInstances = (timing?: ShutdownTiming) => Promise.all(instances.map((instance) => instance.close(timing)));

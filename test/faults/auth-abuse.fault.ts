@@ -1,14 +1,14 @@
 import { randomInt } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { HealthService } from "../../gen/paymentservice/v1/health_pb.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "../support/clients.js";
 import { TestClock } from "../support/clock.js";
 import { onFileDatabase, rows } from "../support/database.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "../support/errors.js";
 import { newMerchant } from "../support/merchant.js";
-import { testRedisUrl } from "../support/redis.js";
-import { servicePair } from "../support/running.js";
+import { startRedisServer } from "../support/redis-server.js";
+import { instancePair } from "../support/running.js";
 import { adminApiKey, noPolling, type TestService } from "../support/service.js";
 import { waitUntil } from "../support/wait.js";
 
@@ -192,9 +192,18 @@ const tally = (answers: readonly Answer[]) => ({
   other: answers.filter((a) => a.status === "other").map((a) => `${a.via}: ${a.detail}`),
 });
 
+/*
+ * Single instances whatever TEST_TOPOLOGY says: these tests count what reaches each instance's
+ * database (a load balancer's health checks would move those statistics) and which address each
+ * instance counts a call under. A Redis of the file's own: the failure counters of the shared one
+ * may hold other files' wrong keys from 127.0.0.1 in the same minute.
+ */
+const redis = await startRedisServer();
+afterAll(() => redis.destroy());
+
 describe("two instances on one database, counting in Redis", () => {
   const clock = clockInAWindow();
-  const { a, b } = servicePair({ ...limits, REDIS_URL: testRedisUrl }, clock);
+  const { a, b } = instancePair({ ...limits, REDIS_URL: redis.url }, clock);
 
   it("limits a flood of wrong keys per address: 20 failures answered 401, then 1,000 calls answered 429 RL_01 without a key lookup in the database, while other addresses are served; the window's end lifts it", async () => {
     const merchant = await newMerchant(a.url);
@@ -335,8 +344,8 @@ describe("two instances on one database, counting in Redis", () => {
 
 describe("without Redis, and with Redis unreachable", () => {
   const clock = clockInAWindow();
-  const { a, b } = servicePair(limits, clock);
-  const unreachable = servicePair({ ...limits, REDIS_URL: "redis://127.0.0.1:1" }, clock);
+  const { a, b } = instancePair({ ...limits, REDIS_URL: "" }, clock);
+  const unreachable = instancePair({ ...limits, REDIS_URL: "redis://127.0.0.1:1" }, clock);
 
   it("without REDIS_URL each instance counts an address's failures alone (documented: right for one instance), still without asking the database once over", async () => {
     const attacker = newClientAddress();

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { Redis } from "ioredis";
 import { freePort } from "./ports.js";
+import { answersPing } from "./redis.js";
 
 /*
  * A redis-server of a test's own, on a free loopback port and keeping nothing on disk, that the test
@@ -24,19 +25,6 @@ export interface RedisServer {
   client(): Redis;
   /** Kills it if it runs; safe to call twice. */
   destroy(): void;
-}
-
-async function answersPing(url: string): Promise<boolean> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 500, retryStrategy: () => null });
-  redis.on("error", () => undefined);
-  try {
-    await redis.connect();
-    return (await redis.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
 }
 
 /** Starts a redis-server on a free port; it is killed by `destroy`, and in any case when the test process exits. */

@@ -4,7 +4,7 @@ import { visaCard as card } from "./support/cards.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { newMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
-import { runningService } from "./support/running.js";
+import { runningInstance } from "./support/running.js";
 import { noPolling, type TestService } from "./support/service.js";
 
 /*
@@ -79,7 +79,8 @@ function growth(before: Scrape, after: Scrape, name: string, labels: Record<stri
 }
 
 describe("metrics on the operators' port", () => {
-  const service = runningService({ ...noPolling, OPS_PORT: "0" });
+  // One instance whatever TEST_TOPOLOGY says: the counters are that instance's own registry.
+  const service = runningInstance({ ...noPolling, OPS_PORT: "0" });
 
   it("serves every metric name, the probes beside them, and nothing of it on the API port", async () => {
     expect(service.opsUrl).toBeDefined();
@@ -179,7 +180,7 @@ describe("metrics on the operators' port", () => {
 
   describe("an instance whose Redis does not answer", () => {
     // Nothing listens on port 1: every rate-limit check falls back to this instance's own count.
-    const cutOff = runningService({ OPS_PORT: "0", REDIS_URL: "redis://127.0.0.1:1" });
+    const cutOff = runningInstance({ OPS_PORT: "0", REDIS_URL: "redis://127.0.0.1:1" });
 
     it("counts its rate-limit fallbacks in its own registry, not in another instance's", async () => {
       const merchant = await newMerchant(cutOff.url);

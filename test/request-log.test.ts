@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rest } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { spawnServer, type ServerProcess } from "./support/server-process.js";
-import { startService } from "./support/service.js";
+import { startInstance } from "./support/service.js";
 
 /*
  * Issue 19 item 6: one structured line per call, with what an operator needs to find it (request
@@ -131,7 +131,8 @@ describe("the request log line", () => {
 
 describe("a failure of ours", () => {
   it("quotes the client's request id in the HE_00 message it answers", async () => {
-    const broken = await startService();
+    // One instance whatever TEST_TOPOLOGY says: its own database is taken away, and healthy ones would answer instead.
+    const broken = await startInstance();
     const { apiKey } = await newMerchant(broken.url);
     // The database goes away under the running service: every call now fails on our side.
     await broken.app.dataSource.destroy();

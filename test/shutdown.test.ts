@@ -7,8 +7,8 @@ import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { newMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
-import { runningService } from "./support/running.js";
-import { noPolling, startService } from "./support/service.js";
+import { runningInstance, runningService } from "./support/running.js";
+import { noPolling, startInstance } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
 
 /*
@@ -46,7 +46,8 @@ describe("the probes /livez and /readyz", () => {
 
 describe("a shutdown with a drain delay", () => {
   it("reports not ready at once, keeps serving calls until the delay ends, then refuses connections", async () => {
-    const service = await startService();
+    // One instance whatever TEST_TOPOLOGY says: what that instance does while it drains.
+    const service = await startInstance();
     const merchant = await newMerchant(service.url);
     const closed = service.close({ drainDelayMs: 1_500, graceMs: 5_000 });
     const ready = await fetch(`${service.url}/readyz`);
@@ -62,7 +63,8 @@ describe("a shutdown with a drain delay", () => {
 
 describe("a job runner that stops", () => {
   const clock = new TestClock();
-  const service = runningService(noPolling, clock);
+  // One instance whatever TEST_TOPOLOGY says: its runner and a second one share its database directly.
+  const service = runningInstance(noPolling, clock);
 
   it("finishes the jobs it has begun and gives back those it claimed but had not begun, due at once for another instance", async () => {
     const merchant = await newMerchant(service.url);

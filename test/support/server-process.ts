@@ -23,13 +23,14 @@ export interface ServerProcess {
 
 /**
  * Starts the real server as a child process, as production runs it: port 0, the log on, the test
- * services' keys, and `env` on top. DATABASE_URL and DATA_DIR are not inherited: `env` says where
- * its data lives.
+ * services' keys, and `env` on top. DATABASE_URL, DATA_DIR and REDIS_URL are not inherited: `env`
+ * says where its data and counters live.
  */
 export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
   const inherited: NodeJS.ProcessEnv = { ...process.env };
   delete inherited.DATABASE_URL;
   delete inherited.DATA_DIR;
+  delete inherited.REDIS_URL;
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: repositoryRoot,
     env: {

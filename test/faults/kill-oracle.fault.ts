@@ -46,8 +46,6 @@ const instanceEnv = (databaseUrl: string): NodeJS.ProcessEnv => ({
   JOB_POLL_MS: "200",
   SCHEDULED_REFUND_DELAY_SECONDS: "3",
   RATE_LIMIT_PER_MINUTE: "1000000",
-  // One line per request would cost the two cores more than the traffic itself.
-  LOG_LEVEL: "warn",
   REDIS_URL: "",
 });
 

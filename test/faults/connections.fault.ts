@@ -424,11 +424,14 @@ describe("connections and slow clients", () => {
       expect(grpcUpload.grpcStatus).toBe("3");
 
       const uploads = { restUpload, connectUpload, restOverHttp2, grpcUpload };
-      for (const upload of Object.values(uploads)) expect(upload.sentWhenAnswered).toBeLessThan(uploadBytes / 10);
+      // The answer leaves at once; how much more the client has sent by the time it reads it depends on
+      // how busy the machine is (4–8 MiB on a quiet one, 28 once under load): far from the whole body.
+      for (const upload of Object.values(uploads)) expect(upload.sentWhenAnswered).toBeLessThan(uploadBytes / 4);
       await within(rest(server.url, "GET", "/health"), servedWithinMs, "the health check after the uploads");
       const growth = peak - baseline;
-      // Four 200 MB uploads: had any been buffered whole, the server would have grown by at least its size.
-      expect(growth).toBeLessThan(64 * mib);
+      // Four 200 MB uploads: had any been buffered whole, the server would have grown by at least its
+      // size. Half of one leaves room for what the heap and the pools grow by on a busy machine anyway.
+      expect(growth).toBeLessThan(uploadBytes / 2);
       console.log(
         [
           `uploads of ${uploadBytes / mib} MiB each, MiB sent when the answer came:`,

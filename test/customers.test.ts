@@ -389,7 +389,14 @@ describe("customers over REST only", () => {
       body: { metadata: { fine: "ok", order_no: value } },
     });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { type: "invalid_request", code: "IR_05", message: expect.stringContaining("metadata.order_no") } });
+    expect(res.body).toEqual({
+      error: {
+        type: "invalid_request",
+        code: "IR_05",
+        message: expect.stringContaining("metadata.order_no"),
+        request_id: res.headers.get("x-request-id"),
+      },
+    });
   });
 
   it("lists the same page via GET query parameters and via POST body", async () => {

@@ -388,7 +388,15 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   it("a malformed method is 400 with the REST error object, and the connection is closed", async () => {
     const res = await rawHttp1(service.url, "G@T /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
     expect(res.status).toBe(400);
-    expect(res.json).toEqual({ error: { type: "invalid_request", code: "IR_06", message: expect.stringContaining("not valid HTTP") } });
+    expect(res.json).toEqual({
+      error: {
+        type: "invalid_request",
+        code: "IR_06",
+        message: expect.stringContaining("not valid HTTP"),
+        request_id: res.headers["x-request-id"],
+      },
+    });
+    expect(res.headers["x-request-id"]).toMatch(/^req_/);
     expect(res.closed).toBe(true);
   });
 
@@ -750,7 +758,12 @@ describe("a failure of ours", () => {
       const res = await rest(broken.url, "POST", "/customers", { apiKey, body: { name: "Jane" } });
       expect(res.status).toBe(500);
       expect(res.body).toEqual({
-        error: { type: "api_error", code: "HE_00", message: expect.stringContaining(res.headers.get("x-request-id")!) },
+        error: {
+          type: "api_error",
+          code: "HE_00",
+          message: expect.stringContaining(res.headers.get("x-request-id")!),
+          request_id: res.headers.get("x-request-id"),
+        },
       });
       for (const protocol of ["connect", "grpc", "grpc-web"] as const) {
         const customers = rpcClient(CustomerService, broken.url, protocol, { apiKey });

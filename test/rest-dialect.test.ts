@@ -113,7 +113,9 @@ describe("REST→RPC: routing", () => {
     const { call } = await withMerchant();
     const res = await call("POST", "/events/evt_any/redeliver");
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ error: { type: "invalid_request", code: "HE_02", message: "Event not found: evt_any" } });
+    expect(res.body).toEqual({
+      error: { type: "invalid_request", code: "HE_02", message: "Event not found: evt_any", request_id: res.headers.get("x-request-id") },
+    });
   });
 });
 
@@ -332,21 +334,33 @@ describe("REST→RPC: responses", () => {
     ["bad list limit", "GET", "/customers/list?limit=0", undefined, 400, "IR_06"],
     ["unknown customer", "GET", "/customers/cus_missing", undefined, 404, "HE_02"],
     ["unknown event to redeliver", "POST", "/events/evt_any/redeliver", undefined, 404, "HE_02"],
-  ])("answers a %s with exactly {error: {type, code, message}}", async (_, method, path, body, status, code) => {
+  ])("answers a %s with exactly {error: {type, code, message, request_id}}", async (_, method, path, body, status, code) => {
     const { call } = await withMerchant();
     const res = await call(method, path, body);
     expect(res.status).toBe(status);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expect(Object.keys(res.body)).toEqual(["error"]);
-    expect(Object.keys(res.body.error).sort()).toEqual(["code", "message", "type"]);
-    expect(res.body.error).toEqual({ type: "invalid_request", code, message: expect.stringMatching(/\S/) });
+    expect(Object.keys(res.body.error).sort()).toEqual(["code", "message", "request_id", "type"]);
+    expect(res.body.error).toEqual({
+      type: "invalid_request",
+      code,
+      message: expect.stringMatching(/\S/),
+      request_id: res.headers.get("x-request-id"),
+    });
   });
 
-  it("answers a missing or unknown api-key with exactly {error: {type, code, message}} (401 IR_01)", async () => {
+  it("answers a missing or unknown api-key with exactly {error: {type, code, message, request_id}} (401 IR_01)", async () => {
     for (const apiKey of [undefined, `snd_${"x".repeat(40)}`]) {
       const res = await rest(service.url, "GET", "/customers/list", { apiKey });
       expect(res.status).toBe(401);
-      expect(res.body).toEqual({ error: { type: "authentication_error", code: "IR_01", message: expect.stringMatching(/\S/) } });
+      expect(res.body).toEqual({
+        error: {
+          type: "authentication_error",
+          code: "IR_01",
+          message: expect.stringMatching(/\S/),
+          request_id: res.headers.get("x-request-id"),
+        },
+      });
     }
   });
 });
@@ -441,18 +455,25 @@ describe("RPC↔REST parity: Connect JSON and REST carry the same data", () => {
     ["a malformed field", "CustomerService/CreateCustomer", { email: "x" }, "/customers", { email: "x" }, 400],
     ["an unknown customer", "CustomerService/RetrieveCustomer", { customerId: "cus_missing" }, "/customers/cus_missing", undefined, 404],
     ["a bad list limit", "CustomerService/ListCustomers", { limit: 101 }, "/customers/list", { limit: 101 }, 400],
-  ])("an error for %s carries the same {type, code, message} both ways", async (_, procedure, connectBody, path, restBody, status) => {
-    const { merchant, call } = await withMerchant();
-    const viaRest = await call(restBody === undefined ? "GET" : "POST", path, restBody);
-    const viaConnect = await connectJson(procedure, connectBody, merchant.apiKey);
-    expect(viaRest.status).toBe(status);
-    expect(viaConnect.status).toBe(status);
-    const details = (viaConnect.body.details as { type: string; value: string }[]).filter((d) => d.type === ErrorDetailSchema.typeName);
-    expect(details).toHaveLength(1);
-    const detail = fromBinary(ErrorDetailSchema, base64Decode(details[0]!.value));
-    expect({ type: detail.type, code: detail.code, message: detail.message }).toEqual(viaRest.body.error);
-    expect(viaConnect.body.message).toBe(viaRest.body.error.message);
-  });
+  ])(
+    "an error for %s carries the same {type, code, message} both ways, each naming its request",
+    async (_, procedure, connectBody, path, restBody, status) => {
+      const { merchant, call } = await withMerchant();
+      const viaRest = await call(restBody === undefined ? "GET" : "POST", path, restBody);
+      const viaConnect = await connectJson(procedure, connectBody, merchant.apiKey);
+      expect(viaRest.status).toBe(status);
+      expect(viaConnect.status).toBe(status);
+      const details = (viaConnect.body.details as { type: string; value: string }[]).filter((d) => d.type === ErrorDetailSchema.typeName);
+      expect(details).toHaveLength(1);
+      const detail = fromBinary(ErrorDetailSchema, base64Decode(details[0]!.value));
+      const { request_id: restRequestId, ...restError } = viaRest.body.error;
+      expect({ type: detail.type, code: detail.code, message: detail.message }).toEqual(restError);
+      expect(viaConnect.body.message).toBe(viaRest.body.error.message);
+      expect(restRequestId).toBe(viaRest.headers.get("x-request-id"));
+      expect(detail.requestId).toMatch(/^req_/);
+      expect(detail.requestId).not.toBe(restRequestId);
+    },
+  );
 
   it("a Connect JSON body connect cannot decode is IR_06 in the documented shape too, naming the field, not quoting the value", async () => {
     const body = { email: 42 };

@@ -82,7 +82,7 @@ export function openApiDocument(files: readonly DescFile[]): JsonObject {
         "The documented JSON REST paths of the payment service, generated from the `google.api.http` rules of its protos " +
         "(the same rules the service routes by). Keys are snake_case, amounts are integers in the smallest currency unit, " +
         "enum values are lower-case words, every documented key of a response is present (`null` when unset), and every " +
-        'error is `{"error": {"type", "code", "message"}}`. The same operations are served over Connect, gRPC and gRPC-Web.',
+        'error is `{"error": {"type", "code", "message", "request_id"}}`. The same operations are served over Connect, gRPC and gRPC-Web.',
       license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
     },
     servers: [{ url: "/", description: "The service that serves this document (GET /openapi.json)" }],
@@ -280,7 +280,7 @@ function errorSchema(): JsonObject {
     properties: {
       error: {
         type: "object",
-        required: ["type", "code", "message"],
+        required: ["type", "code", "message", "request_id"],
         additionalProperties: false,
         properties: {
           type: {
@@ -289,6 +289,11 @@ function errorSchema(): JsonObject {
           },
           code: { type: "string", pattern: "^[A-Z]{2}_[0-9]{2}$", description: "Stable machine-readable code, e.g. IR_04." },
           message: { type: "string", description: "Explanation naming the offending field where there is one." },
+          request_id: {
+            type: "string",
+            description:
+              "The request's id, as in its X-Request-Id header and the service's log line of the call: quote it when reporting an error.",
+          },
         },
       },
     },

@@ -19,7 +19,7 @@ import {
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { invalidRequest, type ApiError } from "../errors.js";
 import { illFormedText } from "../validation/text.js";
-import { documentedCodeOf, documentedError } from "./errors.js";
+import { documentedCodeOf, toConnectError } from "./errors.js";
 import type { RpcProtocol } from "./protocol.js";
 import type { RequestRecord } from "./request-record.js";
 
@@ -179,7 +179,7 @@ export async function withDocumentedRefusals(
 ): Promise<UniversalServerResponse> {
   const refused = (error: ConnectError): ConnectError | undefined => {
     if (documentedCodeOf(error) !== undefined) return undefined;
-    const documented = documentedError(documentedRefusal(error, request.httpMethod, request.method));
+    const documented = toConnectError(documentedRefusal(error, request.httpMethod, request.method), record.id);
     record.answered("IR_06");
     return documented;
   };

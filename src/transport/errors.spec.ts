@@ -156,9 +156,20 @@ describe.each(codes)("%s on every protocol", (code) => {
 });
 
 describe("toConnectError", () => {
-  it("keeps a documented error as it is", () => {
+  it("keeps a documented error as it is, naming the request in a copy", () => {
     const documentedAlready = documentedError(new ApiError("HE_02", "Payment not found: pay_1"));
-    expect(toConnectError(documentedAlready, "req_1")).toBe(documentedAlready);
+    documentedAlready.metadata.set("retry-after", "1");
+    const named = toConnectError(documentedAlready, "req_1");
+    expect(named.findDetails(ErrorDetailSchema)).toEqual([
+      create(ErrorDetailSchema, { type: "invalid_request", code: "HE_02", message: "Payment not found: pay_1", requestId: "req_1" }),
+    ]);
+    expect({ code: named.code, message: named.rawMessage, retryAfter: named.metadata.get("retry-after") }).toEqual({
+      code: Code.NotFound,
+      message: "Payment not found: pay_1",
+      retryAfter: "1",
+    });
+    expect(documentedAlready.findDetails(ErrorDetailSchema)[0]?.requestId).toBe("");
+    expect(toRestError(named).body.error.request_id).toBe("req_1");
   });
 
   it("turns connect's unimplemented (a method not built yet) into IR_00", () => {
@@ -192,9 +203,14 @@ describe("toConnectError", () => {
     const message = "Something went wrong on our side; the request may be retried (request req_abc).";
     expect(error.code).toBe(Code.Internal);
     expect(error.rawMessage).toBe(message);
-    expect(error.findDetails(ErrorDetailSchema)).toEqual([create(ErrorDetailSchema, { type: "api_error", code: "HE_00", message })]);
+    expect(error.findDetails(ErrorDetailSchema)).toEqual([
+      create(ErrorDetailSchema, { type: "api_error", code: "HE_00", message, requestId: "req_abc" }),
+    ]);
     expect(error.cause).toBe(reason);
-    expect(toRestError(error)).toEqual({ status: 500, body: { error: { type: "api_error", code: "HE_00", message } } });
+    expect(toRestError(error)).toEqual({
+      status: 500,
+      body: { error: { type: "api_error", code: "HE_00", message, request_id: "req_abc" } },
+    });
   });
 
   it("leaves the request id out of HE_00 when there is none", () => {

@@ -28,7 +28,7 @@ import type { WireProtocol } from "./protocol.js";
 
 /** The documented error body as REST clients receive it. */
 export interface RestErrorBody {
-  error: { type: string; code: string; message: string };
+  error: { type: string; code: string; message: string; request_id?: string };
 }
 
 /**
@@ -83,12 +83,17 @@ function unavailable(cause: unknown): ConnectError {
 }
 
 /**
- * Turns anything a handler threw into the ConnectError clients receive. Our ApiErrors keep their
- * code as an ErrorDetail, and connect's `unimplemented` (a method not built yet) becomes IR_00; a
- * database that is down, restarting or not answering in time is SU_01; anything else is an internal
- * failure whose details stay in the log.
+ * Turns anything a handler threw into the ConnectError clients receive, its ErrorDetail carrying
+ * the request's id. Our ApiErrors keep their code as an ErrorDetail, and connect's `unimplemented`
+ * (a method not built yet) becomes IR_00; a database that is down, restarting or not answering in
+ * time is SU_01; anything else is an internal failure whose details stay in the log.
  */
 export function toConnectError(reason: unknown, requestId?: string): ConnectError {
+  const error = documentedShape(reason, requestId);
+  return requestId === undefined ? error : withRequestId(error, requestId);
+}
+
+function documentedShape(reason: unknown, requestId: string | undefined): ConnectError {
   if (reason instanceof ApiError) return reason.code === "SU_01" ? unavailable(reason) : documentedError(reason);
   if (isDatabaseUnavailable(reason)) return unavailable(reason);
   if (reason instanceof ConnectError && documentedCodeOf(reason) !== undefined) return reason;
@@ -96,6 +101,20 @@ export function toConnectError(reason: unknown, requestId?: string): ConnectErro
     return documentedError(notImplemented(reason.rawMessage));
   }
   return internalFailure(requestId, reason);
+}
+
+/**
+ * A copy of a documented error whose ErrorDetail names the request, so that every error body a
+ * client receives can be quoted and found in the log. A copy, not a change: an error may be thrown
+ * to more than one call.
+ */
+function withRequestId(error: ConnectError, requestId: string): ConnectError {
+  const details = error.details.map((detail) =>
+    "desc" in detail && detail.desc === ErrorDetailSchema ? { desc: ErrorDetailSchema, value: { ...detail.value, requestId } } : detail,
+  );
+  const stamped = new ConnectError(error.rawMessage, error.code, error.metadata, undefined, error.cause);
+  stamped.details = details;
+  return stamped;
 }
 
 /** The documented code an error carries as its ErrorDetail, if it carries one. */
@@ -111,7 +130,14 @@ export function toRestError(error: ConnectError): { status: number; body: RestEr
   const row = errorCatalogue[code];
   return {
     status: row.httpStatus,
-    body: { error: { type: row.type, code, message: detail?.message ?? error.rawMessage } },
+    body: {
+      error: {
+        type: row.type,
+        code,
+        message: detail?.message ?? error.rawMessage,
+        ...(detail?.requestId ? { request_id: detail.requestId } : {}),
+      },
+    },
   };
 }
 

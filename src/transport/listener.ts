@@ -2,7 +2,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import { invalidRequest } from "../errors.js";
-import { documentedError, toRestError } from "./errors.js";
+import { toConnectError, toRestError } from "./errors.js";
 
 /** A request handler both protocols can call, as produced by connect-node's universal adapters. */
 export type DualProtocolHandler = (
@@ -297,11 +297,12 @@ function answerUnservableRequests(h1: http.Server, onRefused: (status: number) =
     writeRawError(socket, status, message, requestId, head);
   });
   h1.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const body = errorBody(`Expect: ${req.headers.expect ?? ""} cannot be met; only 100-continue is supported`);
+    const requestId = onRefused(417);
+    const body = errorBody(`Expect: ${req.headers.expect ?? ""} cannot be met; only 100-continue is supported`, requestId);
     res.writeHead(417, {
       "content-type": "application/json",
       "content-length": Buffer.byteLength(body),
-      "x-request-id": onRefused(417),
+      "x-request-id": requestId,
       connection: "close",
     });
     res.end(body);
@@ -327,8 +328,8 @@ function clientErrorAnswer(error: ParserError): [number, string] {
   }
 }
 
-function errorBody(message: string): string {
-  return JSON.stringify(toRestError(documentedError(invalidRequest(message))).body);
+function errorBody(message: string, requestId: string): string {
+  return JSON.stringify(toRestError(toConnectError(invalidRequest(message), requestId || undefined)).body);
 }
 
 /**
@@ -337,7 +338,7 @@ function errorBody(message: string): string {
  * the client lose the answer before reading it.
  */
 function writeRawError(socket: net.Socket, status: number, message: string, requestId: string, headOnly = false): void {
-  const body = errorBody(message);
+  const body = errorBody(message, requestId);
   const idHeader = requestId === "" ? "" : `x-request-id: ${requestId}\r\n`;
   const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${idHeader}connection: close\r\n\r\n`;
   socket.end(headOnly ? head : head + body);

@@ -4,6 +4,7 @@ import { MethodNotAllowedError, unrecognizedUrl } from "../errors.js";
 import { log } from "../log.js";
 import { documentedCodeOf, toConnectError, writeError } from "./errors.js";
 import type { Pages } from "./node-handler.js";
+import { requestIdOf } from "./request-record.js";
 import { parseRequestTarget } from "./request-target.js";
 
 /** Where Prometheus scrapes: the text exposition of the instance's metrics. */
@@ -29,8 +30,10 @@ export interface OpsListener {
  */
 export async function openOpsListener(port: number, metrics: () => Promise<MetricsText>, probes: readonly Pages[]): Promise<OpsListener> {
   const server = http.createServer((req, res) => {
+    const requestId = requestIdOf(req.headers["x-request-id"]);
+    res.setHeader("x-request-id", requestId);
     serveOps(req, res, metrics, probes).catch((reason: unknown) => {
-      const error = toConnectError(reason);
+      const error = toConnectError(reason, requestId);
       // A failure of ours (a cluster worker that did not answer the scrape) has no request line to carry its cause.
       if (documentedCodeOf(error) === "HE_00")
         log.error("operators' port request failed", { path: req.url?.split("?", 1)[0], cause: String(reason) });

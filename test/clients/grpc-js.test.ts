@@ -178,7 +178,12 @@ describe("@grpc/grpc-js", () => {
     const body = { address: { country: "ZZ" } };
     const documented = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, body });
     const message = 'Invalid value for field address.country: expected a two-letter ISO 3166-1 country code such as GB, got "ZZ"';
-    expect(documented.body.error).toEqual({ type: "invalid_request", code: "IR_05", message });
+    expect(documented.body.error).toEqual({
+      type: "invalid_request",
+      code: "IR_05",
+      message,
+      request_id: documented.headers.get("x-request-id"),
+    });
 
     const client = customerClient();
     try {
@@ -189,7 +194,12 @@ describe("@grpc/grpc-js", () => {
       const status = fromBinary(StatusSchema, statusBin as Buffer);
       expect(status.message).toBe(message);
       expect(status.details.map((detail) => anyUnpack(detail, ErrorDetailSchema))).toEqual([
-        expect.objectContaining({ type: "invalid_request", code: "IR_05", message }),
+        expect.objectContaining({
+          type: "invalid_request",
+          code: "IR_05",
+          message,
+          requestId: String(error.metadata.get("x-request-id")[0]),
+        }),
       ]);
     } finally {
       client.close();
@@ -199,7 +209,12 @@ describe("@grpc/grpc-js", () => {
   it("reads a refusal answered before the call runs (trailers-only) as REST documents it", async () => {
     const documented = await rest(service.url, "POST", "/customers", { body: {} });
     const message = "API key not provided: send it in the api-key header";
-    expect(documented.body.error).toEqual({ type: "authentication_error", code: "IR_01", message });
+    expect(documented.body.error).toEqual({
+      type: "authentication_error",
+      code: "IR_01",
+      message,
+      request_id: documented.headers.get("x-request-id"),
+    });
 
     const client = customerClient();
     try {

@@ -83,6 +83,7 @@ interface ErrorDetailFound {
   readonly type: string;
   readonly code: string;
   readonly message: string;
+  readonly requestId: string;
 }
 
 /** Judges answers against the contract, knowing the API's field names. */
@@ -210,8 +211,9 @@ export class Oracle {
   }
 
   /**
-   * Checks a documented error: a known code, its type, the HTTP status it maps to (REST only, where
-   * the status is the contract), no server failure, and a field named in IR_04/IR_05 messages.
+   * Checks a documented error: a known code, its type, the request id of the answer, the HTTP status
+   * it maps to (REST only, where the status is the contract), no server failure, and a field named in
+   * IR_04/IR_05 messages.
    */
   private checkDetail(
     request: FuzzRequest,
@@ -228,6 +230,10 @@ export class Oracle {
       return;
     }
     if (documented.type !== detail.type) violate(`${detail.code} with type ${detail.type}, documented ${documented.type}`, shown());
+    const requestId = answer.headers.get("x-request-id");
+    if (detail.requestId === "" || detail.requestId !== requestId) {
+      violate(`${detail.code} naming request ${JSON.stringify(detail.requestId)} in an answer with X-Request-Id ${requestId}`, shown());
+    }
     if (detail.code === "TO_01" && !setsDeadline(request)) violate("TO_01 to a request that set no deadline", shown());
     if (statusKind === "HTTP") {
       const documentedServerStatus = (status === 501 && detail.code === "IR_00") || (status === 504 && detail.code === "TO_01");
@@ -284,9 +290,11 @@ export function cardNumbersInLog(lines: readonly string[], sent: ReadonlySet<str
 function restError(body: unknown): ErrorDetailFound | undefined {
   if (!isPlainObject(body) || Object.keys(body).join() !== "error") return undefined;
   const error = body.error;
-  if (!isPlainObject(error) || Object.keys(error).sort().join() !== "code,message,type") return undefined;
-  const { type, code, message } = error;
-  return typeof type === "string" && typeof code === "string" && typeof message === "string" ? { type, code, message } : undefined;
+  if (!isPlainObject(error) || Object.keys(error).sort().join() !== "code,message,request_id,type") return undefined;
+  const { type, code, message, request_id } = error;
+  return typeof type === "string" && typeof code === "string" && typeof message === "string" && typeof request_id === "string"
+    ? { type, code, message, requestId: request_id }
+    : undefined;
 }
 
 /**

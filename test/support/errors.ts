@@ -33,13 +33,15 @@ export const documentedErrorType = {
 export type DocumentedCode = keyof typeof documentedErrorType;
 
 /**
- * Asserts a REST error response: the documented status and `{error: {type, code, message}}` body.
- * Returns the message so a test can check that it names a field.
+ * Asserts a REST error response: the documented status and `{error: {type, code, message, request_id}}`
+ * body, whose request_id is the answer's X-Request-Id. Returns the message so a test can check that
+ * it names a field.
  */
 export function expectRestError(res: RestResponse, status: number, code: DocumentedCode): string {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
   expect(res.body.error.type).toBe(documentedErrorType[code]);
   expect(typeof res.body.error.message).toBe("string");
+  expect(res.body.error.request_id).toBe(res.headers.get("x-request-id"));
   return res.body.error.message as string;
 }
 
@@ -49,14 +51,14 @@ export function expectRestError(res: RestResponse, status: number, code: Documen
  */
 export function expectExactRestError(res: RestResponse, status: number, code: DocumentedCode, mention?: string): string {
   const message = expectRestError(res, status, code);
-  expect(res.body).toEqual({ error: { type: documentedErrorType[code], code, message } });
+  expect(res.body).toEqual({ error: { type: documentedErrorType[code], code, message, request_id: res.headers.get("x-request-id") } });
   if (mention !== undefined) expect(message).toContain(mention);
   return message;
 }
 
 /**
- * Asserts that an RPC fails with the given Connect code and carries the documented ErrorDetail.
- * Returns the detail's message.
+ * Asserts that an RPC fails with the given Connect code and carries the documented ErrorDetail,
+ * naming the request as its X-Request-Id header does. Returns the detail's message.
  */
 export async function expectRpcError(call: Promise<unknown>, connectCode: Code, code: DocumentedCode): Promise<string> {
   const error = await call.then(
@@ -66,10 +68,12 @@ export async function expectRpcError(call: Promise<unknown>, connectCode: Code, 
   expect(error).toBeInstanceOf(ConnectError);
   const connectError = error as ConnectError;
   const detail = connectError.findDetails(ErrorDetailSchema)[0];
-  expect({ connectCode: connectError.code, code: detail?.code, type: detail?.type }).toEqual({
+  expect({ connectCode: connectError.code, code: detail?.code, type: detail?.type, requestId: detail?.requestId }).toEqual({
     connectCode,
     code,
     type: documentedErrorType[code],
+    // In-process calls (test/in-process) pass no port, which is what names a request.
+    requestId: connectError.metadata.get("x-request-id") ?? "",
   });
   return detail!.message;
 }

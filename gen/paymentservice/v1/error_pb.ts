@@ -10,11 +10,11 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file paymentservice/v1/error.proto.
  */
 export const file_paymentservice_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXltZW50c2VydmljZS92MS9lcnJvci5wcm90bxIRcGF5bWVudHNlcnZpY2UudjEiOgoLRXJyb3JEZXRhaWwSDAoEdHlwZRgBIAEoCRIMCgRjb2RlGAIgASgJEg8KB21lc3NhZ2UYAyABKAliBnByb3RvMw");
+  fileDesc("Ch1wYXltZW50c2VydmljZS92MS9lcnJvci5wcm90bxIRcGF5bWVudHNlcnZpY2UudjEiTgoLRXJyb3JEZXRhaWwSDAoEdHlwZRgBIAEoCRIMCgRjb2RlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEgoKcmVxdWVzdF9pZBgEIAEoCWIGcHJvdG8z");
 
 /**
- * The documented error body `{"error": {type, code, message}}`. REST clients get it as the response
- * body; Connect and gRPC clients get it as an error detail next to the status code.
+ * The documented error body `{"error": {type, code, message, request_id}}`. REST clients get it as the
+ * response body; Connect and gRPC clients get it as an error detail next to the status code.
  *
  * @generated from message paymentservice.v1.ErrorDetail
  */
@@ -39,6 +39,14 @@ export type ErrorDetail = Message<"paymentservice.v1.ErrorDetail"> & {
    * @generated from field: string message = 3;
    */
   message: string;
+
+  /**
+   * The id of the request this answers, the same as its X-Request-Id header and in the service's log
+   * line of the call, so that a user reporting an error can quote it.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
 };
 
 /**

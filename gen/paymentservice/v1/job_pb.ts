@@ -70,7 +70,7 @@ export type Job = Message<"paymentservice.v1.Job"> & {
   attempts: number;
 
   /**
-   * Why the last attempt failed; absent before any failure.
+   * Why the latest failed attempt failed (kept across a retry until the next failure); absent before any failure.
    *
    * @generated from field: optional string last_error = 8;
    */

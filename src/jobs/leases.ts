@@ -16,8 +16,8 @@ import { JobRow } from "./job.entity.js";
  */
 
 /**
- * The oldest due pending jobs (and those leased by an instance that is gone; never a dead one), locked without waiting for those
- * another runner is claiming, leased each for its kind's lease (`$3` kinds, `$4` their leases in ms,
+ * The oldest due pending jobs (and those leased by an instance that is gone; never a dead one),
+ * locked without waiting for those another runner is claiming, leased each for its kind's lease (`$3` kinds, `$4` their leases in ms,
  * `$5` for any other kind) by this instance (`$6`), oldest first so they start in the order they fell due. The selection is a MATERIALIZED CTE rather than
  * `job_id IN (subquery)`: the planner may run such a subquery more than once in one statement, and
  * with SKIP LOCKED each run can pick other rows, past the LIMIT.

@@ -175,10 +175,15 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     const clock = injected ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
     const metrics = new ServiceMetrics(dataSource, clock);
-    const jobs = new JobRunner(dataSource, clock, config.jobPollMs, {
-      beforePass: () => testClock?.refresh(),
-      failed: (kind) => metrics.jobFailed(kind),
-    });
+    const jobs = new JobRunner(
+      dataSource,
+      clock,
+      { pollMs: config.jobPollMs, maxAttempts: config.jobMaxAttempts },
+      {
+        beforePass: () => testClock?.refresh(),
+        failed: (kind) => metrics.jobFailed(kind),
+      },
+    );
     // An injected clock (tests) lives in this thread's memory, so its dispatcher runs here to read it.
     const webhooks =
       injected === undefined

@@ -187,6 +187,18 @@ describe("loadConfig", () => {
     });
   });
 
+  describe("JOB_MAX_ATTEMPTS", () => {
+    it("defaults to 20 (about 11½ hours of retries) and takes 1 to 1000", () => {
+      expect(loadConfig({}).jobMaxAttempts).toBe(20);
+      expect(loadConfig({ JOB_MAX_ATTEMPTS: "1" }).jobMaxAttempts).toBe(1);
+      expect(loadConfig({ JOB_MAX_ATTEMPTS: "1000" }).jobMaxAttempts).toBe(1000);
+    });
+
+    it.each(["0", "1001", "2.5", "forever"])("refuses %s, naming the range", (value) => {
+      expect(problem({ JOB_MAX_ATTEMPTS: value })).toBe(`JOB_MAX_ATTEMPTS must be an integer from 1 to 1000, got "${value}"`);
+    });
+  });
+
   it("reports every unusable value at once, in one message an operator reads in the log", () => {
     const env = { DATABASE_URL: "localhost", ADMIN_API_KEY: "admin", LOG_LEVEL: "loud", PORT: "http" };
     expect(problems(env)).toEqual([

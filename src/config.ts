@@ -39,6 +39,13 @@ export interface Config {
   readonly workers: number;
   /** How often each instance looks for due jobs (scheduled captures, expiries). */
   readonly jobPollMs: number;
+  /**
+   * Attempts a job gets before it is dead (kept for an operator to list and retry). The default 20,
+   * with the retry delays of 10 s doubling up to an hour, gives up after about 11.5 hours: long
+   * enough to outlast a processor or database outage of an afternoon, short enough that a job that
+   * can never succeed reaches an operator the same day rather than retrying every hour forever.
+   */
+  readonly jobMaxAttempts: number;
   /** Whether POST /sandbox/clock/advance may move the service's clock (never in production). */
   readonly sandboxTestClock: boolean;
   /** How long a scheduled refund waits for its settlement run. */
@@ -144,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseMaxWaiting: int("DATABASE_MAX_WAITING", 1000, 1, 1_000_000),
     workers: int("WORKERS", 1, 1, 64),
     jobPollMs: int("JOB_POLL_MS", 1000, 10, 3_600_000),
+    jobMaxAttempts: int("JOB_MAX_ATTEMPTS", 20, 1, 1000),
     sandboxTestClock: text(env, "SANDBOX_TEST_CLOCK") === "true",
     scheduledRefundDelaySeconds: int("SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
     eventRetentionDays: int("EVENT_RETENTION_DAYS", 30, 30, 3650),

@@ -5,6 +5,7 @@ import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { DisputeService } from "../gen/paymentservice/v1/dispute_pb.js";
 import { EventService } from "../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
+import { JobService } from "../gen/paymentservice/v1/job_pb.js";
 import { MerchantService } from "../gen/paymentservice/v1/merchant_pb.js";
 import { PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
 import { PayoutService } from "../gen/paymentservice/v1/payout_pb.js";
@@ -16,6 +17,7 @@ import { disputeService, type DisputeDependencies } from "./disputes/service.js"
 import { eventService, type EventDependencies } from "./events/service.js";
 import { healthService } from "./health/service.js";
 import { replayable } from "./idempotency/interceptor.js";
+import { jobService, type JobDependencies } from "./jobs/service.js";
 import { merchantService, type MerchantDependencies } from "./merchants/service.js";
 import { paymentService, type PaymentDependencies } from "./payments/service.js";
 import { payoutService, type PayoutDependencies } from "./payouts/service.js";
@@ -31,7 +33,8 @@ export type ServiceDependencies = MerchantDependencies &
   PayoutDependencies &
   DisputeDependencies &
   EventDependencies &
-  SandboxDependencies;
+  SandboxDependencies &
+  JobDependencies;
 
 /**
  * Every service the API serves, registered once: the same handlers answer Connect, gRPC, gRPC-Web and
@@ -52,5 +55,6 @@ export default function routes(router: ConnectRouter, deps: ServiceDependencies)
   serve(DisputeService, disputeService(deps));
   serve(EventService, eventService(deps));
   serve(SandboxService, sandboxService(deps));
+  serve(JobService, jobService(deps));
   return router;
 }

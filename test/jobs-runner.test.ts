@@ -159,7 +159,7 @@ describe("one instance's runner", () => {
     const released = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const killed = new JobRunner(service.app.dataSource, clock, noPollingMs);
+    const killed = new JobRunner(service.app.dataSource, clock, { pollMs: noPollingMs, maxAttempts: service.app.config.jobMaxAttempts });
     killed.register(
       new Map([
         [

@@ -24,6 +24,7 @@ const expectedNames = [
   "paymentservice_jobs_queued",
   "paymentservice_jobs_due",
   "paymentservice_jobs_lag_seconds",
+  "paymentservice_jobs_dead",
   "paymentservice_job_failures_total",
   "paymentservice_webhook_deliveries_pending",
   "paymentservice_webhook_delivery_lag_seconds",
@@ -176,6 +177,14 @@ describe("metrics on the operators' port", () => {
     expect(failed.value("paymentservice_jobs_queued", orphan)).toBe(1);
     expect(failed.value("paymentservice_jobs_due", orphan)).toBe(0);
     expect(failed.value("paymentservice_jobs_lag_seconds", orphan)).toBe(0);
+    expect(failed.value("paymentservice_jobs_dead", orphan)).toBe(0);
+
+    // Its last allowed attempt failed (as if it were the JOB_MAX_ATTEMPTS-th): dead, out of the queue.
+    await service.app.dataSource.query(`UPDATE jobs SET status = 'dead' WHERE kind = $1`, [orphan.kind]);
+    const dead = await scrape(service);
+    expect(dead.value("paymentservice_jobs_dead", orphan)).toBe(1);
+    expect(dead.value("paymentservice_jobs_queued", orphan)).toBe(0);
+    expect(dead.value("paymentservice_jobs_dead", expiry)).toBe(0);
   });
 
   describe("an instance whose Redis does not answer", () => {

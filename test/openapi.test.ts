@@ -338,6 +338,25 @@ describe("every REST operation answers as the document says", () => {
     await fails(401, merchant, "POST", "/sandbox/clock/advance", {}, { body: { seconds: 1 } });
   });
 
+  it("jobs (admin)", async () => {
+    // A job that failed its last allowed attempt, as the runner leaves it, of a kind no handler knows.
+    const [inserted] = (await service.app.dataSource.query(
+      `INSERT INTO jobs (kind, merchant_id, livemode, object_id, run_at, attempts, last_error, created, status)
+       VALUES ('openapi.retired', $1, false, 'obj_openapi', now(), 20, 'Error: no handler', now(), 'dead') RETURNING job_id::text`,
+      [merchant.merchantId],
+    )) as { job_id: string }[];
+    const deadJob = inserted!.job_id;
+    const listed = await ok("admin", "GET", "/jobs/list", {}, undefined);
+    expect(listed.data.map((job: JsonBody) => job.job_id)).toContain(deadJob);
+    await fails(400, "admin", "GET", "/jobs/list", {}, { query: "?nope=1" });
+    await fails(401, merchant, "GET", "/jobs/list");
+    await ok("admin", "POST", "/jobs/list", {}, { status: "dead", kind: "openapi.retired" });
+    await fails(400, "admin", "POST", "/jobs/list", {}, { body: { status: "buried" } });
+    await ok("admin", "POST", "/jobs/{job_id}/retry", { job_id: deadJob });
+    await fails(400, "admin", "POST", "/jobs/{job_id}/retry", { job_id: deadJob });
+    await fails(404, "admin", "POST", "/jobs/{job_id}/retry", { job_id: "999999999999" });
+  });
+
   afterAll(() => {
     // Run last in the file, so a missed operation is named even when a scenario above failed early.
     const operations = Object.entries(document.paths).flatMap(([template, methods]) =>

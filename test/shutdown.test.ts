@@ -82,7 +82,10 @@ describe("a job runner that stops", () => {
 
     // A second instance's runner, whose refund jobs wait at a gate once begun: it runs 16 at a time,
     // so of the 20 it claims, 4 have not begun when it is told to stop.
-    const stopping = new JobRunner(service.app.dataSource, clock, Number(noPolling.JOB_POLL_MS));
+    const stopping = new JobRunner(service.app.dataSource, clock, {
+      pollMs: Number(noPolling.JOB_POLL_MS),
+      maxAttempts: service.app.config.jobMaxAttempts,
+    });
     let begun = 0;
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {

@@ -29,7 +29,7 @@ export function addFollowUps(
 
 /** The row of a job to schedule, not yet attempted. */
 export function jobRowOf(job: NewJob, clock: Clock): JobRow {
-  return Object.assign(new JobRow(), { ...job, attempts: 0, lastError: null, created: clock.now() });
+  return Object.assign(new JobRow(), { ...job, status: "pending", attempts: 0, lastError: null, created: clock.now() });
 }
 
 /**

@@ -1,5 +1,8 @@
 import { Column, Entity, PrimaryGeneratedColumn } from "typeorm";
 
+/** Where a job stands; the runner claims pending jobs only. */
+export type JobStatus = "pending" | "dead";
+
 /** Work due at a time (capture, expiry, …), kept in the database so any instance may run it and a restart loses none. */
 @Entity({ name: "jobs" })
 export class JobRow {
@@ -19,8 +22,13 @@ export class JobRow {
   @Column({ name: "object_id", type: "varchar", length: 64 })
   objectId!: string;
 
+  /** When a pending job runs next, or the end of its lease while a runner holds it; when a dead job died. */
   @Column({ name: "run_at", type: "timestamptz" })
   runAt!: Date;
+
+  /** pending until the job fails its last allowed attempt (JOB_MAX_ATTEMPTS), then dead: kept, never claimed, until an operator retries it. */
+  @Column({ name: "status", type: "varchar", length: 16 })
+  status!: JobStatus;
 
   @Column({ name: "attempts", type: "integer" })
   attempts!: number;

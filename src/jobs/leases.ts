@@ -16,14 +16,14 @@ import { JobRow } from "./job.entity.js";
  */
 
 /**
- * The oldest due jobs (and those leased by an instance that is gone), locked without waiting for those
- * another runner is claiming, leased each for its kind's lease (`$3` kinds, `$4` their leases in ms,
+ * The oldest due pending jobs (and those leased by an instance that is gone; never a dead one),
+ * locked without waiting for those another runner is claiming, leased each for its kind's lease (`$3` kinds, `$4` their leases in ms,
  * `$5` for any other kind) by this instance (`$6`), oldest first so they start in the order they fell due. The selection is a MATERIALIZED CTE rather than
  * `job_id IN (subquery)`: the planner may run such a subquery more than once in one statement, and
  * with SKIP LOCKED each run can pick other rows, past the LIMIT.
  */
 const claimSql = `WITH due AS MATERIALIZED (
-  SELECT job_id, run_at FROM jobs WHERE run_at <= $1::timestamptz OR ${holderGone("leased_by")}
+  SELECT job_id, run_at FROM jobs WHERE status = 'pending' AND (run_at <= $1::timestamptz OR ${holderGone("leased_by")})
    ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ), leased AS (
   UPDATE jobs SET run_at = $1::timestamptz + interval '1 millisecond' * coalesce(($4::integer[])[array_position($3::text[], jobs.kind::text)], $5::integer),
@@ -36,6 +36,8 @@ SELECT * FROM leased ORDER BY due_at, job_id`;
 const endSql = `DELETE FROM jobs WHERE job_id = $1 AND run_at = $2`;
 
 const retrySql = `UPDATE jobs SET attempts = $3, last_error = $4, run_at = $5, leased_by = NULL WHERE job_id = $1 AND run_at = $2`;
+
+const buriedSql = `UPDATE jobs SET status = 'dead', attempts = $3, last_error = $4, run_at = $5, leased_by = NULL WHERE job_id = $1 AND run_at = $2 RETURNING job_id`;
 
 const releaseSql = `UPDATE jobs SET run_at = $3 WHERE job_id = $1 AND run_at = $2`;
 
@@ -87,6 +89,22 @@ export async function retryJobLater(
   retryAt: Date,
 ): Promise<void> {
   await preparedQuery(dataSource, retrySql, [job.jobId, leasedUntil, attempts, error, retryAt]);
+}
+
+/**
+ * Records a failed last attempt: the job is dead as of `diedAt`, kept with its attempts and error and
+ * never claimed again, if the lease is still ours; false when it was not (the runner holding it decides).
+ */
+export async function buryJob(
+  dataSource: DataSource,
+  job: JobRow,
+  leasedUntil: Date,
+  attempts: number,
+  error: string,
+  diedAt: Date,
+): Promise<boolean> {
+  const rows = await preparedQuery(dataSource, buriedSql, [job.jobId, leasedUntil, attempts, error, diedAt]);
+  return rows.length === 1;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Clock } from "../clock.js";
 import { FailureStreak, log } from "../log.js";
 import type { JobRow } from "./job.entity.js";
 import type { JobKind } from "./kinds.js";
-import { claimDueJobs, endJobIn, endLeasedJob, releaseJob, retryJobLater } from "./leases.js";
+import { buryJob, claimDueJobs, endJobIn, endLeasedJob, releaseJob, retryJobLater } from "./leases.js";
 import { Slots } from "./slots.js";
 
 /**
@@ -55,6 +55,13 @@ export interface JobRunnerHooks {
   readonly beforePass?: () => Promise<void> | undefined;
   /** Told of each failed attempt, by the job's kind (the failure metric). */
   readonly failed?: (kind: string) => void;
+}
+
+/** How often a runner looks for due jobs, and how many attempts a job gets before it is dead. */
+export interface JobRunnerSettings {
+  readonly pollMs: number;
+  /** JOB_MAX_ATTEMPTS: a job whose attempt of that number fails is dead, kept for an operator to retry (JobService). */
+  readonly maxAttempts: number;
 }
 
 /** Retry delay after a failed attempt: 10 s, doubling, at most an hour. */
@@ -112,7 +119,7 @@ export class JobRunner implements JobWaker {
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
-    private readonly pollMs: number,
+    private readonly settings: JobRunnerSettings,
     private readonly hooks: JobRunnerHooks = {},
   ) {}
 
@@ -136,7 +143,7 @@ export class JobRunner implements JobWaker {
   start(): void {
     this.started = true;
     this.stopping = false;
-    this.schedule(this.pollMs);
+    this.schedule(this.settings.pollMs);
   }
 
   /**
@@ -176,7 +183,7 @@ export class JobRunner implements JobWaker {
         this.running = undefined;
         const again = this.wokenDuringTick;
         this.wokenDuringTick = false;
-        if (this.started) this.schedule(again ? 0 : this.pollMs);
+        if (this.started) this.schedule(again ? 0 : this.settings.pollMs);
       });
   }
 
@@ -275,13 +282,27 @@ export class JobRunner implements JobWaker {
     return false;
   }
 
+  /**
+   * Records a failed attempt: the job is tried again later, or, when this was its last allowed
+   * attempt, it is dead, which is logged once (by the runner whose lease recorded it).
+   */
   private async recordFailure(job: JobRow, leasedUntil: Date, error: unknown): Promise<void> {
     const attempts = job.attempts + 1;
     this.hooks.failed?.(job.kind);
-    log.error("job failed", { kind: job.kind, object_id: job.objectId, attempts, error: String(error) });
-    const retryAt = new Date(this.clock.now().getTime() + retryDelayMs(attempts));
+    const facts = { kind: job.kind, object_id: job.objectId, attempts, error: String(error) };
     try {
-      await retryJobLater(this.dataSource, job, leasedUntil, attempts, String(error), retryAt);
+      if (attempts < this.settings.maxAttempts) {
+        log.error("job failed", facts);
+        const retryAt = new Date(this.clock.now().getTime() + retryDelayMs(attempts));
+        await retryJobLater(this.dataSource, job, leasedUntil, attempts, String(error), retryAt);
+      } else if (await buryJob(this.dataSource, job, leasedUntil, attempts, String(error), this.clock.now())) {
+        log.error("job dead: its last allowed attempt failed; it runs again only once an operator retries it", {
+          ...facts,
+          job_id: job.jobId,
+        });
+      } else {
+        log.error("job failed", facts);
+      }
     } catch (recording) {
       log.error("job failure not recorded", { kind: job.kind, object_id: job.objectId, error: String(recording) });
     }

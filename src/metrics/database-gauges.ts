@@ -15,6 +15,7 @@ interface JobRow {
   readonly queued: number;
   readonly due: number;
   readonly lag: number;
+  readonly dead: number;
 }
 
 /** What the database says at one scrape; undefined where its query failed or ran out of time. */
@@ -47,7 +48,7 @@ async function withinBudget<Row>(dataSource: DataSource, sql: string, params: un
  * shares (the job queue, webhook deliveries, idempotency keys) or in a thread of their own (the
  * webhook sender): each instance reports the same database-wide values. Four small queries, each
  * bounded by the budget; the jobs and the failed deliveries are counted by scanning their tables,
- * which stay small while jobs and webhooks work (ended jobs are deleted).
+ * which stay small while jobs and webhooks work (ended jobs are deleted, dead ones wait for an operator).
  */
 export class DatabaseGauges {
   /** The queries under way: a scrape collects every gauge at once, and they share one run of them. */
@@ -66,7 +67,7 @@ export class DatabaseGauges {
     new Gauge({
       ...shared,
       name: `${prefix}jobs_queued`,
-      help: "Jobs in the queue by kind, due or scheduled for later (the jobs table).",
+      help: "Jobs in the queue by kind, due or scheduled for later (the jobs table's pending jobs; dead ones are in jobs_dead).",
       labelNames: ["kind"],
       async collect() {
         const jobs = (await read()).jobs;
@@ -91,6 +92,16 @@ export class DatabaseGauges {
       async collect() {
         const jobs = (await read()).jobs;
         if (jobs !== undefined) setPerKind(this, jobs, (row) => row.lag);
+      },
+    });
+    new Gauge({
+      ...shared,
+      name: `${prefix}jobs_dead`,
+      help: "Jobs that failed their last allowed attempt (JOB_MAX_ATTEMPTS), by kind: never run again until an operator retries them.",
+      labelNames: ["kind"],
+      async collect() {
+        const jobs = (await read()).jobs;
+        if (jobs !== undefined) setPerKind(this, jobs, (row) => row.dead);
       },
     });
     new Gauge({
@@ -157,8 +168,10 @@ export class DatabaseGauges {
     const [jobs, pending, failed, idempotencyKeys] = await Promise.all([
       withinBudget<JobRow>(
         this.dataSource,
-        `SELECT kind, count(*)::int AS queued, (count(*) FILTER (WHERE run_at <= $1))::int AS due,
-           coalesce(extract(epoch FROM $1 - min(run_at) FILTER (WHERE run_at <= $1)), 0)::float8 AS lag
+        `SELECT kind, (count(*) FILTER (WHERE status = 'pending'))::int AS queued,
+           (count(*) FILTER (WHERE status = 'pending' AND run_at <= $1))::int AS due,
+           coalesce(extract(epoch FROM $1 - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= $1)), 0)::float8 AS lag,
+           (count(*) FILTER (WHERE status = 'dead'))::int AS dead
          FROM jobs GROUP BY kind`,
         [now],
       ),

@@ -104,6 +104,8 @@ interface Case {
 const eventSubjects: readonly Kind[] = ["customer", "payment", "refund", "payout", "dispute"];
 
 function idsOf(c: Case, kind: FieldKind): readonly string[] {
+  // Jobs are the operator's to reach, whoever's objects they act on: every caller aims at the owner's.
+  if (kind === "job") return c.ownerObjects.jobs;
   const kinds = kind === "object" ? eventSubjects : [kind];
   return kinds.filter((k) => c.kinds.includes(k)).flatMap((k) => c.ownerObjects.ids.get(k) ?? []);
 }
@@ -199,7 +201,12 @@ function aimedCells(rpcs: readonly MatrixRpc[], c: Case): Array<() => Promise<vo
     const targets = rpc.idFields.filter((f) => f.role === "target");
     // A call on a target the caller may not reach aims at the target alone; one on its own target
     // aims at each object it references.
-    const aims = (targets.length > 0 ? fillings(c, targets) : []).map((aimed) => ({ aimed, control: undefined as IdField | undefined }));
+    // An operator-only RPC that names nothing (CreateMerchant, ListJobs) is aimed at as it is: no key may call it.
+    const untargeted = rpc.api.access === Access.ADMIN && targets.length === 0 ? [{}] : [];
+    const aims = (targets.length > 0 ? fillings(c, targets) : untargeted).map((aimed) => ({
+      aimed,
+      control: undefined as IdField | undefined,
+    }));
     // References are aimed at from the caller's own target; a caller with none (production has no payments) has no such cells.
     const ownTarget = targets.every((f) => baseOf(rpc, c)[f.field.name] !== undefined);
     for (const ref of rpc.idFields.filter((f) => f.role === "reference" && ownTarget)) {
@@ -229,8 +236,10 @@ function aimedCells(rpcs: readonly MatrixRpc[], c: Case): Array<() => Promise<vo
 
 /** The same call naming the caller's own object in `field` instead of the owner's, or undefined when the caller has none of its kind. */
 async function ownControl(rpc: MatrixRpc, c: Case, field: IdField, wire: Wire): Promise<Answer | undefined> {
-  const kinds = field.kind === "object" ? eventSubjects : [field.kind];
-  const own = kinds.flatMap((kind) => c.callerObjects.ids.get(kind) ?? [])[0];
+  const own =
+    field.kind === "job"
+      ? c.callerObjects.jobs[0]
+      : (field.kind === "object" ? eventSubjects : [field.kind]).flatMap((kind) => c.callerObjects.ids.get(kind) ?? [])[0];
   if (own === undefined) return undefined;
   return call(instance().url, rpc.api, wire, callerOf(c.caller), request(rpc, c, { [field.field.name]: own }));
 }

@@ -10,6 +10,7 @@ export * from "../../../gen/paymentservice/v1/dispute_pb.js";
 export * from "../../../gen/paymentservice/v1/error_pb.js";
 export * from "../../../gen/paymentservice/v1/event_pb.js";
 export * from "../../../gen/paymentservice/v1/health_pb.js";
+export * from "../../../gen/paymentservice/v1/job_pb.js";
 export * from "../../../gen/paymentservice/v1/merchant_pb.js";
 export * from "../../../gen/paymentservice/v1/options_pb.js";
 export * from "../../../gen/paymentservice/v1/payment_pb.js";

@@ -23,6 +23,8 @@ export interface Tenant extends TestMerchant {
 /** What a tenant made: every id by kind, and the objects its own calls use as their base. */
 export interface Objects {
   readonly ids: ReadonlyMap<Kind, readonly string[]>;
+  /** The runner's jobs on these objects (an authorization's expiry, a dispute's…), as the operator lists them. */
+  readonly jobs: readonly string[];
   /** A payment still awaiting a payment method, for updates (none in production). */
   readonly openPayment?: string;
   /** A succeeded payment, for refunds. */
@@ -45,6 +47,20 @@ async function as(url: string, tenant: Tenant, method: string, path: string, bod
   return res.body;
 }
 
+/** The ids of the jobs on `tenant`'s objects, through the operator's list of every merchant's jobs. */
+async function jobsOf(url: string, tenant: Tenant): Promise<string[]> {
+  const ids: string[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const res = await rest(url, "GET", `/jobs/list?limit=100&offset=${offset}`, { admin: true });
+    expect(res.status, `listing jobs: ${res.text}`).toBe(200);
+    const environment = tenant.livemode ? "production" : "sandbox";
+    for (const job of res.body.data as JsonBody[]) {
+      if (job.merchant_id === tenant.merchantId && job.environment === environment) ids.push(job.job_id);
+    }
+    if (!res.body.has_more) return ids;
+  }
+}
+
 /** Makes one object of every kind as `tenant`. */
 export async function makeObjects(url: string, tenant: Tenant): Promise<Objects> {
   const customer = await as(url, tenant, "POST", "/customers", { name: `${tenant.label} customer`, email: "owner@example.com" });
@@ -55,7 +71,7 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
     ["customer", [customer.customer_id]],
     ["apiKey", [tenant.keyId, key.key_id]],
   ];
-  if (tenant.livemode) return { ids: new Map(shared) };
+  if (tenant.livemode) return { ids: new Map(shared), jobs: await jobsOf(url, tenant) };
   const byCard = (card: JsonBody, extra: JsonBody = {}) =>
     createPayment(url, tenant, { confirm: true, payment_method: "card", payment_method_data: { card }, ...extra });
   const open = await createPayment(url, tenant, { customer_id: customer.customer_id, description: "open" });
@@ -86,6 +102,7 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
       ["dispute", [dispute.dispute_id]],
       ["event", events.data.map((e: JsonBody) => e.event_id)],
     ]),
+    jobs: await jobsOf(url, tenant),
     openPayment: open.payment_id,
     succeededPayment: succeeded.payment_id,
     refund: refund.refund_id,

@@ -1,4 +1,5 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { Access } from "../../../gen/paymentservice/v1/options_pb.js";
 import type { ApiMethod, ApiSchema } from "../../fuzz/schema.js";
 
 /*
@@ -14,8 +15,11 @@ export type Kind = "merchant" | "profile" | "customer" | "payment" | "refund" | 
 /** Kinds that live in one environment; merchants and profiles are shared by a merchant's sandbox and production. */
 export const environmentKinds: readonly Kind[] = ["customer", "payment", "refund", "payout", "dispute", "event", "apiKey"];
 
-/** `object`: an id of any object events are about (ListEvents' object_id). */
-export type FieldKind = Kind | "object";
+/**
+ * `object`: an id of any object events are about (ListEvents' object_id). `job`: a job of the runner
+ * on a merchant's object, which only the operator reaches (JobService), so no merchant key may either.
+ */
+export type FieldKind = Kind | "object" | "job";
 
 /** Which object each id field names. A field ending in `_id` missing here fails the run, see classify. */
 const kindOfField: Readonly<Record<string, FieldKind>> = {
@@ -30,6 +34,7 @@ const kindOfField: Readonly<Record<string, FieldKind>> = {
   after_event_id: "event",
   key_id: "apiKey",
   object_id: "object",
+  job_id: "job",
 };
 
 /**
@@ -58,9 +63,14 @@ export interface MatrixRpc {
 }
 
 /** The kind of the objects of a message whose first field is its own id (Payment.payment_id), if it is one. */
-function ownKind(message: DescMessage): Kind | undefined {
-  const kind = kindOfField[message.fields[0]?.name ?? ""];
-  return kind === "object" ? undefined : kind;
+function ownKind(message: DescMessage): FieldKind | undefined {
+  return kindOfField[message.fields[0]?.name ?? ""];
+}
+
+/** The merchant kind of a message's objects, if it is one. */
+function merchantKind(message: DescMessage): Kind | undefined {
+  const kind = ownKind(message);
+  return kind === "object" || kind === "job" ? undefined : kind;
 }
 
 /** Id-looking fields nested inside a request's sub-messages: the matrix fills top-level fields only. */
@@ -86,13 +96,17 @@ export function classify(schema: ApiSchema): MatrixRpc[] {
     const name = api.desc.name;
     const pathFields = new Set(api.routes.flatMap((route) => route.segments.flatMap((s) => ("variable" in s ? [s.variable.name] : []))));
     const data = api.desc.output.fields.find((f) => f.name === "data" && f.fieldKind === "list" && f.listKind === "message");
-    const listOf = data?.fieldKind === "list" && data.listKind === "message" ? ownKind(data.message) : undefined;
-    if (data !== undefined && listOf === undefined) problems.push(`${name}: lists objects of an unknown kind`);
+    const listed = data?.fieldKind === "list" && data.listKind === "message" ? data.message : undefined;
+    const listOf = listed === undefined ? undefined : merchantKind(listed);
+    // The operator's list of jobs holds every merchant's: the matrix checks that no merchant key gets an answer at all.
+    const operatorList = listed !== undefined && ownKind(listed) === "job" && api.access === Access.ADMIN;
+    if (data !== undefined && listOf === undefined && !operatorList) problems.push(`${name}: lists objects of an unknown kind`);
     for (const nested of nestedIds(api.input, "", new Set())) problems.push(`${name}: nested id field ${nested}`);
     const idFields = api.input.fields.flatMap((field): IdField[] => {
       if (!field.name.endsWith("_id")) return [];
       const kind = kindOfField[field.name];
-      if (kind === undefined || field.fieldKind !== "scalar" || field.scalar !== ScalarType.STRING) {
+      const unreachable = kind === "job" && api.access !== Access.ADMIN;
+      if (kind === undefined || unreachable || field.fieldKind !== "scalar" || field.scalar !== ScalarType.STRING) {
         problems.push(`${name}: id field ${field.name} names an object the tenancy matrix cannot fill`);
         return [];
       }
@@ -105,7 +119,7 @@ export function classify(schema: ApiSchema): MatrixRpc[] {
             : "reference";
       return [{ field, kind, role }];
     });
-    const streamOf = api.desc.methodKind === "server_streaming" ? ownKind(api.desc.output) : undefined;
+    const streamOf = api.desc.methodKind === "server_streaming" ? merchantKind(api.desc.output) : undefined;
     if (api.desc.methodKind === "server_streaming" && streamOf === undefined) problems.push(`${name}: streams objects of an unknown kind`);
     return { api, name, idFields, listOf, streamOf };
   });

@@ -4,15 +4,17 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rest } from "./support/clients.js";
+import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
+import { rest, rpcClient } from "./support/clients.js";
 import { fileDatabaseUrl } from "./support/database.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { spawnServer, type ServerProcess } from "./support/server-process.js";
 
 /*
- * Issue 19 item 7: with OTEL_EXPORTER_OTLP_ENDPOINT set, every call is a server span named for its
- * procedure, the PostgreSQL statements it ran are spans beneath it, a caller's W3C traceparent is
- * continued, and the call's log line names the trace; unset, the SDK is not even loaded.
+ * Issue 19 item 7: with OTEL_EXPORTER_OTLP_ENDPOINT set, every call (REST, Connect, gRPC, gRPC-Web)
+ * is a server span named for its procedure, the PostgreSQL statements it ran are spans beneath it, a
+ * caller's W3C traceparent is continued, and the call's log line names the trace; unset, the SDK is
+ * not even loaded.
  */
 
 /** A span as OTLP/HTTP JSON carries it, with its attributes flattened to plain values. */
@@ -132,6 +134,10 @@ describe("traces, with OTEL_EXPORTER_OTLP_ENDPOINT set", () => {
     expect(connect.status).toBe(200);
     connectRequestId = connect.headers.get("x-request-id")!;
 
+    for (const protocol of ["grpc", "grpc-web"] as const) {
+      await rpcClient(CustomerService, server.url, protocol, { apiKey: merchant.apiKey }).createCustomer({ name: protocol });
+    }
+
     const refused = await rest(server.url, "POST", "/customers", { apiKey: merchant.apiKey, rawBody: "{not json" });
     expect(refused.body.error.code).toBe("IR_06");
     refusedRequestId = refused.headers.get("x-request-id")!;
@@ -180,6 +186,13 @@ describe("traces, with OTEL_EXPORTER_OTLP_ENDPOINT set", () => {
       "payment_service.protocol": protocol,
     });
     expect(span.attributes["error.type"]).toBeUndefined();
+  });
+
+  it.each(["grpc", "grpc-web"])("names a %s call's span for its procedure too, its rpc.system grpc", (protocol) => {
+    const spans = receiver.spans.filter((s) => s.kind === serverKind && s.attributes["payment_service.protocol"] === protocol);
+    expect(spans).toHaveLength(1);
+    expect(spans[0]!.name).toBe("paymentservice.v1.CustomerService/CreateCustomer");
+    expect(spans[0]!.attributes).toMatchObject({ "rpc.system": "grpc", "rpc.method": "CreateCustomer" });
   });
 
   it.each([

@@ -46,6 +46,7 @@ import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
+import { startTracing, type Tracing } from "./traces/tracing.js";
 import { RequestRecord } from "./transport/request-record.js";
 import { createAdmission } from "./transport/admission.js";
 import { ClientAddresses } from "./transport/client-address.js";
@@ -111,6 +112,8 @@ export interface App {
   readonly liveness: InstanceLiveness;
   /** This instance's Prometheus metrics, scraped on the operators' port (OPS_PORT). */
   readonly metrics: ServiceMetrics;
+  /** A server span per call, sent over OTLP, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  readonly tracing: Tracing | undefined;
 }
 
 /** A service listening on its port. */
@@ -160,6 +163,8 @@ function databaseTimeouts(config: Config): DatabaseTimeouts {
  * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
  */
 export async function openApp(config: Config, injected?: Clock): Promise<App> {
+  // First: the pg instrumentation must patch pg before the pool makes its first connection.
+  const tracing = await startTracing(config.tracesEndpoint);
   const embeddedDataDir = config.databaseUrl === undefined ? config.dataDir : undefined;
   const hashSecret = await resolveServerSecret(apiKeyHashSecret, config.apiKeyHashSecret, embeddedDataDir);
   const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
@@ -229,9 +234,11 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
       adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
       liveness,
       metrics,
+      tracing,
     };
   } catch (error) {
     await embedded?.close();
+    await tracing?.shutdown();
     throw error;
   }
 }
@@ -244,6 +251,7 @@ export async function closeApp(app: App): Promise<void> {
   await app.dataSource.destroy();
   await app.liveness.close();
   await app.embedded?.close();
+  await app.tracing?.shutdown();
 }
 
 /** How the router reads calls: compression, the largest message, the longest deadline, strict JSON. */
@@ -353,6 +361,7 @@ export async function serve(opened: App): Promise<RunningService> {
         ? undefined
         : { policy: new CorsPolicy(app.config.corsAllowedOrigins), browserCallable: publishableKeyMayCall },
     onEnded: (record) => app.metrics.requestEnded(record),
+    tracing: app.tracing,
   });
   const ops =
     app.config.opsPort === undefined

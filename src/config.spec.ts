@@ -199,6 +199,35 @@ describe("loadConfig", () => {
     });
   });
 
+  describe("OTEL_EXPORTER_OTLP_ENDPOINT", () => {
+    it("leaves tracing off when unset, or when OTEL_SDK_DISABLED says so", () => {
+      expect(loadConfig({}).tracesEndpoint).toBeUndefined();
+      expect(
+        loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "TRUE" }).tracesEndpoint,
+      ).toBeUndefined();
+    });
+
+    it("turns tracing on, the traces' own endpoint first", () => {
+      expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).tracesEndpoint).toBe("http://collector:4318");
+      const both = {
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://traces.example.com/v1/traces",
+      };
+      expect(loadConfig(both).tracesEndpoint).toBe("https://traces.example.com/v1/traces");
+    });
+
+    it("refuses what is not an http(s) URL", () => {
+      expect(problem({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toBe(
+        "OTEL_EXPORTER_OTLP_ENDPOINT must be a http:// or https:// URL, e.g. http://collector:4318 (the value set is a collector:// URL)",
+      );
+    });
+
+    it.each(["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"])("refuses a %s the SDK does not speak", (name) => {
+      expect(loadConfig({ [name]: "grpc" }).tracesEndpoint).toBeUndefined();
+      expect(problem({ [name]: "http" })).toBe(`${name} must be one of http/protobuf, http/json, grpc, got "http"`);
+    });
+  });
+
   it("reports every unusable value at once, in one message an operator reads in the log", () => {
     const env = { DATABASE_URL: "localhost", ADMIN_API_KEY: "admin", LOG_LEVEL: "loud", PORT: "http" };
     expect(problems(env)).toEqual([

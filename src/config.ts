@@ -85,7 +85,16 @@ export interface Config {
    * `npm run migrate` once, and an instance refuses to start while migrations are pending.
    */
   readonly migrateOnStart: boolean;
+  /**
+   * Where OpenTelemetry traces go (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT);
+   * undefined, or OTEL_SDK_DISABLED=true, traces nothing and never loads the SDK. The SDK reads
+   * the other OTEL_* variables itself; the ones a typo would silently break are checked here.
+   */
+  readonly tracesEndpoint: string | undefined;
 }
+
+/** The OTLP transports the SDK speaks (OTEL_EXPORTER_OTLP_PROTOCOL). */
+export const otlpProtocols = ["http/protobuf", "http/json", "grpc"] as const;
 
 /** The values LOG_LEVEL takes, from quietest to most verbose. */
 export const logLevels = ["silent", "error", "warn", "info", "debug"] as const;
@@ -168,9 +177,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: check(() => oneOf(env, "LOG_LEVEL", logLevels, "info"), "info"),
     opsPort: text(env, "OPS_PORT") === undefined ? undefined : int("OPS_PORT", 0, 0, 65535),
     migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
+    tracesEndpoint: check(() => tracesEndpoint(env), undefined),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * The OTLP endpoint traces are sent to, when tracing is on; the protocols named must be ones the SDK
+ * speaks, since it would otherwise fall back to another without a word and the collector see nothing.
+ */
+function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
+  const example = "http://collector:4318";
+  const endpoint =
+    url(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ["http:", "https:"], example) ??
+    url(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"], example);
+  for (const name of ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"])
+    oneOf(env, name, otlpProtocols, "http/protobuf");
+  // The SDK's own switch, which it reads case-insensitively.
+  const disabled = text(env, "OTEL_SDK_DISABLED")?.toLowerCase() === "true";
+  return disabled ? undefined : endpoint;
 }
 
 function text(env: NodeJS.ProcessEnv, name: string): string | undefined {

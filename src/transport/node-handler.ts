@@ -27,6 +27,7 @@ import { callValues, RequestRecord, requestIdOf } from "./request-record.js";
 import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
 import { RestRouter } from "./rest/router.js";
+import type { Tracing } from "../traces/tracing.js";
 
 /** A request of either HTTP version. */
 type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -54,6 +55,8 @@ export interface NodeHandlerOptions {
   };
   /** Told of every request once it has ended, as the log is (the request metrics). */
   readonly onEnded?: (record: RequestRecord, status: number) => void;
+  /** A server span per request (OpenTelemetry); absent when tracing is off, so a request costs nothing for it. */
+  readonly tracing?: Tracing;
 }
 
 /**
@@ -67,7 +70,7 @@ export interface NodeHandlerOptions {
  * (authenticated, rate-limited) from its headers before its body is read, and a request whose body
  * was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler({ router, pages, admit, clients, cors, onEnded }: NodeHandlerOptions): DualProtocolHandler {
+export function createNodeHandler({ router, pages, admit, clients, cors, onEnded, tracing }: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
@@ -180,12 +183,15 @@ export function createNodeHandler({ router, pages, admit, clients, cors, onEnded
     // one as anything but the type it is declared as. Pages that may be cached say so themselves.
     res.setHeader("cache-control", "no-store");
     res.setHeader("x-content-type-options", "nosniff");
+    const span = tracing?.begin(req.method, req.headers, record);
     res.once("finish", () => resetUnreadStream(req));
     res.once("close", () => {
       record.log(req.method, req.url ?? "", res.statusCode, res.writableFinished);
+      span?.end(res.statusCode);
       onEnded?.(record, res.statusCode);
     });
-    serve(req, res, record).catch((reason: unknown) => {
+    const served = span === undefined ? serve(req, res, record) : span.run(() => serve(req, res, record));
+    served.catch((reason: unknown) => {
       if (res.headersSent && isClientGone(reason)) destroyResponse(res);
       else refuse(res, record, reason);
     });

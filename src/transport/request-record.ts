@@ -23,6 +23,9 @@ export class RequestRecord {
   cause: unknown;
   /** Who the call was admitted for, once it was: the merchant and key its line names. */
   caller: Caller | undefined;
+  /** The OpenTelemetry trace and span of the call, when tracing is on: its log line names them, to find one from the other. */
+  traceId: string | undefined;
+  spanId: string | undefined;
 
   /** `id` is sent to the client as X-Request-Id and in an HE_00 message: the client's own (requestIdOf) or a new one. */
   constructor(readonly id: string = newId("req")) {}
@@ -51,6 +54,8 @@ export class RequestRecord {
       merchant_id: merchant?.merchantId,
       key_id: merchant?.keyId ?? (this.caller?.kind === "admin" ? "admin" : undefined),
       ms: this.durationMs(),
+      trace_id: this.traceId,
+      span_id: this.spanId,
       ...(complete ? {} : { cut: true }),
     };
     if (this.code === "HE_00") {

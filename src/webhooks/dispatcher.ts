@@ -1,5 +1,7 @@
+import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
+import { ReleaseRetries } from "../db/release-retries.js";
 import { FailureStreak, log } from "../log.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, attemptTimeoutMs, post } from "./sender.js";
@@ -17,6 +19,8 @@ const pollMs = 100;
 const batchGapMs = 20;
 /** Deliveries held by this instance at once, all receivers together. */
 const maxHeld = 2000;
+/** How soon outcomes the database refused are written again: it may be back from a restart by then. */
+const rewriteAfterMs = 250;
 
 /** A delivery this instance has taken, with what sending it needs. */
 interface Taken {
@@ -30,8 +34,8 @@ interface Taken {
   readonly webhook_secret: string;
   readonly previous_webhook_secret: string | null;
   readonly previous_webhook_secret_until: Date | null;
-  /** Until when this instance holds it: the token its outcome is written with. */
-  readonly lease: Date;
+  /** Until when this instance holds it (leaseUntil): the token its outcome is written with. */
+  readonly lease: string;
 }
 
 /**
@@ -40,7 +44,7 @@ interface Taken {
  */
 interface Outcome {
   readonly eventId: string;
-  readonly lease: Date;
+  readonly lease: string;
   readonly attempt: Attempt | undefined;
   readonly attemptedAt: Date;
   readonly finishedAt: Date;
@@ -84,7 +88,7 @@ WITH due AS (
 UPDATE webhook_deliveries w SET leased_until = $5
   FROM picked, events e, profiles p
  WHERE w.event_id = picked.event_id AND e.event_id = w.event_id AND p.profile_id = w.profile_id
-RETURNING w.event_id, w.livemode, w.profile_id, w.leased_until AS lease, e.type, e.created, e.data,
+RETURNING w.event_id, w.livemode, w.profile_id, e.type, e.created, e.data,
           p.webhook_url, p.webhook_secret, p.previous_webhook_secret, p.previous_webhook_secret_until`;
 
 /** When a failed attempt is tried again, and whether that is still within the delivery's window. */
@@ -112,6 +116,25 @@ const giveBack = `
 UPDATE webhook_deliveries d SET leased_until = NULL
   FROM unnest($1::varchar[], $2::timestamptz[]) AS u(event_id, lease)
  WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
+
+/**
+ * Ends the leases of one take whose answer never came: the database may have committed it and then
+ * gone before answering, leaving its deliveries leased to no one. A lease's end lies past its
+ * deliveries' `next_attempt_at`, so the takeable index finds them.
+ */
+const giveBackTake = `
+UPDATE webhook_deliveries SET leased_until = NULL
+ WHERE status = 'pending' AND ${takeableAt("")} = $1::timestamptz AND leased_until = $1::timestamptz`;
+
+/**
+ * The lease of one take, ending at `at`: an ISO timestamp to the microsecond, a random one within
+ * its millisecond. It is the token the take's deliveries are written and given back with, so it
+ * names that take alone: two takes of different instances ending in the same millisecond share it
+ * one time in a thousand, and even then only a take whose answer was lost gives back by it.
+ */
+function leaseUntil(at: number): string {
+  return new Date(at).toISOString().replace("Z", `${String(randomInt(1000)).padStart(3, "0")}Z`);
+}
 
 /** The body of an event's webhook: the event as retrieve shows it, without its delivery state. */
 function bodyOf(delivery: Taken): string {
@@ -142,6 +165,9 @@ export class WebhookDispatcher implements WebhookSender {
   private outcomes: { outcome: Outcome; written: () => void }[] = [];
   private writing: Promise<void> | undefined;
   private readonly takeFailures = new FailureStreak("taking due webhook deliveries");
+  private readonly writeFailures = new FailureStreak("writing webhook outcomes");
+  /** Give-backs of takes whose answer was lost, made once the database is back. */
+  private readonly lostTakes = new ReleaseRetries();
 
   /**
    * `perEndpoint` attempts at most go out at once to one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY),
@@ -256,11 +282,15 @@ export class WebhookDispatcher implements WebhookSender {
     await this.beforePass();
     const now = this.clock.now();
     const full = [...this.endpoints].filter(([, e]) => e.waiting.length + e.sending >= perEndpointBatch).map(([id]) => id);
-    const [rows] = (await this.dataSource.query(takeDue, [now, full, room, perEndpointBatch, new Date(now.getTime() + this.leaseMs)])) as [
-      Taken[],
-      number,
-    ];
-    for (const row of rows) this.hold(row);
+    const lease = leaseUntil(now.getTime() + this.leaseMs);
+    let rows: Omit<Taken, "lease">[];
+    try {
+      [rows] = await this.dataSource.query(takeDue, [now, full, room, perEndpointBatch, lease]);
+    } catch (error) {
+      this.lostTakes.add(lease, () => this.dataSource.query(giveBackTake, [lease]), this.leaseMs);
+      throw error;
+    }
+    for (const row of rows) this.hold({ ...row, lease });
     return rows.length;
   }
 
@@ -318,9 +348,15 @@ export class WebhookDispatcher implements WebhookSender {
     });
   }
 
+  /**
+   * Writes the queued outcomes in batches. A batch the database refuses (restarting, gone) is written
+   * again with the next one, for as long as its leases hold: otherwise each of its deliveries, though
+   * its receiver has it, would stay pending until its lease ends (70 s) and then be sent again.
+   */
   private async writeQueued(): Promise<void> {
+    let refused = false;
     while (this.outcomes.length > 0) {
-      await new Promise((resolve) => setTimeout(resolve, batchGapMs));
+      await new Promise((resolve) => setTimeout(resolve, refused ? rewriteAfterMs : batchGapMs));
       const batch = this.outcomes;
       this.outcomes = [];
       const o = batch.map((b) => b.outcome);
@@ -336,9 +372,19 @@ export class WebhookDispatcher implements WebhookSender {
           o.map((x) => x.finishedAt),
           o.map(() => retrySpread()),
         ]);
+        this.writeFailures.succeeded();
+        refused = false;
       } catch (error) {
-        // The leases run out and the deliveries are taken again: at least once, never lost.
-        log.error("webhook outcomes not written", { count: o.length, error: String(error) });
+        this.writeFailures.failed(error);
+        refused = true;
+        // An outcome whose lease has ended, or one of a dispatcher stopping, is left to the lease: the
+        // delivery is taken again when it ends, at least once, never lost.
+        const now = this.clock.now().getTime();
+        const holds = (b: (typeof batch)[number]) => this.started && Date.parse(b.outcome.lease) > now;
+        for (const b of batch) if (!holds(b)) b.written();
+        const kept = batch.filter(holds);
+        this.outcomes = [...kept, ...this.outcomes];
+        continue;
       }
       for (const b of batch) b.written();
     }

@@ -13,10 +13,14 @@ export interface Config {
   readonly apiKeyHashSecret: string | undefined;
   /** The secret API_KEY_HASH_SECRET replaced: keys hashed with it still authenticate, and are re-hashed when they do. */
   readonly apiKeyHashPreviousSecret: string | undefined;
+  /** The secret about to replace API_KEY_HASH_SECRET: keys other instances already re-hashed with it authenticate here too. */
+  readonly apiKeyHashNextSecret: string | undefined;
   /** 64 hex digits: the AES-256 key of stored sensitive data (payout destinations). */
   readonly dataEncryptionKey: string | undefined;
   /** Keys DATA_ENCRYPTION_KEY replaced, each 64 hex digits: they still decrypt, never encrypt. */
   readonly dataEncryptionPreviousKeys: readonly string[];
+  /** The key about to replace DATA_ENCRYPTION_KEY: it decrypts what instances already switched to it wrote. */
+  readonly dataEncryptionNextKey: string | undefined;
   readonly rateLimitPerMinute: number;
   /** Failed authentications a client address may make per fixed minute before it is refused (RL_01). */
   readonly authFailureLimitPerMinute: number;
@@ -133,9 +137,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: check(() => url(env, "REDIS_URL", ["redis:", "rediss:"], "redis://host:6379"), undefined),
     adminApiKey: check(() => secret(env, "ADMIN_API_KEY", minAdminApiKeyLength), undefined),
     apiKeyHashSecret: check(() => secret(env, "API_KEY_HASH_SECRET", minHashSecretLength), undefined),
-    apiKeyHashPreviousSecret: check(() => previousHashSecret(env), undefined),
+    apiKeyHashPreviousSecret: check(() => rotatingHashSecret(env, "API_KEY_HASH_PREVIOUS_SECRET"), undefined),
+    apiKeyHashNextSecret: check(() => rotatingHashSecret(env, "API_KEY_HASH_NEXT_SECRET"), undefined),
     dataEncryptionKey: check(() => hexKey(env, "DATA_ENCRYPTION_KEY"), undefined),
     dataEncryptionPreviousKeys: check(() => previousDataKeys(env), []),
+    dataEncryptionNextKey: check(() => nextDataKey(env), undefined),
     rateLimitPerMinute: int("RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
     authFailureLimitPerMinute: int("AUTH_FAILURE_LIMIT_PER_MINUTE", 100, 1, 1_000_000_000),
     invalidKeyCacheSeconds: int("INVALID_KEY_CACHE_SECONDS", 5, 0, 300),
@@ -167,6 +173,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     opsPort: text(env, "OPS_PORT") === undefined ? undefined : int("OPS_PORT", 0, 0, 65535),
     migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
   };
+  if (config.apiKeyHashPreviousSecret !== undefined && config.apiKeyHashNextSecret !== undefined) {
+    problems.push(
+      "API_KEY_HASH_PREVIOUS_SECRET and API_KEY_HASH_NEXT_SECRET are both set: a rotation sets the next secret first, then makes it current with the old one as previous",
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
@@ -239,17 +250,15 @@ function hexFound(value: string): string {
 }
 
 /**
- * API_KEY_HASH_PREVIOUS_SECRET: only beside a configured API_KEY_HASH_SECRET it differs from (a
- * rotation names both); its value is never reported.
+ * API_KEY_HASH_PREVIOUS_SECRET or API_KEY_HASH_NEXT_SECRET: only beside a configured
+ * API_KEY_HASH_SECRET it differs from (a rotation names both); its value is never reported.
  */
-function previousHashSecret(env: NodeJS.ProcessEnv): string | undefined {
-  const name = "API_KEY_HASH_PREVIOUS_SECRET";
+function rotatingHashSecret(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = secret(env, name, minHashSecretLength);
   if (value === undefined) return undefined;
-  if (text(env, "API_KEY_HASH_SECRET") === undefined) {
-    throw new Error(`${name} is set but API_KEY_HASH_SECRET is not: a rotation sets the new secret there and the old one here`);
-  }
-  if (value === text(env, "API_KEY_HASH_SECRET")) throw new Error(`${name} must differ from API_KEY_HASH_SECRET (it is the secret being replaced)`);
+  const current = text(env, "API_KEY_HASH_SECRET");
+  if (current === undefined) throw new Error(`${name} is set but API_KEY_HASH_SECRET is not: a rotation sets both`);
+  if (value === current) throw new Error(`${name} must differ from API_KEY_HASH_SECRET`);
   return value;
 }
 
@@ -262,7 +271,7 @@ function previousDataKeys(env: NodeJS.ProcessEnv): string[] {
   const value = text(env, name);
   if (value === undefined) return [];
   if (text(env, "DATA_ENCRYPTION_KEY") === undefined) {
-    throw new Error(`${name} is set but DATA_ENCRYPTION_KEY is not: a rotation sets the new key there and the old ones here`);
+    throw new Error(`${name} is set but DATA_ENCRYPTION_KEY is not: a rotation sets both`);
   }
   const keys = value.split(",").map((key) => key.trim());
   keys.forEach((key, index) => {
@@ -276,6 +285,17 @@ function previousDataKeys(env: NodeJS.ProcessEnv): string[] {
   }
   if (new Set(lower).size !== lower.length) throw new Error(`${name} lists the same key twice`);
   return keys;
+}
+
+/** DATA_ENCRYPTION_NEXT_KEY: one key of the DATA_ENCRYPTION_KEY form, beside a different DATA_ENCRYPTION_KEY. */
+function nextDataKey(env: NodeJS.ProcessEnv): string | undefined {
+  const name = "DATA_ENCRYPTION_NEXT_KEY";
+  const value = hexKey(env, name);
+  if (value === undefined) return undefined;
+  const current = text(env, "DATA_ENCRYPTION_KEY");
+  if (current === undefined) throw new Error(`${name} is set but DATA_ENCRYPTION_KEY is not: a rotation sets both`);
+  if (value.toLowerCase() === current.toLowerCase()) throw new Error(`${name} must differ from DATA_ENCRYPTION_KEY`);
+  return value;
 }
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {

@@ -1,18 +1,82 @@
 import type { DataSource } from "typeorm";
+import type { PresentedKeyHashes } from "../auth/api-key-secret.js";
 import { preparedQuery } from "../db/prepared.js";
+import { log } from "../log.js";
 import type { InvalidKeys } from "./invalid-keys.js";
 import type { KeyCache } from "./key-cache.js";
 import type { KeyRecord } from "./key-record.js";
 
-async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Promise<KeyRecord | null> {
-  const rows = await preparedQuery<KeyRecord>(
+/** A key as found by one of its hashes, with the id of the secret it is stored under. */
+interface FoundKey extends KeyRecord {
+  readonly hashSecretId: string | null;
+}
+
+async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Promise<FoundKey | null> {
+  const rows = await preparedQuery<FoundKey>(
     dataSource,
     `SELECT key_id AS "keyId", merchant_id AS "merchantId", livemode, publishable,
-            expires_at AS "expiresAt", revoked_at AS "revokedAt"
+            expires_at AS "expiresAt", revoked_at AS "revokedAt", hash_secret_id AS "hashSecretId"
        FROM api_keys WHERE key_hash = $1`,
     [keyHash],
   );
   return rows[0] ?? null;
+}
+
+/** What authentication needs of a found key: the secret's id stays out of the caches. */
+function recordOf(found: FoundKey | null): KeyRecord | null {
+  if (found === null) return null;
+  const { keyId, merchantId, livemode, publishable, expiresAt, revokedAt } = found;
+  return { keyId, merchantId, livemode, publishable, expiresAt, revokedAt };
+}
+
+/**
+ * Finds a presented key in the database by its hash under the current secret, else (during a
+ * rotation) under the previous or the next one. A key found under the previous secret is re-hashed
+ * with the current one; one found under the current secret without a recorded secret id (hashed
+ * before ids were recorded) gets its id; one found under the next secret was re-hashed by an
+ * instance already switched, and stays. Each write is conditional on the hash it replaces, so
+ * instances doing it at once leave the same row; one that fails leaves the key as it was, to be
+ * written at its next lookup.
+ */
+async function findAndRehash(dataSource: DataSource, hashes: PresentedKeyHashes, secretId: string): Promise<KeyRecord | null> {
+  const found = await findKeyByHash(dataSource, hashes.current);
+  if (found !== null) {
+    if (found.hashSecretId === null && found.revokedAt === null) {
+      await rehash(
+        dataSource,
+        found,
+        `UPDATE api_keys SET hash_secret_id = $3 WHERE key_id = $1 AND key_hash = $2 AND hash_secret_id IS NULL`,
+        [hashes.current, secretId],
+      );
+    }
+    return recordOf(found);
+  }
+  if (hashes.previous !== undefined) {
+    const old = await findKeyByHash(dataSource, hashes.previous);
+    if (old !== null) {
+      if (old.revokedAt === null) {
+        await rehash(dataSource, old, `UPDATE api_keys SET key_hash = $3, hash_secret_id = $4 WHERE key_id = $1 AND key_hash = $2`, [
+          hashes.previous,
+          hashes.current,
+          secretId,
+        ]);
+      }
+      return recordOf(old);
+    }
+  }
+  return hashes.next === undefined ? null : recordOf(await findKeyByHash(dataSource, hashes.next));
+}
+
+/** Runs one re-hashing write for `key`; a failure is logged (never a hash) and left for the key's next lookup. */
+async function rehash(dataSource: DataSource, key: FoundKey, sql: string, params: unknown[]): Promise<void> {
+  try {
+    await dataSource.query(sql, [key.keyId, ...params]);
+  } catch (error) {
+    log.warn("api key not re-hashed; it is tried again at its next lookup", {
+      key_id: key.keyId,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
 }
 
 /**
@@ -26,27 +90,27 @@ export class KeyLookup {
     private readonly dataSource: DataSource,
     private readonly cache: KeyCache | undefined,
     private readonly invalid: InvalidKeys,
+    /** The id of the current API_KEY_HASH_SECRET, recorded on keys as they are re-hashed. */
+    private readonly secretId: string,
   ) {}
 
   /**
-   * The key, or null when no key has this hash. `beforeDatabase` runs only when the database must be
-   * asked, and may refuse the call by throwing (the failed-authentication limit of its address).
+   * The key, or null when no key has these hashes. `beforeDatabase` runs only when the database must
+   * be asked, and may refuse the call by throwing (the failed-authentication limit of its address).
+   * Both caches are keyed by the current hash alone and hold what every lookup found, so a key still
+   * hashed under the previous (or next) secret is never remembered as invalid.
    */
-  async find(keyHash: Buffer, beforeDatabase: () => Promise<void>): Promise<KeyRecord | null> {
+  async find(hashes: PresentedKeyHashes, beforeDatabase: () => Promise<void>): Promise<KeyRecord | null> {
+    const keyHash = hashes.current;
     const cache = this.cache;
     const cached = cache?.get(keyHash);
     if (cached !== undefined) return cached;
     const invalid = this.invalid.get(keyHash);
     if (invalid !== undefined) return invalid.record;
     await beforeDatabase();
-    if (cache === undefined) {
-      const record = await findKeyByHash(this.dataSource, keyHash);
-      this.invalid.put(keyHash, record);
-      return record;
-    }
-    const mark = cache.mark();
-    const record = await findKeyByHash(this.dataSource, keyHash);
-    if (record !== null) cache.put(keyHash, record, mark);
+    const mark = cache?.mark();
+    const record = await findAndRehash(this.dataSource, hashes, this.secretId);
+    if (record !== null) cache?.put(keyHash, record, mark!);
     this.invalid.put(keyHash, record);
     return record;
   }

@@ -49,7 +49,7 @@ describe("DataCipher", () => {
     expect(new DataCipher(keyA).decrypt(v1(keyA, "x", owner), owner)).toBe("x");
     expect(new DataCipher(keyB, [keyA]).decrypt(v1(keyA, "y", owner), owner)).toBe("y");
     expect(() => new DataCipher(keyB).decrypt(v1(keyA, "z", owner), owner)).toThrow(
-      "encrypted value (v1, without a key id) opens under neither DATA_ENCRYPTION_KEY nor DATA_ENCRYPTION_PREVIOUS_KEYS",
+      "encrypted value (v1, without a key id) opens under no configured data key",
     );
   });
 
@@ -62,7 +62,7 @@ describe("DataCipher", () => {
       message = (error as Error).message;
     }
     expect(message).toBe(
-      `encrypted value is under data key id ${secretId(keyA)}, which is neither DATA_ENCRYPTION_KEY nor in DATA_ENCRYPTION_PREVIOUS_KEYS`,
+      `encrypted value is under data key id ${secretId(keyA)}, which is not configured (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_PREVIOUS_KEYS, DATA_ENCRYPTION_NEXT_KEY)`,
     );
     for (const key of [keyA, keyB]) {
       expect(message).not.toContain(key.toString("hex"));

@@ -22,9 +22,10 @@ const format = "v2";
  * (a payout's destination until it is paid). Each value is bound to its owner through the
  * additional data, so a ciphertext copied onto another row does not decrypt.
  *
- * New values are encrypted under the current key and carry its id (secretId); the previous keys
- * (DATA_ENCRYPTION_PREVIOUS_KEYS) only decrypt, so values written before a rotation keep working
- * until `npm run rotate-secrets` has re-encrypted them under the current key.
+ * New values are encrypted under the current key and carry its id (secretId); the other keys of a
+ * rotation (DATA_ENCRYPTION_PREVIOUS_KEYS, DATA_ENCRYPTION_NEXT_KEY) only decrypt, so values written
+ * under the old key keep working until `npm run rotate-secrets` has re-encrypted them, and values
+ * written by instances already switched work on those not yet switched.
  */
 export class DataCipher {
   /** The id of the key new values are encrypted under. */
@@ -32,9 +33,9 @@ export class DataCipher {
   /** Every key that may decrypt, by id; the current key first. */
   private readonly keys: ReadonlyMap<string, Buffer>;
 
-  constructor(current: Buffer, previous: readonly Buffer[] = []) {
+  constructor(current: Buffer, decryptOnly: readonly Buffer[] = []) {
     this.currentKeyId = secretId(current);
-    this.keys = new Map([current, ...previous].map((key) => [secretId(key), key]));
+    this.keys = new Map([current, ...decryptOnly].map((key) => [secretId(key), key]));
   }
 
   /** `v2.<key id>.<base64 of iv | tag | ciphertext>`, under the current key. */
@@ -55,7 +56,7 @@ export class DataCipher {
       const key = this.keys.get(parts[1]!);
       if (key === undefined) {
         throw new Error(
-          `encrypted value is under data key id ${parts[1]}, which is neither DATA_ENCRYPTION_KEY nor in DATA_ENCRYPTION_PREVIOUS_KEYS`,
+          `encrypted value is under data key id ${parts[1]}, which is not configured (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_PREVIOUS_KEYS, DATA_ENCRYPTION_NEXT_KEY)`,
         );
       }
       return open(key, parts[2]!, owner);
@@ -67,7 +68,7 @@ export class DataCipher {
           return open(key, parts[1]!, owner);
         } catch {}
       }
-      throw new Error("encrypted value (v1, without a key id) opens under neither DATA_ENCRYPTION_KEY nor DATA_ENCRYPTION_PREVIOUS_KEYS");
+      throw new Error("encrypted value (v1, without a key id) opens under no configured data key");
     }
     throw new Error(`unknown encrypted value format ${parts[0]}`);
   }

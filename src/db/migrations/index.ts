@@ -11,6 +11,7 @@ import { EventOrder1764700000000 } from "./1764700000000-event-order.js";
 import { WebhookDeliveries1764800000000 } from "./1764800000000-webhook-deliveries.js";
 import { WebhookTakeable1764900000000 } from "./1764900000000-webhook-takeable.js";
 import { InstanceLiveness1765000000000 } from "./1765000000000-instance-liveness.js";
+import { ApiKeyHashRotation1765100000000 } from "./1765100000000-api-key-hash-rotation.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -27,4 +28,5 @@ export const migrations = [
   WebhookDeliveries1764800000000,
   WebhookTakeable1764900000000,
   InstanceLiveness1765000000000,
+  ApiKeyHashRotation1765100000000,
 ];

@@ -169,7 +169,10 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
       expect(await fulfilAndSend(server.url, merchant.apiKey, sentDuringRotation.payout_id)).toMatchObject({ status: "success" });
       writtenDuringRotation = await heldPayout(server.url, merchant);
       if (onPostgres) {
-        expect(await hashSecretIds([merchant.keyId, unusedKeyId])).toEqual([secretId(Buffer.from(newHashSecret)), null]);
+        expect(await hashSecretIds([merchant.keyId, unusedKeyId])).toEqual([
+          secretId(Buffer.from(newHashSecret)),
+          secretId(Buffer.from(oldHashSecret)),
+        ]);
       }
     });
   }, 180_000);
@@ -210,5 +213,43 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
       expectRestError(await rest(server.url, "GET", "/payouts/list", { apiKey: unusedKey }), 401, "IR_01");
       expect(server.output()).not.toContain(oldDataKey);
     });
+  }, 180_000);
+});
+
+describe.skipIf(!onPostgres)("a rolling deploy of step 2, with instances on step 1 beside instances on step 2 (PostgreSQL)", () => {
+  /** Step 1's configuration: the old secrets current, the new ones announced. */
+  const announced = {
+    API_KEY_HASH_SECRET: oldHashSecret,
+    API_KEY_HASH_NEXT_SECRET: newHashSecret,
+    DATA_ENCRYPTION_KEY: oldDataKey,
+    DATA_ENCRYPTION_NEXT_KEY: newDataKey,
+  };
+
+  it("keys re-hashed or issued, payouts written and idempotency keys claimed by a switched instance all work on one not yet switched", async () => {
+    const databaseUrl = await fileDatabaseUrl();
+    // Only the instance not yet switched runs jobs, so it is the one that decrypts the payouts to send them.
+    const before = await spawnServer({ DATABASE_URL: databaseUrl, ...announced });
+    const after = await spawnServer({ DATABASE_URL: databaseUrl, ...rotating, JOB_POLL_MS: "3600000" });
+    try {
+      const merchant = await newMerchant(before.url);
+      expect((await rest(after.url, "GET", "/payouts/list", { apiKey: merchant.apiKey })).status).toBe(200);
+      expect(await hashSecretIds([merchant.keyId])).toEqual([secretId(Buffer.from(newHashSecret))]);
+      expect((await rest(before.url, "GET", "/payouts/list", { apiKey: merchant.apiKey })).status).toBe(200);
+
+      const issued = await adminIssue(after.url, merchant.merchantId, { kind: "secret" });
+      expect((await rest(before.url, "GET", "/payouts/list", { apiKey: issued.api_key })).status).toBe(200);
+
+      const held = await heldPayout(after.url, merchant, "rolling-1");
+      const retried = await rest(before.url, "POST", "/payouts/create", {
+        apiKey: merchant.apiKey,
+        body: payouts.bankPayout(merchant, payoutAccounts.succeeds, { confirm: false }),
+        headers: { "x-idempotency-key": "rolling-1" },
+      });
+      expect(retried.headers.get("idempotent-replayed")).toBe("true");
+      expect(retried.body.payout_id).toBe(held.payout_id);
+      expect(await fulfilAndSend(before.url, merchant.apiKey, held.payout_id)).toMatchObject({ status: "success" });
+    } finally {
+      await Promise.all([before.stop(), after.stop()]);
+    }
   }, 180_000);
 });

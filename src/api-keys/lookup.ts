@@ -6,23 +6,28 @@ import type { InvalidKeys } from "./invalid-keys.js";
 import type { KeyCache } from "./key-cache.js";
 import type { KeyRecord } from "./key-record.js";
 
-/** A key as found by one of its hashes, with the id of the secret it is stored under. */
+/** A key as found by one of its hashes, with the hash it is stored under and the id of that hash's secret. */
 interface FoundKey extends KeyRecord {
+  readonly keyHash: Buffer;
   readonly hashSecretId: string | null;
 }
 
-async function findKeyByHash(dataSource: DataSource, keyHash: Buffer): Promise<FoundKey | null> {
-  const rows = await preparedQuery<FoundKey>(
-    dataSource,
-    `SELECT key_id AS "keyId", merchant_id AS "merchantId", livemode, publishable,
-            expires_at AS "expiresAt", revoked_at AS "revokedAt", hash_secret_id AS "hashSecretId"
-       FROM api_keys WHERE key_hash = $1`,
-    [keyHash],
-  );
+const keyColumns = `key_id AS "keyId", merchant_id AS "merchantId", livemode, publishable,
+            expires_at AS "expiresAt", revoked_at AS "revokedAt", key_hash AS "keyHash", hash_secret_id AS "hashSecretId"`;
+
+/**
+ * The key stored under any of `hashes`. One statement, so one snapshot: a key re-hashed by another
+ * instance meanwhile is found under one hash or the other, never missed between two lookups.
+ */
+async function findKeyByHashes(dataSource: DataSource, hashes: readonly Buffer[]): Promise<FoundKey | null> {
+  const rows =
+    hashes.length === 1
+      ? await preparedQuery<FoundKey>(dataSource, `SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1`, [hashes[0]])
+      : await preparedQuery<FoundKey>(dataSource, `SELECT ${keyColumns} FROM api_keys WHERE key_hash = ANY ($1::bytea[])`, [hashes]);
   return rows[0] ?? null;
 }
 
-/** What authentication needs of a found key: the secret's id stays out of the caches. */
+/** What authentication needs of a found key: the hash and the secret's id stay out of the caches. */
 function recordOf(found: FoundKey | null): KeyRecord | null {
   if (found === null) return null;
   const { keyId, merchantId, livemode, publishable, expiresAt, revokedAt } = found;
@@ -30,41 +35,32 @@ function recordOf(found: FoundKey | null): KeyRecord | null {
 }
 
 /**
- * Finds a presented key in the database by its hash under the current secret, else (during a
- * rotation) under the previous or the next one. A key found under the previous secret is re-hashed
- * with the current one; one found under the current secret without a recorded secret id (hashed
- * before ids were recorded) gets its id; one found under the next secret was re-hashed by an
- * instance already switched, and stays. Each write is conditional on the hash it replaces, so
- * instances doing it at once leave the same row; one that fails leaves the key as it was, to be
- * written at its next lookup.
+ * Finds a presented key in the database by its hash under the current secret or (during a rotation)
+ * the previous or the next one. A key under the previous secret is re-hashed with the current one;
+ * one under the current secret without a recorded secret id (hashed before ids were recorded) gets
+ * its id; one under the next secret was re-hashed by an instance already switched, and stays. Each
+ * write is conditional on the hash it replaces, so instances doing it at once leave the same row;
+ * one that fails leaves the key as it was, to be written at its next lookup.
  */
 async function findAndRehash(dataSource: DataSource, hashes: PresentedKeyHashes, secretId: string): Promise<KeyRecord | null> {
-  const found = await findKeyByHash(dataSource, hashes.current);
-  if (found !== null) {
-    if (found.hashSecretId === null && found.revokedAt === null) {
-      await rehash(
-        dataSource,
-        found,
-        `UPDATE api_keys SET hash_secret_id = $3 WHERE key_id = $1 AND key_hash = $2 AND hash_secret_id IS NULL`,
-        [hashes.current, secretId],
-      );
-    }
-    return recordOf(found);
+  const candidates = [hashes.current, hashes.previous, hashes.next].filter((hash): hash is Buffer => hash !== undefined);
+  const found = await findKeyByHashes(dataSource, candidates);
+  if (found === null || found.revokedAt !== null) return recordOf(found);
+  if (found.keyHash.equals(hashes.current) && found.hashSecretId === null) {
+    await rehash(
+      dataSource,
+      found,
+      `UPDATE api_keys SET hash_secret_id = $3 WHERE key_id = $1 AND key_hash = $2 AND hash_secret_id IS NULL`,
+      [hashes.current, secretId],
+    );
+  } else if (hashes.previous?.equals(found.keyHash) === true) {
+    await rehash(dataSource, found, `UPDATE api_keys SET key_hash = $3, hash_secret_id = $4 WHERE key_id = $1 AND key_hash = $2`, [
+      hashes.previous,
+      hashes.current,
+      secretId,
+    ]);
   }
-  if (hashes.previous !== undefined) {
-    const old = await findKeyByHash(dataSource, hashes.previous);
-    if (old !== null) {
-      if (old.revokedAt === null) {
-        await rehash(dataSource, old, `UPDATE api_keys SET key_hash = $3, hash_secret_id = $4 WHERE key_id = $1 AND key_hash = $2`, [
-          hashes.previous,
-          hashes.current,
-          secretId,
-        ]);
-      }
-      return recordOf(old);
-    }
-  }
-  return hashes.next === undefined ? null : recordOf(await findKeyByHash(dataSource, hashes.next));
+  return recordOf(found);
 }
 
 /** Runs one re-hashing write for `key`; a failure is logged (never a hash) and left for the key's next lookup. */

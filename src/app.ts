@@ -168,6 +168,15 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
   const embeddedDataDir = config.databaseUrl === undefined ? config.dataDir : undefined;
   const hashSecret = await resolveServerSecret(apiKeyHashSecret, config.apiKeyHashSecret, embeddedDataDir);
   const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
+  // A rotation's other secrets come only beside configured current ones (loadConfig), so are parsed as they are.
+  const rotatingHashSecrets = {
+    previous: config.apiKeyHashPreviousSecret === undefined ? undefined : apiKeyHashSecret.parse(config.apiKeyHashPreviousSecret),
+    next: config.apiKeyHashNextSecret === undefined ? undefined : apiKeyHashSecret.parse(config.apiKeyHashNextSecret),
+  };
+  const decryptOnlyKeys = [
+    ...config.dataEncryptionPreviousKeys,
+    ...(config.dataEncryptionNextKey === undefined ? [] : [config.dataEncryptionNextKey]),
+  ].map((key) => dataEncryptionKey.parse(key));
   const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
   try {
     const timeouts = databaseTimeouts(config);
@@ -203,19 +212,21 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter =
       config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter, () => metrics.rateLimitFellBack());
+    const hasher = new ApiKeyHasher(hashSecret, rotatingHashSecrets);
     return {
       config,
       dataSource,
       clock,
-      hasher: new ApiKeyHasher(hashSecret),
+      hasher,
       keys: new KeyLookup(
         dataSource,
         config.databaseUrl === undefined ? undefined : new KeyCache(config.databaseUrl),
         new InvalidKeys(config.invalidKeyCacheSeconds * 1000, () => clock.now().getTime()),
+        hasher.secretId,
       ),
       units,
       newObjects: new NewObjectWriter(dataSource, clock, units),
-      dataCipher: new DataCipher(dataKey),
+      dataCipher: new DataCipher(dataKey, decryptOnlyKeys),
       processors: new ProcessorRegistry(new SandboxProcessor(), sandboxPayoutRails(dataSource)),
       scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,
       eventRetentionMs: config.eventRetentionDays * 86_400_000,
@@ -340,7 +351,7 @@ export async function serve(opened: App): Promise<RunningService> {
       hasher: app.hasher,
       clock: app.clock,
       failures: app.authFailures,
-      findKey: (keyHash, beforeDatabase) => app.keys.find(keyHash, beforeDatabase),
+      findKey: (hashes, beforeDatabase) => app.keys.find(hashes, beforeDatabase),
     }),
     rateLimiter: app.rateLimiter,
     adminLimiter: app.adminLimiter,

@@ -164,6 +164,72 @@ describe("loadConfig", () => {
     });
   });
 
+  describe("API_KEY_HASH_PREVIOUS_SECRET and API_KEY_HASH_NEXT_SECRET (rotation)", () => {
+    const previous = "fedcba9876543210fedcba9876543210";
+
+    it("takes either, a secret of 32 characters beside a different API_KEY_HASH_SECRET", () => {
+      expect(loadConfig({ API_KEY_HASH_SECRET: hashSecret, API_KEY_HASH_PREVIOUS_SECRET: previous }).apiKeyHashPreviousSecret).toBe(
+        previous,
+      );
+      expect(loadConfig({ API_KEY_HASH_SECRET: hashSecret, API_KEY_HASH_NEXT_SECRET: previous }).apiKeyHashNextSecret).toBe(previous);
+      expect(loadConfig({}).apiKeyHashPreviousSecret).toBeUndefined();
+      expect(loadConfig({}).apiKeyHashNextSecret).toBeUndefined();
+    });
+
+    it.each([
+      [{ API_KEY_HASH_PREVIOUS_SECRET: previous }, "API_KEY_HASH_PREVIOUS_SECRET is set but API_KEY_HASH_SECRET is not"],
+      [
+        { API_KEY_HASH_SECRET: hashSecret, API_KEY_HASH_NEXT_SECRET: hashSecret },
+        "API_KEY_HASH_NEXT_SECRET must differ from API_KEY_HASH_SECRET",
+      ],
+      [
+        { API_KEY_HASH_SECRET: hashSecret, API_KEY_HASH_PREVIOUS_SECRET: previous.slice(1) },
+        "at least 32 characters (the value set has 31)",
+      ],
+      [
+        { API_KEY_HASH_SECRET: hashSecret, API_KEY_HASH_PREVIOUS_SECRET: previous, API_KEY_HASH_NEXT_SECRET: `${previous}x` },
+        "API_KEY_HASH_PREVIOUS_SECRET and API_KEY_HASH_NEXT_SECRET are both set",
+      ],
+    ])("refuses %j, never showing a secret", (env, expected) => {
+      const message = problem(env);
+      expect(message).toContain(expected);
+      expect(message).not.toContain(previous.slice(1));
+      expect(message).not.toContain(hashSecret);
+    });
+  });
+
+  describe("DATA_ENCRYPTION_PREVIOUS_KEYS and DATA_ENCRYPTION_NEXT_KEY (rotation)", () => {
+    const old1 = "cd".repeat(32);
+    const old2 = "ef".repeat(32);
+
+    it("takes comma-separated keys beside DATA_ENCRYPTION_KEY, spaces around commas ignored", () => {
+      const config = loadConfig({ DATA_ENCRYPTION_KEY: dataKey, DATA_ENCRYPTION_PREVIOUS_KEYS: `${old1}, ${old2}` });
+      expect(config.dataEncryptionPreviousKeys).toEqual([old1, old2]);
+      expect(loadConfig({}).dataEncryptionPreviousKeys).toEqual([]);
+      expect(loadConfig({ DATA_ENCRYPTION_KEY: dataKey, DATA_ENCRYPTION_NEXT_KEY: old1 }).dataEncryptionNextKey).toBe(old1);
+    });
+
+    it.each([
+      [{ DATA_ENCRYPTION_PREVIOUS_KEYS: old1 }, "DATA_ENCRYPTION_PREVIOUS_KEYS is set but DATA_ENCRYPTION_KEY is not"],
+      [
+        { DATA_ENCRYPTION_KEY: dataKey, DATA_ENCRYPTION_PREVIOUS_KEYS: `${old1},${old2.slice(2)}` },
+        "DATA_ENCRYPTION_PREVIOUS_KEYS must be a comma-separated list of keys of 64 hex digits (entry 2 has 62 hex digits)",
+      ],
+      [{ DATA_ENCRYPTION_KEY: dataKey, DATA_ENCRYPTION_PREVIOUS_KEYS: dataKey.toUpperCase() }, "must not list DATA_ENCRYPTION_KEY itself"],
+      [{ DATA_ENCRYPTION_KEY: dataKey, DATA_ENCRYPTION_PREVIOUS_KEYS: `${old1},${old1}` }, "lists the same key twice"],
+      [{ DATA_ENCRYPTION_NEXT_KEY: old1 }, "DATA_ENCRYPTION_NEXT_KEY is set but DATA_ENCRYPTION_KEY is not"],
+      [
+        { DATA_ENCRYPTION_KEY: dataKey, DATA_ENCRYPTION_NEXT_KEY: dataKey },
+        "DATA_ENCRYPTION_NEXT_KEY must differ from DATA_ENCRYPTION_KEY",
+      ],
+      [{ DATA_ENCRYPTION_KEY: dataKey, DATA_ENCRYPTION_NEXT_KEY: old1.slice(1) }, "DATA_ENCRYPTION_NEXT_KEY must be exactly 64 hex digits"],
+    ])("refuses %j, never showing a key", (env, expected) => {
+      const message = problem(env);
+      expect(message).toContain(expected);
+      for (const key of [dataKey, old1.slice(1), old2.slice(2)]) expect(message.toLowerCase()).not.toContain(key);
+    });
+  });
+
   describe("LOG_LEVEL", () => {
     it.each(["silent", "error", "warn", "info", "debug"])("takes %s", (level) => {
       expect(loadConfig({ LOG_LEVEL: level }).logLevel).toBe(level);

@@ -11,8 +11,16 @@ export interface Config {
   readonly redisUrl: string | undefined;
   readonly adminApiKey: string | undefined;
   readonly apiKeyHashSecret: string | undefined;
+  /** The secret API_KEY_HASH_SECRET replaced: keys hashed with it still authenticate, and are re-hashed when they do. */
+  readonly apiKeyHashPreviousSecret: string | undefined;
+  /** The secret about to replace API_KEY_HASH_SECRET: keys other instances already re-hashed with it authenticate here too. */
+  readonly apiKeyHashNextSecret: string | undefined;
   /** 64 hex digits: the AES-256 key of stored sensitive data (payout destinations). */
   readonly dataEncryptionKey: string | undefined;
+  /** Keys DATA_ENCRYPTION_KEY replaced, each 64 hex digits: they still decrypt, never encrypt. */
+  readonly dataEncryptionPreviousKeys: readonly string[];
+  /** The key about to replace DATA_ENCRYPTION_KEY: it decrypts what instances already switched to it wrote. */
+  readonly dataEncryptionNextKey: string | undefined;
   readonly rateLimitPerMinute: number;
   /** Failed authentications a client address may make per fixed minute before it is refused (RL_01). */
   readonly authFailureLimitPerMinute: number;
@@ -145,7 +153,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: check(() => url(env, "REDIS_URL", ["redis:", "rediss:"], "redis://host:6379"), undefined),
     adminApiKey: check(() => secret(env, "ADMIN_API_KEY", minAdminApiKeyLength), undefined),
     apiKeyHashSecret: check(() => secret(env, "API_KEY_HASH_SECRET", minHashSecretLength), undefined),
+    apiKeyHashPreviousSecret: check(() => rotatingHashSecret(env, "API_KEY_HASH_PREVIOUS_SECRET"), undefined),
+    apiKeyHashNextSecret: check(() => rotatingHashSecret(env, "API_KEY_HASH_NEXT_SECRET"), undefined),
     dataEncryptionKey: check(() => hexKey(env, "DATA_ENCRYPTION_KEY"), undefined),
+    dataEncryptionPreviousKeys: check(() => previousDataKeys(env), []),
+    dataEncryptionNextKey: check(() => nextDataKey(env), undefined),
     rateLimitPerMinute: int("RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
     authFailureLimitPerMinute: int("AUTH_FAILURE_LIMIT_PER_MINUTE", 100, 1, 1_000_000_000),
     invalidKeyCacheSeconds: int("INVALID_KEY_CACHE_SECONDS", 5, 0, 300),
@@ -179,6 +191,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
     tracesEndpoint: check(() => tracesEndpoint(env), undefined),
   };
+  if (config.apiKeyHashPreviousSecret !== undefined && config.apiKeyHashNextSecret !== undefined) {
+    problems.push(
+      "API_KEY_HASH_PREVIOUS_SECRET and API_KEY_HASH_NEXT_SECRET are both set: a rotation sets the next secret first, then makes it current with the old one as previous",
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
@@ -254,11 +271,64 @@ function secret(env: NodeJS.ProcessEnv, name: string, minLength: number): string
 function hexKey(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = text(env, name);
   if (value !== undefined && !/^[0-9a-fA-F]{64}$/.test(value)) {
-    const found = /^[0-9a-fA-F]*$/.test(value) ? `${value.length} hex digits` : `${value.length} characters, not all hex digits`;
     throw new Error(
-      `${name} must be exactly 64 hex digits (32 bytes), e.g. the output of \`openssl rand -hex 32\` (the value set has ${found})`,
+      `${name} must be exactly 64 hex digits (32 bytes), e.g. the output of \`openssl rand -hex 32\` (the value set has ${hexFound(value)})`,
     );
   }
+  return value;
+}
+
+/** What is wrong with a would-be hex key, in terms that do not reveal it. */
+function hexFound(value: string): string {
+  return /^[0-9a-fA-F]*$/.test(value) ? `${value.length} hex digits` : `${value.length} characters, not all hex digits`;
+}
+
+/**
+ * API_KEY_HASH_PREVIOUS_SECRET or API_KEY_HASH_NEXT_SECRET: only beside a configured
+ * API_KEY_HASH_SECRET it differs from (a rotation names both); its value is never reported.
+ */
+function rotatingHashSecret(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = secret(env, name, minHashSecretLength);
+  if (value === undefined) return undefined;
+  const current = text(env, "API_KEY_HASH_SECRET");
+  if (current === undefined) throw new Error(`${name} is set but API_KEY_HASH_SECRET is not: a rotation sets both`);
+  if (value === current) throw new Error(`${name} must differ from API_KEY_HASH_SECRET`);
+  return value;
+}
+
+/**
+ * DATA_ENCRYPTION_PREVIOUS_KEYS: comma-separated keys of the DATA_ENCRYPTION_KEY form, only beside a
+ * configured DATA_ENCRYPTION_KEY, none equal to it nor to each other. Entries are named by position, never shown.
+ */
+function previousDataKeys(env: NodeJS.ProcessEnv): string[] {
+  const name = "DATA_ENCRYPTION_PREVIOUS_KEYS";
+  const value = text(env, name);
+  if (value === undefined) return [];
+  if (text(env, "DATA_ENCRYPTION_KEY") === undefined) {
+    throw new Error(`${name} is set but DATA_ENCRYPTION_KEY is not: a rotation sets both`);
+  }
+  const keys = value.split(",").map((key) => key.trim());
+  keys.forEach((key, index) => {
+    if (!/^[0-9a-fA-F]{64}$/.test(key)) {
+      throw new Error(`${name} must be a comma-separated list of keys of 64 hex digits (entry ${index + 1} has ${hexFound(key)})`);
+    }
+  });
+  const lower = keys.map((key) => key.toLowerCase());
+  if (lower.includes(text(env, "DATA_ENCRYPTION_KEY")!.toLowerCase())) {
+    throw new Error(`${name} must not list DATA_ENCRYPTION_KEY itself (it holds the keys being replaced)`);
+  }
+  if (new Set(lower).size !== lower.length) throw new Error(`${name} lists the same key twice`);
+  return keys;
+}
+
+/** DATA_ENCRYPTION_NEXT_KEY: one key of the DATA_ENCRYPTION_KEY form, beside a different DATA_ENCRYPTION_KEY. */
+function nextDataKey(env: NodeJS.ProcessEnv): string | undefined {
+  const name = "DATA_ENCRYPTION_NEXT_KEY";
+  const value = hexKey(env, name);
+  if (value === undefined) return undefined;
+  const current = text(env, "DATA_ENCRYPTION_KEY");
+  if (current === undefined) throw new Error(`${name} is set but DATA_ENCRYPTION_KEY is not: a rotation sets both`);
+  if (value.toLowerCase() === current.toLowerCase()) throw new Error(`${name} must differ from DATA_ENCRYPTION_KEY`);
   return value;
 }
 

@@ -25,6 +25,10 @@ export class ApiKeyRow {
   @Column({ name: "key_hash", type: "bytea" })
   keyHash!: Buffer;
 
+  /** The id (secretId) of the secret key_hash is under; null for keys hashed before ids were recorded. */
+  @Column({ name: "hash_secret_id", type: "varchar", length: 16, nullable: true })
+  hashSecretId!: string | null;
+
   @Column({ name: "created", type: "timestamptz" })
   created!: Date;
 

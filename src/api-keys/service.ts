@@ -36,6 +36,7 @@ export async function issueApiKey(
     keyId: newId("key"),
     prefix: plaintext.slice(0, keyPrefixLength),
     keyHash: deps.hasher.hash(plaintext),
+    hashSecretId: deps.hasher.secretId,
     created: deps.clock.now(),
     revokedAt: null,
   });

@@ -4,7 +4,7 @@ import type { KeyRecord } from "../api-keys/key-record.js";
 import type { Clock } from "../clock.js";
 import { ApiError, forbidden, unauthenticated } from "../errors.js";
 import type { AuthFailureLimiter } from "../rate-limits/auth-failures.js";
-import { type ApiKeyHasher, parseKeyType, secretsEqual } from "./api-key-secret.js";
+import { type ApiKeyHasher, type PresentedKeyHashes, parseKeyType, secretsEqual } from "./api-key-secret.js";
 import type { Caller, MerchantCaller } from "./caller.js";
 
 /** What authentication needs from the rest of the service. */
@@ -18,7 +18,7 @@ export interface AuthDependencies {
    * Looks a key up by its keyed hash; a revoked key must fail on the very next request on every
    * instance (KeyLookup). `beforeDatabase` runs only if the database must be asked.
    */
-  findKey(hash: Buffer, beforeDatabase: () => Promise<void>): Promise<KeyRecord | null>;
+  findKey(hashes: PresentedKeyHashes, beforeDatabase: () => Promise<void>): Promise<KeyRecord | null>;
 }
 
 /** The request headers authentication reads; a Headers object or a view of Node's headers. */
@@ -125,7 +125,7 @@ async function merchant(header: HeaderLookup, deps: CallDependencies): Promise<M
   if (parseKeyType(presented) === undefined) {
     throw unauthenticated("Invalid API key provided");
   }
-  const row = await deps.findKey(deps.hasher.hash(presented), () => deps.failures.check(deps.client));
+  const row = await deps.findKey(deps.hasher.hashes(presented), () => deps.failures.check(deps.client));
   if (row === null) {
     throw unauthenticated("Invalid API key provided");
   }

@@ -75,12 +75,12 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
       .update(`${req.service.typeName}/${req.method.name}\n`)
       .update(toBinary(req.method.input, req.message))
       .digest("hex");
-    const fingerprint = deps.hasher.hash(digest);
+    const fingerprints = deps.hasher.hashes(digest);
     const token = newClaimToken();
     const release = () => releaseKey(deps.dataSource, ref, token);
     let claim: Claim;
     try {
-      claim = await claimKey(deps.dataSource, ref, fingerprint, deps.clock.now(), token);
+      claim = await claimKey(deps.dataSource, ref, fingerprints, deps.clock.now(), token);
     } catch (error) {
       // The claim may have committed with its answer lost (the database went away meanwhile): release it once the database is back.
       if (isDatabaseUnavailable(error)) releases.add(token, release, claimLeaseMs);

@@ -21,6 +21,22 @@ export type Claim =
   | { readonly kind: "in_flight" }
   | { readonly kind: "mismatch" };
 
+/**
+ * A request's fingerprint (a keyed hash of it, under API_KEY_HASH_SECRET), and while that secret is
+ * rotated its fingerprints under the previous or next secret: a key claimed under the other secret
+ * (before the rotation, or by an instance already switched) still recognises its request.
+ */
+export interface Fingerprints {
+  readonly current: Buffer;
+  readonly previous: Buffer | undefined;
+  readonly next: Buffer | undefined;
+}
+
+/** The fingerprints besides the current one that identify the same request. */
+function alternates(fingerprints: Fingerprints): Buffer[] {
+  return [fingerprints.previous, fingerprints.next].filter((f): f is Buffer => f !== undefined);
+}
+
 /** One merchant's key in one environment. */
 export interface KeyRef extends Scope {
   readonly key: string;
@@ -33,7 +49,7 @@ export interface KeyRef extends Scope {
  * The claim is made under `token` (newClaimToken), which the caller knows even when the answer is
  * lost: the claim may have committed, and only that token can release it.
  */
-export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint: Buffer, now: Date, token: string): Promise<Claim> {
+export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprints: Fingerprints, now: Date, token: string): Promise<Claim> {
   for (;;) {
     const claimed = (await dataSource.query(
       `INSERT INTO idempotency_keys AS k
@@ -44,18 +60,20 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
              locked_until = EXCLUDED.locked_until, response = NULL, created = EXCLUDED.created, expires_at = EXCLUDED.expires_at,
              claimed_by = EXCLUDED.claimed_by
          WHERE k.expires_at <= $7
-            OR (k.state = 'in_flight' AND (k.locked_until <= $7 OR ${holderGone("k.claimed_by")}) AND k.fingerprint = EXCLUDED.fingerprint)
+            OR (k.state = 'in_flight' AND (k.locked_until <= $7 OR ${holderGone("k.claimed_by")})
+                AND (k.fingerprint = EXCLUDED.fingerprint OR k.fingerprint = ANY ($10::bytea[])))
        RETURNING claim_token`,
       [
         ref.merchantId,
         ref.livemode,
         ref.key,
-        fingerprint,
+        fingerprints.current,
         token,
         new Date(now.getTime() + claimLeaseMs),
         now,
         new Date(now.getTime() + keyLifetimeMs),
         holderOf(dataSource),
+        alternates(fingerprints),
       ],
     )) as unknown[];
     if (claimed.length === 1) return { kind: "claimed" };
@@ -65,7 +83,8 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprint:
     )) as { fingerprint: Buffer; state: string; response: Buffer | null }[];
     // Released between the two statements (the request it belonged to failed): claim again.
     if (existing === undefined) continue;
-    if (!existing.fingerprint.equals(fingerprint)) return { kind: "mismatch" };
+    const same = [fingerprints.current, ...alternates(fingerprints)].some((f) => f.equals(existing.fingerprint));
+    if (!same) return { kind: "mismatch" };
     if (existing.state === "completed") return { kind: "replay", response: new Uint8Array(existing.response!) };
     return { kind: "in_flight" };
   }

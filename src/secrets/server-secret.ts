@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 
@@ -36,4 +36,13 @@ export async function resolveServerSecret(
     await writeFile(file, generated.toString("hex"), { mode: 0o600, flag: "wx" });
     return generated;
   }
+}
+
+/**
+ * A short public name for a secret: the first 8 hex digits of a SHA-256 of it. Stored beside what
+ * the secret protects (a ciphertext, an API key's hash), so a rotation can tell which secret each
+ * value is under without configuration naming them; it reveals nothing usable about the secret.
+ */
+export function secretId(secret: Buffer): string {
+  return createHash("sha256").update("payment-service secret id\0").update(secret).digest("hex").slice(0, 8);
 }

@@ -12,6 +12,7 @@ import { WebhookDeliveries1764800000000 } from "./1764800000000-webhook-deliveri
 import { WebhookTakeable1764900000000 } from "./1764900000000-webhook-takeable.js";
 import { InstanceLiveness1765000000000 } from "./1765000000000-instance-liveness.js";
 import { DeadJobs1765100000000 } from "./1765100000000-dead-jobs.js";
+import { ApiKeyHashRotation1765200000000 } from "./1765200000000-api-key-hash-rotation.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   WebhookTakeable1764900000000,
   InstanceLiveness1765000000000,
   DeadJobs1765100000000,
+  ApiKeyHashRotation1765200000000,
 ];

@@ -369,7 +369,15 @@ async function main(): Promise<void> {
       const sample = await take(jump);
       samples.push(sample);
       console.log(
-        JSON.stringify({ t: sample.t, requests: sample.requests, errors: sample.errors, rss_mb: Math.round(sample.rssMb), ...sample.rows }),
+        JSON.stringify({
+          t: sample.t,
+          requests: sample.requests,
+          errors: sample.errors,
+          rss_mb: Math.round(sample.rssMb),
+          heap_mb: Math.round(sample.heapMb),
+          due: sample.due,
+          ...sample.rows,
+        }),
       );
       if (jump) {
         const res = await fetch(`${url}/sandbox/clock/advance`, {

@@ -284,20 +284,23 @@ function verdicts(samples: readonly Sample[]): string[] {
       `${table}: kept for good, ${number((end.rows[table] - samples[0]!.rows[table]) / span)} rows/s, ${end.megabytes[table].toFixed(1)} MB at the end`,
     );
   }
-  const afterTwoMinutes = measured.filter((s) => s.t >= 120);
-  const from = afterTwoMinutes[0] ?? measured[0]!;
   const end = measured.at(-1)!;
-  const maxRss = Math.max(...measured.map((s) => s.rssMb));
-  const growth = end.rssMb - from.rssMb;
-  const perMinute = afterTwoMinutes.length > 1 ? 60 * slope(afterTwoMinutes.map((s) => ({ x: s.t, y: s.rssMb }))) : 0;
-  const steady = maxRss < rssLimitMb && growth <= 0.1 * from.rssMb;
-  const heapPerMinute = afterTwoMinutes.length > 1 ? 60 * slope(afterTwoMinutes.map((s) => ({ x: s.t, y: s.heapMb }))) : 0;
   lines.push(
     `due jobs: ${number(measured[0]!.due)} at ${measured[0]!.t} s, ${number(end.due)} at ${end.t} s, trend ${slope(measured.map((s) => ({ x: s.t, y: s.due }))).toFixed(1)} jobs/s`,
   );
+  // Memory swings with the collector's cycle (the heap in use by tens of MB between two samples), so
+  // growth compares peaks, as for the tables: from past start-up (the second minute) to the first
+  // third's end, against the last third.
+  const settled = measured.filter((s) => s.t >= Math.min(120, seconds / 6));
+  const early = settled.filter((s) => s.t <= seconds / 3);
+  const maxRss = Math.max(...measured.map((s) => s.rssMb));
+  const [earlyPeak, latePeak] = [Math.max(...early.map((s) => s.rssMb)), Math.max(...lastThird.map((s) => s.rssMb))];
+  const trend = (figure: (s: Sample) => number) => 60 * slope(settled.map((s) => ({ x: s.t, y: figure(s) })));
+  const steady = maxRss < rssLimitMb && latePeak <= 1.1 * earlyPeak;
   lines.push(
-    `RSS: max ${maxRss.toFixed(0)} MB (limit ${rssLimitMb}); ${from.rssMb.toFixed(0)} MB at ${from.t} s, ${end.rssMb.toFixed(0)} MB at ${end.t} s ` +
-      `(${growth >= 0 ? "+" : ""}${growth.toFixed(0)} MB, trend ${perMinute.toFixed(1)} MB/min; heap ${heapPerMinute.toFixed(1)} MB/min): ${steady ? "bounded, no growth" : "GROWS or over the limit"}`,
+    `RSS: max ${maxRss.toFixed(0)} MB (limit ${rssLimitMb}); peak ${earlyPeak.toFixed(0)} MB from ${early[0]!.t} s to ${early.at(-1)!.t} s, ` +
+      `${latePeak.toFixed(0)} MB in the last third (×${(latePeak / earlyPeak).toFixed(2)}); from ${settled[0]!.t} s trend ` +
+      `${trend((s) => s.rssMb).toFixed(1)} MB/min, heap ${trend((s) => s.heapMb).toFixed(1)} MB/min: ${steady ? "bounded, no growth" : "GROWS or over the limit"}`,
   );
   return lines;
 }

@@ -15,13 +15,11 @@
  * does, on a `jobs_bench` database created afresh. To measure another checkout (the code before a
  * change), run it from there: `cd ../main && npx tsx ../runner/bench/jobs.ts`.
  */
-import type { ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import pg from "pg";
-import { benchTarget, card, newMerchant } from "./service.js";
+import { benchTarget, confirmedPayment, newMerchant, slope, stopServer } from "./service.js";
 
 const refundsPerSecond = Number(process.env.BENCH_REFUNDS_PER_SECOND ?? 200);
 const seconds = Number(process.env.BENCH_SECONDS ?? 45);
@@ -50,14 +48,9 @@ async function sample(db: pg.Client, startedAt: number): Promise<Sample> {
   return { atMs: Date.now() - startedAt, ...rows[0]! };
 }
 
-/** Least-squares slope of the backlog over the samples, in jobs per second: about 0 when it stays flat. */
+/** Slope of the backlog over the samples, in jobs per second: about 0 when it stays flat. */
 function backlogSlope(samples: readonly Sample[]): number {
-  const n = samples.length;
-  const meanT = samples.reduce((sum, s) => sum + s.atMs / 1000, 0) / n;
-  const meanDue = samples.reduce((sum, s) => sum + s.due, 0) / n;
-  const covariance = samples.reduce((sum, s) => sum + (s.atMs / 1000 - meanT) * (s.due - meanDue), 0);
-  const variance = samples.reduce((sum, s) => sum + (s.atMs / 1000 - meanT) ** 2, 0);
-  return covariance / variance;
+  return slope(samples.map((s) => ({ x: s.atMs / 1000, y: s.due })));
 }
 
 /** Paid payments to refund, large enough that the refunds of a run never use one up. */
@@ -69,13 +62,7 @@ async function paidPayments(url: string, apiKey: string, profileId: string): Pro
         const res = await fetch(`${url}/payments`, {
           method: "POST",
           headers: { "content-type": "application/json", "api-key": apiKey },
-          body: JSON.stringify({
-            amount: 100_000_000,
-            currency: "USD",
-            profile_id: profileId,
-            confirm: true,
-            payment_method_data: { card },
-          }),
+          body: JSON.stringify(confirmedPayment(profileId, 100_000_000)),
         });
         if (!res.ok) throw new Error(`creating a payment: ${res.status} ${await res.text()}`);
         return ((await res.json()) as { payment_id: string }).payment_id;
@@ -122,21 +109,6 @@ async function refundSteadily(url: string, apiKey: string, paymentIds: readonly 
   return counts;
 }
 
-/**
- * Stops the service started for the run. A runner may wait for a pass over a whole backlog before
- * its instance exits (the runner before batching did), which the next run, on a fresh database,
- * does not need: after a few seconds the service is killed.
- */
-async function stopServer(child: ChildProcess): Promise<void> {
-  const exited = once(child, "exit");
-  child.kill("SIGTERM");
-  const timeout = sleep(5000).then(() => "timeout" as const);
-  if ((await Promise.race([exited, timeout])) === "timeout") {
-    child.kill("SIGKILL");
-    await exited;
-  }
-}
-
 async function main(): Promise<void> {
   const { url, adminKey, databaseUrl, child } = await benchTarget("jobs_bench", workers);
   const db = new pg.Client({ connectionString: databaseUrl });
@@ -159,13 +131,7 @@ async function main(): Promise<void> {
                 method: "POST",
                 path: "/payments",
                 headers: { "content-type": "application/json", "api-key": apiKey },
-                body: JSON.stringify({
-                  amount: 1000,
-                  currency: "USD",
-                  profile_id: profileId,
-                  confirm: true,
-                  payment_method_data: { card },
-                }),
+                body: JSON.stringify(confirmedPayment(profileId)),
               },
             ],
           });
@@ -222,7 +188,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await db.end();
-    if (child !== undefined) await stopServer(child);
+    await stopServer(child);
   }
 }
 

@@ -11,14 +11,12 @@
  * because on a shared virtual machine the same code measures ±20 % from one minute to the next.
  * The scale-out scenario starts instances of its own, so it runs only without BENCH_URL.
  */
-import type { ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import autocannon from "autocannon";
 import pg from "pg";
 import { measureScaleOut, type ScaleOutRound, scaleOutReport } from "./scale-out.js";
-import { benchTarget, card, newMerchant } from "./service.js";
+import { benchTarget, card, confirmedPayment, newMerchant, stopServer } from "./service.js";
 import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -61,12 +59,7 @@ function protocolOf(name: "REST" | "Connect", profileId: string) {
     return {
       createPath: "/payments",
       confirmPath: (id: string) => `/payments/${id}/confirm`,
-      create: (confirm: boolean) => ({
-        amount: 1000,
-        currency: "USD",
-        profile_id: profileId,
-        ...(confirm ? { confirm: true, payment_method_data: { card } } : {}),
-      }),
+      create: (confirm: boolean) => (confirm ? confirmedPayment(profileId) : { amount: 1000, currency: "USD", profile_id: profileId }),
       confirm: (_id: string) => ({ payment_method_data: { card } }),
       idOf: (body: string) => (JSON.parse(body) as { payment_id: string }).payment_id,
     };
@@ -179,7 +172,7 @@ async function main(): Promise<void> {
       },
     );
     // The scale-out scenario's instances share the database: the service measured so far stops first.
-    await stop(child);
+    await stopServer(child);
     const scaleOut = child === undefined ? undefined : await measureScaleOut(databaseUrl, { connections, seconds, rounds: roundCount });
     await writeReport(
       results,
@@ -188,15 +181,8 @@ async function main(): Promise<void> {
       process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL",
     );
   } finally {
-    await stop(child);
+    await stopServer(child);
   }
-}
-
-/** Stops the service the benchmark started, if it did and it still runs. */
-async function stop(child: ChildProcess | undefined): Promise<void> {
-  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  child.kill("SIGTERM");
-  await once(child, "exit");
 }
 
 /** The webhook scenario's part of the report: throughput without and with webhooks, and delivery delays. */

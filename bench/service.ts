@@ -3,11 +3,19 @@
  * merchant they call it as.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import readline from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
+import { listeningUrl } from "../test/support/server-log.js";
 
 /** The 4242 test card: the sandbox processor approves it. */
 export const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
+
+/** The body of a REST create-with-confirm of `amount` paid with the 4242 card: every benchmark's payment, `extra` its variations. */
+export function confirmedPayment(profileId: string, amount = 1000, extra: Record<string, unknown> = {}) {
+  return { amount, currency: "USD", profile_id: profileId, confirm: true, payment_method_data: { card }, ...extra };
+}
 
 /** Creates the database if it is missing; `fresh` drops it first (only ever the bench's own database). */
 export async function prepareDatabase(url: string, fresh: boolean): Promise<void> {
@@ -21,10 +29,19 @@ export async function prepareDatabase(url: string, fresh: boolean): Promise<void
   await admin.end();
 }
 
-/** Starts the service of this checkout with `workers` workers on `databaseUrl`, as `npm start` does; resolves once it listens. */
-export async function startServer(databaseUrl: string, workers: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
+/**
+ * Starts the service of this checkout with `workers` workers on `databaseUrl`, with `env` on top of
+ * the benchmark's settings; resolves once it listens. `built` runs the production build as `npm
+ * start` does (building it if stale), which the memory figures need: tsx's loader adds about 120 MB.
+ */
+export async function startServer(
+  databaseUrl: string,
+  workers: string,
+  env: Record<string, string> = {},
+  built = false,
+): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
   const adminKey = "bench-admin-api-key";
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+  const child = spawn(process.execPath, built ? ["src/start.mjs"] : ["--import", "tsx", "src/server.ts"], {
     env: {
       ...process.env,
       WORKERS: workers,
@@ -37,12 +54,13 @@ export async function startServer(databaseUrl: string, workers: string): Promise
       SHUTDOWN_DELAY_MS: "0",
       AUTH_FAILURE_LIMIT_PER_MINUTE: "1000000000",
       ADMIN_RATE_LIMIT_PER_MINUTE: "1000000000",
+      ...env,
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = readline.createInterface({ input: child.stdout! });
   for await (const line of lines) {
-    const url = /"message":"listening","url":"([^"]+)"/.exec(line)?.[1];
+    const url = listeningUrl(line);
     if (url !== undefined) {
       // Keep draining the request log so the server never blocks on a full pipe.
       lines.on("line", () => undefined);
@@ -93,4 +111,30 @@ export async function benchTarget(defaultDatabase: string, workers: string): Pro
   await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
   const server = await startServer(databaseUrl, workers);
   return { ...server, databaseUrl };
+}
+
+/**
+ * Stops the service a benchmark started, if it did and it still runs. A runner may wait for a pass
+ * over a whole backlog before its instance exits, which the next run, on a fresh database, does not
+ * need: after a few seconds the service is killed.
+ */
+export async function stopServer(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGTERM");
+  const timeout = sleep(5000).then(() => "timeout" as const);
+  if ((await Promise.race([exited, timeout])) === "timeout") {
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+/** Least-squares slope of `y` over `x`: about 0 when a sampled figure (a backlog, a table, memory) stays flat. */
+export function slope(points: readonly { x: number; y: number }[]): number {
+  const n = points.length;
+  const meanX = points.reduce((sum, p) => sum + p.x, 0) / n;
+  const meanY = points.reduce((sum, p) => sum + p.y, 0) / n;
+  const covariance = points.reduce((sum, p) => sum + (p.x - meanX) * (p.y - meanY), 0);
+  const variance = points.reduce((sum, p) => sum + (p.x - meanX) ** 2, 0);
+  return covariance / variance;
 }

@@ -35,7 +35,8 @@ interface Received {
   readonly lastArrival: number;
 }
 
-interface Receiver {
+/** A local webhook receiver: where a profile's webhook_url points, and what it has seen. */
+export interface Receiver {
   readonly url: string;
   received(): Promise<Received>;
   close(): Promise<void>;
@@ -72,7 +73,8 @@ parentPort.on("message", (message) => {
   else server.close(() => parentPort.close());
 });`;
 
-async function startReceiver(): Promise<Receiver> {
+/** Starts a receiver that answers every event 204 at once, in a worker thread so no load generator delays it. */
+export async function startReceiver(): Promise<Receiver> {
   const worker = new Worker(receiverCode, { eval: true });
   const [{ port }] = (await once(worker, "message")) as [{ port: number }];
   return {

@@ -196,4 +196,35 @@ describe("one instance's runner", () => {
     expect(await service.jobs.runDue()).toBe(0);
     expect(await eventTypesOf(service, merchant, refund.refund_id)).toEqual(["refund.pending", "refund.succeeded"]);
   });
+
+  it("starts upkeep that comes due while a backlog keeps one pass claiming batches, not only when a pass begins", async () => {
+    // A backlog of several full batches (64 jobs a claim), all due, which one pass works through.
+    await service.app.dataSource.query(
+      `INSERT INTO jobs (kind, merchant_id, livemode, object_id, run_at, created)
+       SELECT $1, 'backlog', false, 'backlog-' || i, $2, $2 FROM generate_series(1, 200) AS i`,
+      [jobKinds.processRefund, clock.now()],
+    );
+    const runner = new JobRunner(service.app.dataSource, clock, { pollMs: noPollingMs, maxAttempts: service.app.config.jobMaxAttempts });
+    let upkeepRuns = 0;
+    runner.every(10_000, async () => {
+      upkeepRuns++;
+    });
+    // Each job takes a second of the test clock, so the pass lasts over three minutes of it.
+    runner.register(
+      new Map([
+        [
+          jobKinds.processRefund,
+          {
+            leaseMs: 3_600_000,
+            async run() {
+              clock.advance(1000);
+            },
+          },
+        ],
+      ]),
+    );
+    expect(await runner.runDue()).toBe(200);
+    // Once when the pass began, and again before later batches: the reapers keep up under a backlog.
+    expect(upkeepRuns).toBeGreaterThan(1);
+  });
 });

@@ -207,6 +207,29 @@ export class JobRunner implements JobWaker {
   /** A pass over due jobs, claiming batch after batch while they come back full and `goOn` agrees. */
   private async pass(goOn: () => boolean): Promise<number> {
     await this.hooks.beforePass?.();
+    const outcomes: Promise<boolean>[] = [];
+    try {
+      for (;;) {
+        // Looked at before every batch, not only when a pass begins: a backlog keeps one pass
+        // claiming full batches for as long as it lasts, and the reapers must not wait for its end.
+        this.startDueUpkeep();
+        const batch = await claimDueJobs(this.dataSource, this.clock.now(), batchSize, this.leaseMsOf, transactionalLeaseMs);
+        const runs = batch.map((job) => this.slots.run(() => this.settle(job)));
+        outcomes.push(...runs.map((run) => run.ended));
+        if (batch.length < batchSize || !goOn() || this.stopping) break;
+        // Claiming more before this batch is under way would only start more leases waiting for a slot.
+        await runs.at(-1)!.started;
+      }
+    } catch (error) {
+      // The jobs already claimed still run to their end before the pass does.
+      await Promise.all(outcomes);
+      throw error;
+    }
+    return (await Promise.all(outcomes)).filter(Boolean).length;
+  }
+
+  /** Starts each chore whose time has come and that is not still running, without waiting for it. */
+  private startDueUpkeep(): void {
     const now = this.clock.now().getTime();
     // Upkeep runs beside the jobs, never ahead of them: a long reaping must not hold up a due capture.
     for (const chore of this.upkeep) {
@@ -222,22 +245,6 @@ export class JobRunner implements JobWaker {
           chore.running = undefined;
         });
     }
-    const outcomes: Promise<boolean>[] = [];
-    try {
-      for (;;) {
-        const batch = await claimDueJobs(this.dataSource, this.clock.now(), batchSize, this.leaseMsOf, transactionalLeaseMs);
-        const runs = batch.map((job) => this.slots.run(() => this.settle(job)));
-        outcomes.push(...runs.map((run) => run.ended));
-        if (batch.length < batchSize || !goOn() || this.stopping) break;
-        // Claiming more before this batch is under way would only start more leases waiting for a slot.
-        await runs.at(-1)!.started;
-      }
-    } catch (error) {
-      // The jobs already claimed still run to their end before the pass does.
-      await Promise.all(outcomes);
-      throw error;
-    }
-    return (await Promise.all(outcomes)).filter(Boolean).length;
   }
 
   /**

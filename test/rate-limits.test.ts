@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sleep } from "./support/wait.js";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
 import { visaCard as card } from "./support/cards.js";
 import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
@@ -45,8 +46,6 @@ function windowOf(headers: Headers): Window {
 }
 
 const remainingOf = (responses: { headers: Headers }[]) => responses.map((r) => windowOf(r.headers).remaining);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Waits out the last seconds of the current minute, so a run started now rarely straddles two windows. */
 async function clearOfMinuteEnd(): Promise<void> {

@@ -8,7 +8,7 @@ import { createPayment } from "./support/payments.js";
 import { runningService, servicePair } from "./support/running.js";
 import { type ServerProcess, spawnServer } from "./support/server-process.js";
 import { noPolling, type TestService } from "./support/service.js";
-import { waitUntil } from "./support/wait.js";
+import { sleep, waitUntil } from "./support/wait.js";
 import { alwaysOk, startReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
 
 /*
@@ -22,8 +22,6 @@ import { alwaysOk, startReceiver, type WebhookReceiver } from "./support/webhook
  * These run on the real clock (the dispatcher polls every 100 ms), except the server processes,
  * whose sandbox test clock is moved past the lease.
  */
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every event of the merchant, newest first, page by page. */
 async function allEvents(url: string, merchant: TestMerchant): Promise<JsonBody[]> {

@@ -18,7 +18,7 @@ import { createPayment } from "./support/payments.js";
 import { runningInstance } from "./support/running.js";
 import { spawnServer } from "./support/server-process.js";
 import { noPolling } from "./support/service.js";
-import { waitUntil } from "./support/wait.js";
+import { sleep, waitUntil } from "./support/wait.js";
 import {
   alwaysOk,
   closedPortUrl,
@@ -46,7 +46,6 @@ import {
  */
 
 const second = 1000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hour = 3_600_000;
 const day = 24 * hour;
 

@@ -5,6 +5,8 @@ import type { AddressInfo } from "node:net";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { visaCard } from "../support/cards.js";
+import { sleep, until } from "../support/wait.js";
+import { countBy, kindOf } from "./answers.js";
 import { rest, type JsonBody } from "../support/clients.js";
 import { newMerchant, type TestMerchant, updateProfile } from "../support/merchant.js";
 import { type PostgresCluster, startPostgresCluster, type StopMode } from "../support/postgres-cluster.js";
@@ -48,19 +50,6 @@ interface Call {
   /** The HTTP status, or 0 when no answer came (the connection failed). */
   readonly status: number;
   readonly body: JsonBody;
-}
-
-/** Answers by kind: `200`, `503 SU_01`, `no answer: …`. */
-function kindOf(call: Call): string {
-  if (call.status === 0) return `no answer: ${String(call.body)}`;
-  if (call.status < 300) return String(call.status);
-  return `${call.status} ${call.body?.error?.code ?? "(no code)"}`;
-}
-
-function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const item of items) counts[key(item)] = (counts[key(item)] ?? 0) + 1;
-  return counts;
 }
 
 async function call(
@@ -127,17 +116,6 @@ class Load {
     await Promise.all(this.running);
   }
 }
-
-/** Resolves once `check` holds, looking every `everyMs`; fails after `withinMs` with `what`. */
-async function until(what: string, check: () => Promise<boolean> | boolean, withinMs: number, everyMs = 25): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The figures of one fault, printed and kept for the summary. */
 const figures: Record<string, Record<string, unknown>> = {};

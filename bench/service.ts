@@ -21,6 +21,17 @@ export async function prepareDatabase(url: string, fresh: boolean): Promise<void
   await admin.end();
 }
 
+/** The service's URL if `line` is its "listening" log line. */
+function listeningUrl(line: string): string | undefined {
+  if (!line.includes('"listening"')) return undefined;
+  try {
+    const entry = JSON.parse(line) as { message?: string; url?: string };
+    return entry.message === "listening" ? entry.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Starts the service of this checkout with `workers` workers on `databaseUrl`, as `npm start` does; resolves once it listens. */
 export async function startServer(databaseUrl: string, workers: string): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
   const adminKey = "bench-admin-api-key";
@@ -42,7 +53,8 @@ export async function startServer(databaseUrl: string, workers: string): Promise
   });
   const lines = readline.createInterface({ input: child.stdout! });
   for await (const line of lines) {
-    const url = /"message":"listening","url":"([^"]+)"/.exec(line)?.[1];
+    // pino writes the message after the fields, so the line is read as JSON rather than matched by its order.
+    const url = listeningUrl(line);
     if (url !== undefined) {
       // Keep draining the request log so the server never blocks on a full pipe.
       lines.on("line", () => undefined);
@@ -52,8 +64,16 @@ export async function startServer(databaseUrl: string, workers: string): Promise
   throw new Error("the server exited before listening");
 }
 
-/** A new merchant with a sandbox secret key, created through the admin API; its default profile sends events to `webhookUrl` when given. */
-export async function newMerchant(url: string, adminKey: string, webhookUrl?: string): Promise<{ apiKey: string; profileId: string }> {
+/** A merchant the benchmark calls as: its sandbox secret key, and the publishable key a checkout page uses. */
+export interface BenchMerchant {
+  readonly merchantId: string;
+  readonly profileId: string;
+  readonly apiKey: string;
+  readonly publishableKey: string;
+}
+
+/** A new merchant with a sandbox secret and publishable key, created through the admin API; its default profile sends events to `webhookUrl` when given. */
+export async function newMerchant(url: string, adminKey: string, webhookUrl?: string): Promise<BenchMerchant> {
   const post = async (path: string, body: unknown) => {
     const res = await fetch(url + path, {
       method: "POST",
@@ -65,10 +85,28 @@ export async function newMerchant(url: string, adminKey: string, webhookUrl?: st
   };
   const merchant = await post("/merchants", { merchant_name: "Bench" });
   const key = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox" });
+  const publishable = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox", kind: "publishable" });
   if (webhookUrl !== undefined) {
     await post(`/merchants/${merchant.merchant_id}/profiles/${merchant.default_profile_id}`, { webhook_url: webhookUrl });
   }
-  return { apiKey: key.api_key!, profileId: merchant.default_profile_id! };
+  return {
+    merchantId: merchant.merchant_id!,
+    profileId: merchant.default_profile_id!,
+    apiKey: key.api_key!,
+    publishableKey: publishable.api_key!,
+  };
+}
+
+/** How many of the merchant's objects a list endpoint (`/payments/list?status=…`) counts. */
+export async function countOf(url: string, apiKey: string, listPath: string): Promise<number> {
+  const res = await fetch(`${url}${listPath}${listPath.includes("?") ? "&" : "?"}limit=1`, { headers: { "api-key": apiKey } });
+  if (!res.ok) throw new Error(`${listPath}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { total_count: number }).total_count;
+}
+
+/** The `p`th percentile of ascending `sorted` (0 when empty). */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 }
 
 /** The service a benchmark measures, and how it reaches it. */

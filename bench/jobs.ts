@@ -19,7 +19,8 @@ import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import pg from "pg";
-import { benchTarget, confirmedPayment, newMerchant, slope, stopServer } from "./service.js";
+import { benchTarget, newMerchant, slope, stopServer } from "./service.js";
+import { confirmedPayment } from "./flows.js";
 
 const refundsPerSecond = Number(process.env.BENCH_REFUNDS_PER_SECOND ?? 200);
 const seconds = Number(process.env.BENCH_SECONDS ?? 45);

@@ -7,7 +7,8 @@
 import { once } from "node:events";
 import autocannon from "autocannon";
 import { startLoadBalancer, type LoadBalancer } from "../test/support/load-balancer.js";
-import { card, newMerchant, startServer } from "./service.js";
+import { rest } from "./flows.js";
+import { newMerchant, startServer } from "./service.js";
 
 /** One round of one target. */
 export interface ScaleOutRound {
@@ -40,7 +41,7 @@ export async function measureScaleOut(databaseUrl: string, options: ScaleOutOpti
     for (let i = 0; i < instanceCount; i++) servers.push(await startServer(databaseUrl, "1"));
     for (let n = 1; n <= instanceCount; n++) balancers.push(await startLoadBalancer(servers.slice(0, n).map((s) => s.url)));
     const { apiKey, profileId } = await newMerchant(servers[0]!.url, servers[0]!.adminKey);
-    const body = JSON.stringify({ amount: 1000, currency: "USD", profile_id: profileId, confirm: true, payment_method_data: { card } });
+    const body = JSON.stringify(rest.create(profileId, { confirm: true }));
     const load = (url: string) =>
       autocannon({
         url,

@@ -9,14 +9,6 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { listeningUrl } from "../test/support/server-log.js";
 
-/** The 4242 test card: the sandbox processor approves it. */
-export const card = { card_number: "4242424242424242", card_exp_month: "12", card_exp_year: "2035", card_cvc: "123" };
-
-/** The body of a REST create-with-confirm of `amount` paid with the 4242 card: every benchmark's payment, `extra` its variations. */
-export function confirmedPayment(profileId: string, amount = 1000, extra: Record<string, unknown> = {}) {
-  return { amount, currency: "USD", profile_id: profileId, confirm: true, payment_method_data: { card }, ...extra };
-}
-
 /** Creates the database if it is missing; `fresh` drops it first (only ever the bench's own database). */
 export async function prepareDatabase(url: string, fresh: boolean): Promise<void> {
   const name = decodeURIComponent(new URL(url).pathname.slice(1));
@@ -70,8 +62,16 @@ export async function startServer(
   throw new Error("the server exited before listening");
 }
 
-/** A new merchant with a sandbox secret key, created through the admin API; its default profile sends events to `webhookUrl` when given. */
-export async function newMerchant(url: string, adminKey: string, webhookUrl?: string): Promise<{ apiKey: string; profileId: string }> {
+/** A merchant the benchmark calls as: its sandbox secret key, and the publishable key a checkout page uses. */
+export interface BenchMerchant {
+  readonly merchantId: string;
+  readonly profileId: string;
+  readonly apiKey: string;
+  readonly publishableKey: string;
+}
+
+/** A new merchant with a sandbox secret and publishable key, created through the admin API; its default profile sends events to `webhookUrl` when given. */
+export async function newMerchant(url: string, adminKey: string, webhookUrl?: string): Promise<BenchMerchant> {
   const post = async (path: string, body: unknown) => {
     const res = await fetch(url + path, {
       method: "POST",
@@ -83,10 +83,28 @@ export async function newMerchant(url: string, adminKey: string, webhookUrl?: st
   };
   const merchant = await post("/merchants", { merchant_name: "Bench" });
   const key = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox" });
+  const publishable = await post("/api-keys", { merchant_id: merchant.merchant_id, environment: "sandbox", kind: "publishable" });
   if (webhookUrl !== undefined) {
     await post(`/merchants/${merchant.merchant_id}/profiles/${merchant.default_profile_id}`, { webhook_url: webhookUrl });
   }
-  return { apiKey: key.api_key!, profileId: merchant.default_profile_id! };
+  return {
+    merchantId: merchant.merchant_id!,
+    profileId: merchant.default_profile_id!,
+    apiKey: key.api_key!,
+    publishableKey: publishable.api_key!,
+  };
+}
+
+/** How many of the merchant's objects a list endpoint (`/payments/list?status=…`) counts. */
+export async function countOf(url: string, apiKey: string, listPath: string): Promise<number> {
+  const res = await fetch(`${url}${listPath}${listPath.includes("?") ? "&" : "?"}limit=1`, { headers: { "api-key": apiKey } });
+  if (!res.ok) throw new Error(`${listPath}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { total_count: number }).total_count;
+}
+
+/** The `p`th percentile of ascending `sorted` (0 when empty). */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 }
 
 /** The service a benchmark measures, and how it reaches it. */

@@ -27,7 +27,8 @@ import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import pg from "pg";
-import { confirmedPayment, newMerchant, prepareDatabase, slope, startServer, stopServer } from "./service.js";
+import { newMerchant, prepareDatabase, slope, startServer, stopServer } from "./service.js";
+import { confirmedPayment } from "./flows.js";
 import { startReceiver } from "./webhooks.js";
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 600);

@@ -7,6 +7,7 @@
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import autocannon from "autocannon";
+import { countOf, percentile } from "./service.js";
 
 /** One round of the scenario for one merchant. */
 export interface WebhookRound {
@@ -90,18 +91,8 @@ export async function startReceiver(): Promise<Receiver> {
   };
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
-}
-
 /** A merchant with a sandbox key, its profile's webhook_url set to `webhookUrl` when given. */
 type NewMerchant = (webhookUrl: string | undefined) => Promise<{ apiKey: string; profileId: string }>;
-
-/** Events the merchant of `apiKey` has, all types together. */
-async function eventCount(url: string, apiKey: string): Promise<number> {
-  const res = await fetch(`${url}/events/list?limit=1`, { headers: { "api-key": apiKey } });
-  return ((await res.json()) as { total_count: number }).total_count;
-}
 
 /**
  * Runs `rounds` rounds of create-with-confirm for `seconds` each, without then with webhooks, and
@@ -147,7 +138,7 @@ export async function measureWebhooks(
       }
     }
     const loadEnded = Date.now();
-    const expected = await eventCount(url, withHooks.apiKey);
+    const expected = await countOf(url, withHooks.apiKey, "/events/list");
     let received = await receiver.received();
     while (received.seen < expected && Date.now() - loadEnded < 60_000) {
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -16,6 +16,7 @@ import { CustomerService } from "../../../gen/paymentservice/v1/customer_pb.js";
 import { DisputeService } from "../../../gen/paymentservice/v1/dispute_pb.js";
 import { EventService } from "../../../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../../../gen/paymentservice/v1/health_pb.js";
+import { JobService } from "../../../gen/paymentservice/v1/job_pb.js";
 import { MerchantService } from "../../../gen/paymentservice/v1/merchant_pb.js";
 import { PaymentService } from "../../../gen/paymentservice/v1/payment_pb.js";
 import { PayoutService } from "../../../gen/paymentservice/v1/payout_pb.js";
@@ -43,6 +44,7 @@ const services = [
   DisputeService,
   EventService,
   SandboxService,
+  JobService,
 ];
 const api = new ApiRouter({});
 for (const service of services) api.service(service, {});
@@ -130,6 +132,9 @@ const routes: [string, string, string, string, string[]][] = [
   ["POST", "/sandbox/clock/advance", "/sandbox/clock/advance", "SandboxService.AdvanceClock", []],
   ["POST", "/sandbox/payments/{payment_id}/dispute", "/sandbox/payments/pay_1/dispute", "SandboxService.OpenDispute", ["pay_1"]],
   ["POST", "/sandbox/disputes/{dispute_id}/resolve", "/sandbox/disputes/dp_1/resolve", "SandboxService.ResolveDispute", ["dp_1"]],
+  ["GET", "/jobs/list", "/jobs/list", "JobService.ListJobs", []],
+  ["POST", "/jobs/list", "/jobs/list", "JobService.ListJobs", []],
+  ["POST", "/jobs/{job_id}/retry", "/jobs/42/retry", "JobService.RetryJob", ["42"]],
 ];
 
 describe("RestRouter over the protos", () => {

@@ -13,6 +13,7 @@ import { WebhookTakeable1764900000000 } from "./1764900000000-webhook-takeable.j
 import { InstanceLiveness1765000000000 } from "./1765000000000-instance-liveness.js";
 import { DeadJobs1765100000000 } from "./1765100000000-dead-jobs.js";
 import { ApiKeyHashRotation1765200000000 } from "./1765200000000-api-key-hash-rotation.js";
+import { ListFilterIndexes1765300000000 } from "./1765300000000-list-filter-indexes.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -31,4 +32,5 @@ export const migrations = [
   InstanceLiveness1765000000000,
   DeadJobs1765100000000,
   ApiKeyHashRotation1765200000000,
+  ListFilterIndexes1765300000000,
 ];

@@ -1,0 +1,116 @@
+import "reflect-metadata";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createContextValues } from "@connectrpc/connect";
+import type pg from "pg";
+import { DataSource } from "typeorm";
+import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
+import { systemClock } from "../src/clock.js";
+import { entities } from "../src/db/entities.js";
+import { NewObjectWriter } from "../src/db/new-objects.js";
+import { useNamedStatements } from "../src/db/prepared.js";
+import { UnitOfWork } from "../src/db/unit-of-work.js";
+import { newId } from "../src/ids.js";
+import { PaymentRow } from "../src/payments/payment.entity.js";
+import { paymentResource } from "../src/payments/store.js";
+import { fileDatabaseUrl, onPostgres } from "./support/database.js";
+
+/*
+ * The generic-plan trap (docs/architecture.md, "Writing new objects"; docs/performance.md, "Grown
+ * database"): a named prepared statement that went generic while its tables were nearly empty keeps
+ * that plan, a scan of the whole table, however much is loaded afterwards. An ANALYZE of the loaded
+ * table ends it on every connection at once (PostgreSQL invalidates the cached plans that depend on
+ * the table), which is why the seed ends with one and a bulk load must. PostgreSQL only: the embedded
+ * database runs no named statements.
+ */
+
+describe.skipIf(!onPostgres)("the new-object write on a database that grew after it was prepared", () => {
+  let dataSource: DataSource;
+  let writer: NewObjectWriter;
+  /** auto_explain's plans of the statements the connection ran, newest last. */
+  const plans: string[] = [];
+  const run = (text: string) => dataSource.query(text);
+
+  /** Writes a payment of merchant mer_a through the service's batched writer, and returns the plan its statement ran with. */
+  async function createPayment(): Promise<string> {
+    const now = systemClock.now();
+    const paymentId = newId("pay");
+    const row = Object.assign(new PaymentRow(), {
+      merchantId: "mer_a",
+      livemode: false,
+      paymentId,
+      profileId: "pro_a",
+      status: "requires_payment_method",
+      amount: 100n,
+      currency: "USD",
+      amountCapturable: 0n,
+      amountReceived: null,
+      captureMethod: "automatic",
+      captureOn: null,
+      paymentMethod: null,
+      paymentMethodType: null,
+      card: null,
+      customerId: null,
+      email: null,
+      description: null,
+      statementDescriptor: null,
+      returnUrl: null,
+      clientSecret: `${paymentId}_secret_x`,
+      nextAction: null,
+      errorCode: null,
+      errorMessage: null,
+      cancellationReason: null,
+      metadata: {},
+      processor: null,
+      processorReference: null,
+      authenticationToken: null,
+      created: now,
+      modifiedAt: now,
+      claimToken: null,
+      claimedUntil: null,
+    } satisfies PaymentRow);
+    plans.length = 0;
+    const view = await writer.create({ values: createContextValues() }, paymentResource, row, []);
+    expect(view.paymentId).toBe(paymentId);
+    const plan = plans.find((p) => p.includes('INSERT INTO "payments"'));
+    expect(plan).toBeDefined();
+    return plan!;
+  }
+
+  beforeAll(async () => {
+    // One connection, so every statement runs in the session that prepared the write and explains it.
+    dataSource = new DataSource({ type: "postgres", url: (await fileDatabaseUrl())!, entities, logging: false, extra: { max: 1 } });
+    await dataSource.initialize();
+    useNamedStatements(dataSource);
+    writer = new NewObjectWriter(dataSource, systemClock, new UnitOfWork(dataSource));
+    const pool = (dataSource.driver as PostgresDriver).master as pg.Pool;
+    const client = await pool.connect();
+    client.on("notice", (notice) => plans.push(notice.message ?? ""));
+    client.release();
+    await run(
+      "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_level = notice; SET client_min_messages = notice",
+    );
+  });
+  afterAll(() => dataSource?.destroy());
+
+  it("uses the profiles index once the loaded table is analyzed, on the connection that prepared it", async () => {
+    // A fresh deployment: its first merchant, and the statistics autovacuum takes of the tiny tables.
+    await run("INSERT INTO merchants VALUES ('mer_a', NULL, 'pro_a', now())");
+    await run("INSERT INTO profiles (profile_id, merchant_id, webhook_secret, created) VALUES ('pro_a', 'mer_a', 's', now())");
+    await run("ANALYZE merchants, profiles, customers, payments, events, jobs, webhook_deliveries");
+    // Past the five custom plans PostgreSQL makes before it settles on a generic one.
+    for (let i = 0; i < 7; i++) await createPayment();
+    expect(await createPayment()).toMatch(/Seq Scan on profiles/);
+
+    // A bulk load: the plan prepared on the tiny table still reads all of it, for every write.
+    await run(
+      "INSERT INTO merchants SELECT 'mer_' || i, NULL, 'pro_' || i, now() FROM generate_series(1, 50000) AS i; " +
+        "INSERT INTO profiles (profile_id, merchant_id, webhook_secret, created) SELECT 'pro_' || i, 'mer_' || i, 's', now() FROM generate_series(1, 50000) AS i",
+    );
+    expect(await createPayment()).toMatch(/Seq Scan on profiles/);
+
+    await run("ANALYZE profiles");
+    const analyzed = await createPayment();
+    expect(analyzed).toMatch(/Index (Only )?Scan using profiles_pkey on profiles/);
+    expect(analyzed).not.toMatch(/Seq Scan on profiles/);
+  });
+});

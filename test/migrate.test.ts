@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { runNpmScript } from "./support/server-log.js";
 import { closeApp, openApp, serve } from "../src/app.js";
 import { migrations } from "../src/db/migrations/index.js";
 import { migrate } from "../src/db/migrate.js";
@@ -22,7 +21,6 @@ import { testConfig } from "./support/service.js";
  * same steps run one after the other in this process.
  */
 
-const repositoryRoot = fileURLToPath(new URL("../", import.meta.url));
 const migrationCount = migrations.length;
 
 /** The lines a `npm run migrate` process logged, and how it exited. */
@@ -34,27 +32,12 @@ interface MigrateRun {
 }
 
 /** Runs `npm run migrate` as a deploy job would, against `databaseUrl`. */
-function npmRunMigrate(databaseUrl: string): Promise<MigrateRun> {
-  const child = spawn("npm", ["run", "-s", "migrate"], {
-    cwd: repositoryRoot,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  for (const stream of [child.stdout, child.stderr]) {
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      output += chunk;
-    });
-  }
-  return new Promise((resolve) => {
-    child.once("close", (code) => {
-      // Found by its message wherever the logger puts the fields of the line.
-      const migrated = output.split("\n").find((line) => line.includes('"message":"migrated"'));
-      const count = migrated === undefined ? undefined : /"count":(\d+)/.exec(migrated)?.[1];
-      resolve({ code, output, applied: count === undefined ? undefined : Number(count) });
-    });
-  });
+async function npmRunMigrate(databaseUrl: string): Promise<MigrateRun> {
+  const { code, output } = await runNpmScript("migrate", { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "info" });
+  // Found by its message wherever the logger puts the fields of the line.
+  const migrated = output.split("\n").find((line) => line.includes('"message":"migrated"'));
+  const count = migrated === undefined ? undefined : /"count":(\d+)/.exec(migrated)?.[1];
+  return { code, output, applied: count === undefined ? undefined : Number(count) };
 }
 
 const refusal = new RegExp(

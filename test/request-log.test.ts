@@ -3,6 +3,7 @@ import { once } from "node:events";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LogLine, logLines } from "./support/server-log.js";
 import { rest } from "./support/clients.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { spawnServer, type ServerProcess } from "./support/server-process.js";
@@ -16,16 +17,6 @@ import { startInstance } from "./support/service.js";
  */
 
 const repositoryRoot = fileURLToPath(new URL("../", import.meta.url));
-
-/** A log line as parsed JSON. */
-type LogLine = Record<string, unknown>;
-
-function logLines(output: string): LogLine[] {
-  return output
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line) as LogLine);
-}
 
 describe("the request log line", () => {
   let server: ServerProcess;

@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { runNpmScript } from "./support/server-log.js";
 import { secretId } from "../src/secrets/server-secret.js";
 import { rest, type JsonBody } from "./support/clients.js";
 import { fileDatabaseUrl, onFileDatabase, onPostgres, rows } from "./support/database.js";
@@ -21,8 +20,6 @@ import { waitUntil } from "./support/wait.js";
  * previous, the command leaves nothing under the old data key, and once the old secrets are removed
  * keys used during the rotation still authenticate while a key never used in it is refused.
  */
-
-const repositoryRoot = fileURLToPath(new URL("../", import.meta.url));
 
 const oldHashSecret = testHashSecret;
 const newHashSecret = "rotated-api-key-hash-secret-of-32+chars";
@@ -70,24 +67,9 @@ async function npmRunRotateSecrets(env: NodeJS.ProcessEnv): Promise<RotateRun> {
   const inherited: NodeJS.ProcessEnv = { ...process.env };
   delete inherited.DATABASE_URL;
   delete inherited.DATA_DIR;
-  const child = spawn("npm", ["run", "-s", "rotate-secrets"], {
-    cwd: repositoryRoot,
-    env: { ...inherited, ...(await storage()), LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  for (const stream of [child.stdout, child.stderr]) {
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      output += chunk;
-    });
-  }
-  return new Promise((resolve) => {
-    child.once("close", (code) => {
-      const line = output.split("\n").find((l) => l.includes('"message":"secrets rotated"'));
-      resolve({ code, output, report: line === undefined ? undefined : (JSON.parse(line) as Record<string, number>) });
-    });
-  });
+  const { code, output } = await runNpmScript("rotate-secrets", { ...inherited, ...(await storage()), LOG_LEVEL: "info", ...env });
+  const line = output.split("\n").find((l) => l.includes('"message":"secrets rotated"'));
+  return { code, output, report: line === undefined ? undefined : (JSON.parse(line) as Record<string, number>) };
 }
 
 const payouts = payoutBodies(() => new Date());

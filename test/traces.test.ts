@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LogLine, logLines } from "./support/server-log.js";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { rest, rpcClient } from "./support/clients.js";
 import { fileDatabaseUrl } from "./support/database.js";
@@ -75,16 +76,6 @@ async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; se
 async function databaseEnv(): Promise<Record<string, string>> {
   const url = await fileDatabaseUrl();
   return url === undefined ? { DATA_DIR: ":memory:" } : { DATABASE_URL: url };
-}
-
-/** A log line as parsed JSON. */
-type LogLine = Record<string, unknown>;
-
-function logLines(output: string): LogLine[] {
-  return output
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line) as LogLine);
 }
 
 /** Preloaded into a server to report how many OpenTelemetry modules it loaded. */

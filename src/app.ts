@@ -225,7 +225,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
         hasher.secretId,
       ),
       units,
-      newObjects: new NewObjectWriter(dataSource, clock, units),
+      newObjects: new NewObjectWriter(dataSource, clock, units, webhooks),
       dataCipher: new DataCipher(dataKey, decryptOnlyKeys),
       processors: new ProcessorRegistry(new SandboxProcessor(), sandboxPayoutRails(dataSource)),
       scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,

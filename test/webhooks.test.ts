@@ -19,6 +19,7 @@ import { runningInstance } from "./support/running.js";
 import { spawnServer } from "./support/server-process.js";
 import { noPolling } from "./support/service.js";
 import { sleep, waitUntil } from "./support/wait.js";
+import { newDeliveryLease } from "../src/webhooks/dispatcher.js";
 import {
   alwaysOk,
   closedPortUrl,
@@ -267,6 +268,37 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
       await deliverDue();
       expect(ids(hooks)).toEqual([later]);
       expect((await deliveryOf(merchant, eventId)).status).toBe("no_webhook_url");
+    });
+  });
+
+  describe("a creation whose answer was lost", () => {
+    it("gives back the delivery it may have committed under its lease once told, rather than leaving it leased for 70 s", async () => {
+      const r = await receiver();
+      const merchant = await newMerchant(service.url);
+      const eventId = await onePaymentEvent(merchant);
+      await updateProfile(service.url, merchant, { webhook_url: r.url });
+      // What a batched creation whose answer never came leaves: its delivery leased under the write's own lease.
+      const lease = newDeliveryLease(clock.now());
+      await service.app.dataSource.query(
+        `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created, leased_until)
+         SELECT event_id, merchant_id, livemode, profile_id, 'pending', 0, 0, created, created + interval '3 days', created, $2 FROM events WHERE event_id = $1`,
+        [eventId, lease],
+      );
+      await deliverDue();
+      expect(ids(r)).toEqual([]);
+      expect(await deliveryOf(merchant, eventId)).toMatchObject({ status: "pending", attempts: 0 });
+
+      service.app.webhooks.abandon(lease);
+      await waitUntil(
+        async () => {
+          await sleep(50);
+          await deliverDue();
+          return ids(r).length;
+        },
+        (sent) => sent > 0,
+      );
+      expect(ids(r)).toEqual([eventId]);
+      expect(await deliveryOf(merchant, eventId)).toMatchObject({ status: "delivered", attempts: 1 });
     });
   });
 

@@ -6,7 +6,8 @@ import { alreadyExists, type ApiError } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
-import { deliveriesSql, eventsReturning } from "../webhooks/schedule.js";
+import type { DeliveryHandOff } from "../webhooks/delivery-thread.js";
+import { deliveriesSql, eventsReturning, handedOverSql } from "../webhooks/schedule.js";
 import { jobRowOf } from "./follow-ups.js";
 import { preparedQuery } from "./prepared.js";
 import { eventOf, idOf, type Resource, type StatusRow } from "./resource.js";
@@ -72,15 +73,17 @@ function statementText<Row extends StatusRow, Desc extends DescMessage>(em: Enti
   const key = object.primaryColumns.map((c) => `"${c.databaseName}"`).join(", ");
   const eventParam = 1 + insertShapeOf(object).columns.length;
   const jobParam = eventParam + insertShapeOf(event).columns.length;
+  const leaseParam = jobParam + insertShapeOf(job).columns.length + 1;
   text =
     `WITH input AS (SELECT * FROM ${unnestOf(object, "input", 1, "ordinality")}),\n` +
     `allowed AS (SELECT * FROM input${resource.guard === undefined ? "" : ` WHERE ${resource.guard("input")}`}),\n` +
     `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM allowed ON CONFLICT (${key}) DO NOTHING RETURNING ${key}),\n` +
     `written AS (SELECT allowed.position FROM allowed JOIN object USING (${key})),\n` +
     `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position) RETURNING ${eventsReturning}),\n` +
-    `delivery AS (${deliveriesSql("event")}),\n` +
+    `delivery AS (${deliveriesSql("event", `$${leaseParam}::timestamptz`)}),\n` +
     `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT ${qualifiedNames(job, "j")} FROM ${unnestOf(job, "j", jobParam, "array")} JOIN written USING (position))\n` +
-    `SELECT position, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written ` +
+    `SELECT position, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written, ` +
+    `CASE WHEN position = 1 AND $${leaseParam}::timestamptz IS NOT NULL THEN (${handedOverSql("delivery", "event")}) END AS deliveries ` +
     `FROM input LEFT JOIN allowed USING (position) LEFT JOIN written USING (position)`;
   texts.set(resource, text);
   return text;
@@ -91,19 +94,23 @@ interface Verdict {
   position: string;
   allowed: boolean;
   written: boolean;
+  /** On the first position only: the webhook deliveries the statement wrote (`handedOverSql`), or null for none. */
+  deliveries: string | null;
 }
 
 /**
- * Writes new objects of one resource, no two with one key, in one statement with `query`; the
- * outcome of each, in order. Throws when PostgreSQL rejects the statement, which then wrote nothing.
+ * Writes new objects of one resource, no two with one key, in one statement with `query`, their
+ * webhook deliveries leased until `lease` when given: the outcome of each, in order, and the
+ * deliveries as `handedOverSql` describes them. Throws when PostgreSQL rejects the statement, which then wrote nothing.
  */
 async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
   em: EntityManager,
   clock: Clock,
   resource: Resource<Row, Desc>,
   objects: readonly NewObject<Row>[],
+  lease: string | undefined,
   query: (text: string, params: unknown[]) => Promise<Verdict[]>,
-): Promise<Outcome[]> {
+): Promise<{ outcomes: Outcome[]; deliveries: string | null }> {
   const rows = objects.map((o) => o.row);
   const params = [
     ...arraysOf(em.connection.getMetadata(resource.entity), rows),
@@ -116,12 +123,14 @@ async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
       objects.flatMap((o) => o.jobs.map((job) => jobRowOf(job, clock))),
     ),
     objects.flatMap((o, i) => o.jobs.map(() => i + 1)),
+    lease ?? null,
   ];
   const verdicts = new Map((await query(statementText(em, resource), params)).map((v) => [Number(v.position), v]));
-  return rows.map((_, i) => {
+  const outcomes = rows.map((_, i): Outcome => {
     const verdict = verdicts.get(i + 1)!;
     return verdict.written ? "written" : verdict.allowed ? "taken" : "refused";
   });
+  return { outcomes, deliveries: verdicts.get(1)?.deliveries ?? null };
 }
 
 /** One object's answer: written (true) or refused by the guard (false); a taken id is HE_01. */
@@ -149,8 +158,9 @@ export async function writeNewObject<Row extends StatusRow, Desc extends DescMes
   row: Row,
   jobs: readonly NewJob[],
 ): Promise<boolean> {
-  const [outcome] = await writeNewObjects(em, clock, resource, [{ row, jobs }], (text, params) => em.query(text, params));
-  return answerOf(em, resource, row, outcome!);
+  // Its transaction commits later, so its delivery is left to a look rather than handed over.
+  const { outcomes } = await writeNewObjects(em, clock, resource, [{ row, jobs }], undefined, (text, params) => em.query(text, params));
+  return answerOf(em, resource, row, outcomes[0]!);
 }
 
 /** PostgreSQL rejected the statement, so (outside a transaction) it wrote nothing at all. */
@@ -181,6 +191,7 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly resource: Resource<Row, Desc>,
+    private readonly webhooks: DeliveryHandOff,
   ) {
     this.keyColumns = dataSource.getMetadata(resource.entity).primaryColumns;
   }
@@ -243,10 +254,20 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
     }
   }
 
-  private write(batch: readonly NewObject<Row>[]): Promise<Outcome[]> {
-    return writeNewObjects(this.dataSource.manager, this.clock, this.resource, batch, (text, params) =>
-      preparedQuery(this.dataSource, text, params),
-    );
+  /** Writes a batch in a statement of its own, which commits it, and hands its webhook deliveries to this instance's sender. */
+  private async write(batch: readonly NewObject<Row>[]): Promise<Outcome[]> {
+    const lease = this.webhooks.leaseForNew(this.clock.now());
+    let written: Awaited<ReturnType<typeof writeNewObjects>>;
+    try {
+      written = await writeNewObjects(this.dataSource.manager, this.clock, this.resource, batch, lease, (text, params) =>
+        preparedQuery(this.dataSource, text, params),
+      );
+    } catch (error) {
+      if (lease !== undefined && !rejectedByDatabase(error)) this.webhooks.abandon(lease);
+      throw error;
+    }
+    if (lease !== undefined && written.deliveries !== null) this.webhooks.adopt(written.deliveries, lease);
+    return written.outcomes;
   }
 }
 
@@ -265,6 +286,7 @@ export class NewObjectWriter {
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly units: UnitOfWork,
+    private readonly webhooks: DeliveryHandOff,
   ) {}
 
   /**
@@ -285,7 +307,7 @@ export class NewObjectWriter {
     }
     let queue = this.queues.get(resource);
     if (queue === undefined) {
-      queue = new Queue(this.dataSource, this.clock, resource as unknown as Resource<StatusRow, DescMessage>);
+      queue = new Queue(this.dataSource, this.clock, resource as unknown as Resource<StatusRow, DescMessage>, this.webhooks);
       this.queues.set(resource, queue);
     }
     if (!answerOf(this.dataSource.manager, resource, row, await queue.add({ row, jobs }))) {

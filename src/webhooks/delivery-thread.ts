@@ -2,9 +2,28 @@ import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import type { DatabaseTimeouts } from "../db/pool.js";
 import { log } from "../log.js";
+import { newDeliveryLease } from "./dispatcher.js";
+
+/**
+ * How the writers of new events give their deliveries straight to this instance's sender: written
+ * already leased to it, and handed over with what sending them needs once they commit, so a fresh
+ * delivery costs the database no look, no lease written and no read, and goes out at once. Should
+ * the hand-over never arrive (the instance dies first), the lease ends and a look takes the delivery.
+ */
+export interface DeliveryHandOff {
+  /** The lease to write new deliveries with, or undefined when this instance's sender is not taking any. */
+  leaseForNew(now: Date): string | undefined;
+  /** Hands over deliveries that committed leased with `lease` (from `leaseForNew`): a JSON array from `handedOverSql`. */
+  adopt(deliveries: string, lease: string): void;
+  /**
+   * Says that the write with `lease` got no answer (the connection was lost): whatever it may have
+   * committed is given back once the database answers, rather than waiting for the lease to end.
+   */
+  abandon(lease: string): void;
+}
 
 /** What an instance's webhook sender offers the rest of the service, wherever it runs. */
-export interface WebhookSender {
+export interface WebhookSender extends DeliveryHandOff {
   /** Starts looking for due deliveries. */
   start(): void;
   /** Stops taking deliveries and waits for those in hand. */
@@ -24,7 +43,11 @@ export interface DeliveryThreadSettings {
 }
 
 /** A message from the host to the thread. */
-export type ToThread = { readonly type: "deliver-due"; readonly id: number } | { readonly type: "stop" };
+export type ToThread =
+  | { readonly type: "deliver-due"; readonly id: number }
+  | { readonly type: "adopt"; readonly deliveries: string; readonly lease: string }
+  | { readonly type: "abandon"; readonly lease: string }
+  | { readonly type: "stop" };
 
 /** A message from the thread to the host. */
 export type FromThread =
@@ -52,6 +75,8 @@ const restartDelayMs = 1000;
 export class DeliveryThread implements WebhookSender {
   private worker: Worker | undefined;
   private ready: Promise<void> | undefined;
+  /** Whether the running thread has said it is ready and has not been asked to stop. */
+  private taking = false;
   private stopping = false;
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve(sent: number): void; reject(error: Error): void }>();
@@ -63,8 +88,21 @@ export class DeliveryThread implements WebhookSender {
     this.spawn();
   }
 
+  leaseForNew(now: Date): string | undefined {
+    return this.taking ? newDeliveryLease(now) : undefined;
+  }
+
+  adopt(deliveries: string, lease: string): void {
+    this.worker?.postMessage({ type: "adopt", deliveries, lease } satisfies ToThread);
+  }
+
+  abandon(lease: string): void {
+    this.worker?.postMessage({ type: "abandon", lease } satisfies ToThread);
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
+    this.taking = false;
     const worker = this.worker;
     if (worker === undefined) return;
     await this.ready?.catch(() => undefined);
@@ -89,8 +127,10 @@ export class DeliveryThread implements WebhookSender {
       worker.once("error", reject);
       worker.once("exit", () => reject(new Error("the webhook delivery thread exited before it was ready")));
       worker.on("message", (message: FromThread) => {
-        if (message.type === "ready") resolve();
-        else this.answer(message);
+        if (message.type === "ready") {
+          this.taking = !this.stopping;
+          resolve();
+        } else this.answer(message);
       });
     });
     this.ready.catch(() => undefined);
@@ -100,6 +140,7 @@ export class DeliveryThread implements WebhookSender {
       this.waiting.clear();
       if (this.worker !== worker) return;
       this.worker = undefined;
+      this.taking = false;
       if (this.stopping) return;
       log.error("webhook delivery thread exited; starting another", { code });
       setTimeout(() => {

@@ -36,6 +36,10 @@ port.on("message", (message: ToThread) => {
       (sent) => port.postMessage({ type: "delivered", id: message.id, sent } satisfies FromThread),
       (error: unknown) => port.postMessage({ type: "failed", id: message.id, error: String(error) } satisfies FromThread),
     );
+  } else if (message.type === "adopt") {
+    dispatcher.adopt(message.deliveries, message.lease);
+  } else if (message.type === "abandon") {
+    dispatcher.abandon(message.lease);
   } else {
     void stop();
   }

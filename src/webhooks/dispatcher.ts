@@ -21,6 +21,12 @@ const batchGapMs = 20;
 const maxHeld = 2000;
 /** How soon outcomes the database refused are written again: it may be back from a restart by then. */
 const rewriteAfterMs = 250;
+/**
+ * How long a lease holds: four attempts' time, one after another, and the write of the outcome. A
+ * delivery waits behind at most a profile's batch (`2 × perEndpoint`) and those being sent
+ * (`perEndpoint` at a time), so at most three rounds of attempts go out before its own.
+ */
+const leaseMs = 4 * attemptTimeoutMs + 30_000;
 
 /** A delivery this instance has taken, with what sending it needs. */
 interface Taken {
@@ -37,6 +43,12 @@ interface Taken {
   /** Until when this instance holds it (leaseUntil): the token its outcome is written with. */
   readonly lease: string;
 }
+
+/** A delivery as it is handed over when it commits (`handedOverSql`): JSON, so its times are strings. */
+type HandedOver = Omit<Taken, "created" | "previous_webhook_secret_until" | "lease"> & {
+  readonly created: string;
+  readonly previous_webhook_secret_until: string | null;
+};
 
 /**
  * What became of one taken delivery, written back while its lease still holds: an attempt, or none
@@ -118,9 +130,10 @@ UPDATE webhook_deliveries d SET leased_until = NULL
  WHERE d.event_id = u.event_id AND d.leased_until = u.lease`;
 
 /**
- * Ends the leases of one take whose answer never came: the database may have committed it and then
- * gone before answering, leaving its deliveries leased to no one. A lease's end lies past its
- * deliveries' `next_attempt_at`, so the takeable index finds them.
+ * Ends the leases of one take whose answer never came, or of the deliveries a write of new objects
+ * may have committed before its answer was lost: the database may have committed them and then gone
+ * before answering, leaving them leased to no one. A lease's end lies past its deliveries'
+ * `next_attempt_at`, so the takeable index finds them.
  */
 const giveBackTake = `
 UPDATE webhook_deliveries SET leased_until = NULL
@@ -134,6 +147,11 @@ UPDATE webhook_deliveries SET leased_until = NULL
  */
 function leaseUntil(at: number): string {
   return new Date(at).toISOString().replace("Z", `${String(randomInt(1000)).padStart(3, "0")}Z`);
+}
+
+/** The lease new deliveries are written with when they are handed to a sender as they commit. */
+export function newDeliveryLease(now: Date): string {
+  return leaseUntil(now.getTime() + leaseMs);
 }
 
 /** The body of an event's webhook: the event as retrieve shows it, without its delivery state. */
@@ -152,8 +170,6 @@ function bodyOf(delivery: Taken): string {
 export class WebhookDispatcher implements WebhookSender {
   /** Deliveries taken at once for one profile: it gets more only while it holds fewer than this. */
   private readonly perEndpointBatch: number;
-  /** Long enough for every delivery a profile may hold to wait its turn and time out, and the outcome to be written. */
-  private readonly leaseMs: number;
   private readonly endpoints = new Map<string, Endpoint>();
   private held = 0;
   private started = false;
@@ -166,7 +182,7 @@ export class WebhookDispatcher implements WebhookSender {
   private writing: Promise<void> | undefined;
   private readonly takeFailures = new FailureStreak("taking due webhook deliveries");
   private readonly writeFailures = new FailureStreak("writing webhook outcomes");
-  /** Give-backs of takes whose answer was lost, made once the database is back. */
+  /** Give-backs of takes and hand-overs whose answer was lost, made once the database is back. */
   private readonly lostTakes = new ReleaseRetries();
 
   /**
@@ -181,8 +197,6 @@ export class WebhookDispatcher implements WebhookSender {
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
   ) {
     this.perEndpointBatch = 2 * perEndpoint;
-    // A delivery waits behind at most twice a batch of its profile's, `perEndpoint` at a time.
-    this.leaseMs = Math.ceil((2 * this.perEndpointBatch) / perEndpoint) * attemptTimeoutMs + 30_000;
   }
 
   /** Starts looking for due deliveries. */
@@ -202,14 +216,51 @@ export class WebhookDispatcher implements WebhookSender {
     await this.taking?.catch(() => 0);
     const unsent = [...this.endpoints.values()].flatMap((endpoint) => endpoint.waiting.splice(0));
     this.held -= unsent.length;
-    if (unsent.length > 0) {
-      try {
-        await this.dataSource.query(giveBack, [unsent.map((d) => d.event_id), unsent.map((d) => d.lease)]);
-      } catch (error) {
-        log.error("webhook deliveries not given back; they are sent when their leases end", { count: unsent.length, error: String(error) });
-      }
-    }
+    await this.giveBack(unsent);
     await this.settled();
+  }
+
+  leaseForNew(now: Date): string | undefined {
+    return this.started ? newDeliveryLease(now) : undefined;
+  }
+
+  /**
+   * Takes deliveries written leased to this instance, once they committed, as if a look had taken
+   * them: a profile already holding a batch, an instance holding its most or a dispatcher that has
+   * stopped gives them back, for a look of any instance to take.
+   */
+  adopt(deliveries: string, lease: string): void {
+    const over: Taken[] = [];
+    for (const handed of JSON.parse(deliveries) as HandedOver[]) {
+      const delivery: Taken = {
+        ...handed,
+        created: new Date(handed.created),
+        previous_webhook_secret_until:
+          handed.previous_webhook_secret_until === null ? null : new Date(handed.previous_webhook_secret_until),
+        lease,
+      };
+      const waiting = this.endpoints.get(delivery.profile_id)?.waiting.length ?? 0;
+      if (!this.started || this.held >= maxHeld || waiting >= this.perEndpointBatch) over.push(delivery);
+      else this.hold(delivery);
+    }
+    void this.giveBack(over);
+  }
+
+  abandon(lease: string): void {
+    this.lostTakes.add(lease, () => this.dataSource.query(giveBackTake, [lease]), leaseMs);
+  }
+
+  /** Ends the leases of deliveries taken but not sent, so that a look (of any instance) takes them at once. */
+  private async giveBack(deliveries: readonly Taken[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    try {
+      await this.dataSource.query(giveBack, [deliveries.map((d) => d.event_id), deliveries.map((d) => d.lease)]);
+    } catch (error) {
+      log.error("webhook deliveries not given back; they are sent when their leases end", {
+        count: deliveries.length,
+        error: String(error),
+      });
+    }
   }
 
   /**
@@ -282,12 +333,12 @@ export class WebhookDispatcher implements WebhookSender {
     await this.beforePass();
     const now = this.clock.now();
     const full = [...this.endpoints].filter(([, e]) => e.waiting.length + e.sending >= perEndpointBatch).map(([id]) => id);
-    const lease = leaseUntil(now.getTime() + this.leaseMs);
+    const lease = leaseUntil(now.getTime() + leaseMs);
     let rows: Omit<Taken, "lease">[];
     try {
       [rows] = await this.dataSource.query(takeDue, [now, full, room, perEndpointBatch, lease]);
     } catch (error) {
-      this.lostTakes.add(lease, () => this.dataSource.query(giveBackTake, [lease]), this.leaseMs);
+      this.lostTakes.add(lease, () => this.dataSource.query(giveBackTake, [lease]), leaseMs);
       throw error;
     }
     for (const row of rows) this.hold({ ...row, lease });

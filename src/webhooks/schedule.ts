@@ -25,20 +25,35 @@ export function retrySpread(random: () => number = Math.random): number {
 
 /**
  * `INSERT … SELECT` of the deliveries of the events a data-modifying CTE named `events` wrote (it
- * returns event_id, merchant_id, livemode, profile_id and created): one per event whose profile has a
- * webhook_url, due at once. Part of the statement that writes the events, so that an event and its
- * delivery commit together.
+ * returns `eventsReturning`): one per event whose profile has a webhook_url, due at once, returning
+ * their event and profile ids. Part of the statement that writes the events, so that an event and its
+ * delivery commit together. `leasedUntil` (an SQL expression, NULL for none) is the lease of the
+ * instance that sends them once they commit (`DeliveryHandOff`).
  */
-export function deliveriesSql(events: string): string {
+export function deliveriesSql(events: string, leasedUntil = "NULL"): string {
   return (
-    `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created) ` +
-    `SELECT e.event_id, e.merchant_id, e.livemode, e.profile_id, 'pending', 0, 0, e.created, e.created + interval '${retryWindowMs / 1000} seconds', e.created ` +
-    `FROM ${events} AS e JOIN profiles AS p ON p.profile_id = e.profile_id WHERE p.webhook_url IS NOT NULL`
+    `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created, leased_until) ` +
+    `SELECT e.event_id, e.merchant_id, e.livemode, e.profile_id, 'pending', 0, 0, e.created, e.created + interval '${retryWindowMs / 1000} seconds', e.created, ${leasedUntil} ` +
+    `FROM ${events} AS e JOIN profiles AS p ON p.profile_id = e.profile_id WHERE p.webhook_url IS NOT NULL RETURNING event_id, profile_id`
   );
 }
 
-/** What the CTE writing events returns for `deliveriesOf`. */
-export const eventsReturning = "event_id, merchant_id, livemode, profile_id, created";
+/** What the CTE writing events returns for `deliveriesSql` and `handedOverSql`. */
+export const eventsReturning = "event_id, merchant_id, livemode, profile_id, type, created, data";
+
+/**
+ * A JSON array (as text) of what sending each delivery the CTE `deliveries` wrote needs, from the CTE
+ * `events` that wrote their events and their profiles as they are now: the same fields a look for due
+ * deliveries reads (`HandedOver`), so that the sender this instance hands them to reads nothing.
+ */
+export function handedOverSql(deliveries: string, events: string): string {
+  return (
+    `SELECT json_agg(json_build_object('event_id', e.event_id, 'livemode', e.livemode, 'profile_id', e.profile_id, ` +
+    `'type', e.type, 'created', e.created, 'data', e.data, 'webhook_url', p.webhook_url, 'webhook_secret', p.webhook_secret, ` +
+    `'previous_webhook_secret', p.previous_webhook_secret, 'previous_webhook_secret_until', p.previous_webhook_secret_until))::text ` +
+    `FROM ${deliveries} AS d JOIN ${events} AS e ON e.event_id = d.event_id JOIN profiles AS p ON p.profile_id = d.profile_id`
+  );
+}
 
 /**
  * Makes an event's delivery due at `now` with a fresh retry window, whatever became of it before; an

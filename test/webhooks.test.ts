@@ -19,7 +19,7 @@ import { runningInstance } from "./support/running.js";
 import { spawnServer } from "./support/server-process.js";
 import { noPolling } from "./support/service.js";
 import { sleep, waitUntil } from "./support/wait.js";
-import { newDeliveryLease } from "../src/webhooks/dispatcher.js";
+import { newLease } from "../src/webhooks/lease.js";
 import {
   alwaysOk,
   closedPortUrl,
@@ -278,7 +278,7 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
       const eventId = await onePaymentEvent(merchant);
       await updateProfile(service.url, merchant, { webhook_url: r.url });
       // What a batched creation whose answer never came leaves: its delivery leased under the write's own lease.
-      const lease = newDeliveryLease(clock.now());
+      const lease = newLease(clock.now());
       await service.app.dataSource.query(
         `INSERT INTO webhook_deliveries (event_id, merchant_id, livemode, profile_id, status, attempts, window_attempts, next_attempt_at, deliver_until, created, leased_until)
          SELECT event_id, merchant_id, livemode, profile_id, 'pending', 0, 0, created, created + interval '3 days', created, $2 FROM events WHERE event_id = $1`,

@@ -23,7 +23,8 @@ export class ApiRouter implements ConnectRouter {
   readonly methods: MethodImplSpec[] = [];
   readonly interceptors: Interceptor[];
 
-  constructor(options: ConnectRouterOptions) {
+  /** `options` are kept for the port's direct Connect calls, which must read and answer as connect does. */
+  constructor(readonly options: ConnectRouterOptions) {
     this.connect = createConnectRouter(options);
     this.interceptors = options.interceptors ?? [];
   }

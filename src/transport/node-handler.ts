@@ -1,5 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
-import { constants as http2Constants, type Http2ServerRequest } from "node:http2";
+import type { IncomingHttpHeaders } from "node:http";
+import { constants as http2Constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -10,6 +10,8 @@ import type { Admit } from "./admission.js";
 import type { ApiRouter } from "./api-router.js";
 import type { ClientAddresses } from "./client-address.js";
 import { withDocumentedRefusals } from "./connect-refusals.js";
+import { ConnectUnaryHandler } from "./connect-unary.js";
+import type { NodeRequest } from "./direct-call.js";
 import type { CorsPolicy } from "./cors.js";
 import {
   closeIfBodyUnread,
@@ -28,9 +30,6 @@ import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
 import { RestRouter } from "./rest/router.js";
 import type { Tracing } from "../traces/tracing.js";
-
-/** A request of either HTTP version. */
-type NodeRequest = IncomingMessage | Http2ServerRequest;
 
 /** Browser pages served beside the API (e.g. the 3DS challenge), by path prefix. */
 export interface Pages {
@@ -74,6 +73,7 @@ export function createNodeHandler({ router, pages, admit, clients, cors, onEnded
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
+  const connectUnary = new ConnectUnaryHandler(router.methods, router.options);
   // A method's access option is decoded from its descriptor on every read; it never changes.
   const callable = new Map<DescMethod, boolean>();
   const browserCallable = (method: DescMethod | undefined): boolean => {
@@ -169,6 +169,9 @@ export function createNodeHandler({ router, pages, admit, clients, cors, onEnded
     const admitted = await admit(handler.method, nodeHeaders(req.headers), clientOf(req));
     record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
+    if (protocol === "connect" && connectUnary.accepts(req, handler.method)) {
+      return connectUnary.serve({ method: handler.method, req, res, record, values: callValues(record, admitted.caller) });
+    }
     const answer = await handler(universalRequestFromNodeRequest(req, res, undefined, callValues(record, admitted.caller)));
     // Connect answers once it has read the request, or has given up reading it (a refusal).
     closeIfBodyUnread(res);

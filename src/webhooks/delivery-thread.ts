@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import type { DatabaseTimeouts } from "../db/pool.js";
 import { log } from "../log.js";
-import { newDeliveryLease } from "./dispatcher.js";
+import { newLease } from "./lease.js";
 
 /**
  * How the writers of new events give their deliveries straight to this instance's sender: written
@@ -89,7 +89,7 @@ export class DeliveryThread implements WebhookSender {
   }
 
   leaseForNew(now: Date): string | undefined {
-    return this.taking ? newDeliveryLease(now) : undefined;
+    return this.taking ? newLease(now) : undefined;
   }
 
   adopt(deliveries: string, lease: string): void {

@@ -1,10 +1,10 @@
-import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
 import { ReleaseRetries } from "../db/release-retries.js";
 import { FailureStreak, log } from "../log.js";
+import { leaseMs, newLease } from "./lease.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
-import { type Attempt, attemptTimeoutMs, post } from "./sender.js";
+import { type Attempt, post } from "./sender.js";
 import type { WebhookSender } from "./delivery-thread.js";
 import { signatureHeaders } from "./signature.js";
 
@@ -21,12 +21,6 @@ const batchGapMs = 20;
 const maxHeld = 2000;
 /** How soon outcomes the database refused are written again: it may be back from a restart by then. */
 const rewriteAfterMs = 250;
-/**
- * How long a lease holds: four attempts' time, one after another, and the write of the outcome. A
- * delivery waits behind at most a profile's batch (`2 × perEndpoint`) and those being sent
- * (`perEndpoint` at a time), so at most three rounds of attempts go out before its own.
- */
-const leaseMs = 4 * attemptTimeoutMs + 30_000;
 
 /** A delivery this instance has taken, with what sending it needs. */
 interface Taken {
@@ -40,7 +34,7 @@ interface Taken {
   readonly webhook_secret: string;
   readonly previous_webhook_secret: string | null;
   readonly previous_webhook_secret_until: Date | null;
-  /** Until when this instance holds it (leaseUntil): the token its outcome is written with. */
+  /** Until when this instance holds it (newLease): the token its outcome is written with. */
   readonly lease: string;
 }
 
@@ -139,21 +133,6 @@ const giveBackTake = `
 UPDATE webhook_deliveries SET leased_until = NULL
  WHERE status = 'pending' AND ${takeableAt("")} = $1::timestamptz AND leased_until = $1::timestamptz`;
 
-/**
- * The lease of one take, ending at `at`: an ISO timestamp to the microsecond, a random one within
- * its millisecond. It is the token the take's deliveries are written and given back with, so it
- * names that take alone: two takes of different instances ending in the same millisecond share it
- * one time in a thousand, and even then only a take whose answer was lost gives back by it.
- */
-function leaseUntil(at: number): string {
-  return new Date(at).toISOString().replace("Z", `${String(randomInt(1000)).padStart(3, "0")}Z`);
-}
-
-/** The lease new deliveries are written with when they are handed to a sender as they commit. */
-export function newDeliveryLease(now: Date): string {
-  return leaseUntil(now.getTime() + leaseMs);
-}
-
 /** The body of an event's webhook: the event as retrieve shows it, without its delivery state. */
 function bodyOf(delivery: Taken): string {
   return JSON.stringify({ event_id: delivery.event_id, type: delivery.type, created: delivery.created.toISOString(), data: delivery.data });
@@ -221,7 +200,7 @@ export class WebhookDispatcher implements WebhookSender {
   }
 
   leaseForNew(now: Date): string | undefined {
-    return this.started ? newDeliveryLease(now) : undefined;
+    return this.started ? newLease(now) : undefined;
   }
 
   /**
@@ -333,7 +312,7 @@ export class WebhookDispatcher implements WebhookSender {
     await this.beforePass();
     const now = this.clock.now();
     const full = [...this.endpoints].filter(([, e]) => e.waiting.length + e.sending >= perEndpointBatch).map(([id]) => id);
-    const lease = leaseUntil(now.getTime() + leaseMs);
+    const lease = newLease(now);
     let rows: Omit<Taken, "lease">[];
     try {
       [rows] = await this.dataSource.query(takeDue, [now, full, room, perEndpointBatch, lease]);

@@ -1,9 +1,8 @@
-import type { IncomingMessage } from "node:http";
-import type { Http2ServerRequest } from "node:http2";
-import { Code, ConnectError, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
-import { ApiError, invalidRequest } from "../../errors.js";
+import type { ContextValues, Interceptor } from "@connectrpc/connect";
+import { invalidRequest } from "../../errors.js";
 import { documentedCodeOf, toConnectError, writeError, type NodeResponse } from "../errors.js";
+import { BodyTooLarge, copyHeaders, type DirectCall, directCall, type NodeRequest, readBody, RequestAborted } from "../direct-call.js";
 import type { RequestRecord } from "../request-record.js";
 import type { RequestTarget } from "../request-target.js";
 import { readMessage, writeMessage } from "../../rest-json/codec.js";
@@ -13,25 +12,11 @@ import type { RouteMatch } from "./router.js";
 /** Largest REST body accepted; payment requests are a few kilobytes. */
 const maxBodyBytes = 1024 * 1024;
 
-/** Request headers that describe the REST transfer itself and must not reach the RPC. */
-const transferHeaders = new Set([
-  "content-type",
-  "content-length",
-  "content-encoding",
-  "accept-encoding",
-  "transfer-encoding",
-  "connection",
-  "host",
-  "keep-alive",
-  "te",
-  "upgrade",
-]);
-
 /** A REST request the port has routed and admitted, with the context values of its call. */
 export interface RestCall {
   readonly match: RouteMatch;
   readonly target: RequestTarget;
-  readonly req: IncomingMessage | Http2ServerRequest;
+  readonly req: NodeRequest;
   readonly res: NodeResponse;
   readonly record: RequestRecord;
   readonly values: ContextValues;
@@ -45,10 +30,9 @@ export interface RestCall {
  */
 export function createRestHandler(interceptors: Interceptor[]): (call: RestCall) => Promise<void> {
   return async ({ match: { route, variables }, target, req, res, record, values }) => {
-    const ended = new AbortController();
-    let context: HandlerContext | undefined;
+    let call: DirectCall | undefined;
     try {
-      const body = await readBody(req);
+      const body = parseJson(await readBody(req, maxBodyBytes));
       const request = readMessage(route.method.input, route.body === "*" ? (body ?? {}) : {});
       if (route.body === "" && body !== undefined && (typeof body !== "object" || body === null || Object.keys(body).length > 0)) {
         throw invalidRequest(`${route.httpMethod} ${route.template} takes no request body`);
@@ -59,60 +43,21 @@ export function createRestHandler(interceptors: Interceptor[]): (call: RestCall)
         throw invalidRequest(`${route.httpMethod} ${route.template} takes its parameters in the JSON body, not the query string`);
       }
       applyPathVariables(request, route.variables, variables);
-      context = {
-        service: route.method.parent,
-        method: route.method,
-        protocolName: "rest",
-        requestMethod: route.httpMethod,
-        url: req.url ?? target.path,
-        // Aborted when the call ends, as connect does; not when the client goes away: a call runs to
-        // completion, so an operation on money is never cut off halfway (its outcome stays available
-        // to a retry with its idempotency key). No deadline: REST has no timeout header.
-        signal: ended.signal,
-        timeoutMs: () => undefined,
-        requestHeader: requestHeaders(req),
-        responseHeader: new Headers(),
-        responseTrailer: new Headers(),
-        values,
-      };
-      const output = await invokeUnaryImplementation(route.spec, context, request.message, interceptors);
-      ended.abort(callCompleted);
-      copyHeaders(context.responseHeader, res);
+      call = directCall(route.method, "rest", req, req.url ?? target.path, values);
+      const output = await invokeUnaryImplementation(route.spec, call.context, request.message, interceptors);
+      call.end();
+      copyHeaders(call.context.responseHeader, res);
       sendJson(res, writeMessage(output, route.method.output));
     } catch (reason) {
-      ended.abort(reason);
+      call?.end(reason);
       // Nobody is left to answer; the port logs the request as cut short.
       if (reason instanceof RequestAborted) return;
-      if (context !== undefined) copyHeaders(context.responseHeader, res);
+      if (call !== undefined) copyHeaders(call.context.responseHeader, res);
       const error = toConnectError(reason, record.id);
       record.answered(documentedCodeOf(error), error.cause ?? reason);
       writeError(res, "rest", error, reason instanceof BodyTooLarge ? 413 : undefined);
     }
   };
-}
-
-/**
- * Why a call's context is aborted when it completes: given as the reason, it spares building a
- * DOMException for every request. (The context is built here rather than by connect's
- * createHandlerContext, whose linked deadline and request signals cost a few per cent of a
- * payment's CPU and mean nothing for REST.)
- */
-const callCompleted = new ConnectError("the call completed", Code.Canceled);
-
-/** The request's headers for the call, without those that describe the REST transfer itself. */
-function requestHeaders(req: IncomingMessage | Http2ServerRequest): Headers {
-  const header: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined && !name.startsWith(":") && !transferHeaders.has(name)) {
-      header[name] = Array.isArray(value) ? value.join(", ") : value;
-    }
-  }
-  return new Headers(header);
-}
-
-/** Response headers an interceptor or implementation set (Idempotent-Replayed, …). */
-function copyHeaders(header: Headers, res: NodeResponse): void {
-  for (const [name, value] of header) res.setHeader(name, value);
 }
 
 function sendJson(res: NodeResponse, body: unknown): void {
@@ -123,70 +68,21 @@ function sendJson(res: NodeResponse, body: unknown): void {
   res.end(payload);
 }
 
-/** IR_06 answered 413 Content Too Large: HTTP has a status for exactly this. */
-class BodyTooLarge extends ApiError {
-  constructor() {
-    super("IR_06", `The request body is larger than ${maxBodyBytes} bytes`);
-  }
-}
-
-/** The client went away while its body was being read. */
-class RequestAborted extends Error {}
-
 /** Decodes UTF-8 strictly: a body that is not UTF-8 is refused rather than read with replacement characters. */
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/**
- * Reads a JSON body of at most maxBodyBytes. A larger one is refused as soon as it is known to be
- * larger — from its Content-Length before a byte is read, else when the limit is passed — and the
- * rest of it is never read: the port closes the request once the refusal is sent.
- */
-function readBody(req: IncomingMessage | Http2ServerRequest): Promise<unknown> {
-  const declared = Number(req.headers["content-length"]);
-  if (declared > maxBodyBytes) return Promise.reject(new BodyTooLarge());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const stop = (): void => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("close", onError);
-    };
-    const refuse = (error: Error): void => {
-      stop();
-      req.pause();
-      reject(error);
-    };
-    const onError = (): void => refuse(new RequestAborted("the client went away while sending its request"));
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      chunks.push(chunk);
-      if (size > maxBodyBytes) refuse(new BodyTooLarge());
-    };
-    const onEnd = (): void => {
-      stop();
-      let text: string;
-      try {
-        text = utf8.decode(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).trim();
-      } catch {
-        reject(invalidRequest("The request body is not valid UTF-8"));
-        return;
-      }
-      if (text === "") {
-        resolve(undefined);
-        return;
-      }
-      try {
-        resolve(JSON.parse(text) as unknown);
-      } catch {
-        reject(invalidRequest("The request body is not valid JSON"));
-      }
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-    // A stream closed before its end: the client went away without an error being raised.
-    req.on("close", onError);
-  });
+/** A REST body as JSON; undefined for an empty one. */
+function parseJson(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body).trim();
+  } catch {
+    throw invalidRequest("The request body is not valid UTF-8");
+  }
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw invalidRequest("The request body is not valid JSON");
+  }
 }

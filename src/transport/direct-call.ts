@@ -1,0 +1,136 @@
+import type { IncomingMessage } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { ApiError } from "../errors.js";
+import type { NodeResponse } from "./errors.js";
+
+/*
+ * What the port's direct calls share: REST calls, and Connect unary calls, which the port invokes on
+ * the implementation itself (invokeUnaryImplementation) rather than through connect's universal
+ * handler, whose request and response adapters, linked signals and async iterables cost more than a
+ * payment's own work on the event loop (docs/performance.md, "Protocols").
+ */
+
+/** A request of either HTTP version. */
+export type NodeRequest = IncomingMessage | Http2ServerRequest;
+
+/** Request headers that describe the transfer itself and must not reach the RPC. */
+const transferHeaders = new Set([
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "accept-encoding",
+  "transfer-encoding",
+  "connection",
+  "host",
+  "keep-alive",
+  "te",
+  "upgrade",
+]);
+
+/**
+ * Why a call's context is aborted when it completes: given as the reason, it spares building a
+ * DOMException for every request. (The context is built here rather than by connect's
+ * createHandlerContext, whose linked deadline and request signals cost a few per cent of a
+ * payment's CPU and mean nothing for a call without a deadline.)
+ */
+const callCompleted = new ConnectError("the call completed", Code.Canceled);
+
+/** The context of a direct call, and how to end it. */
+export interface DirectCall {
+  readonly context: HandlerContext;
+  /** Aborts the context's signal: with no reason once the call completed, else with why it failed. */
+  end(reason?: unknown): void;
+}
+
+/**
+ * The handler context of a call the port invokes directly. Its signal is aborted when the call ends,
+ * as connect does, and not when the client goes away: a call runs to completion, so an operation on
+ * money is never cut off halfway (its outcome stays available to a retry with its idempotency key).
+ * No deadline: the callers of a direct call send none (REST has no timeout header; a Connect call
+ * with `connect-timeout-ms` goes through connect).
+ */
+export function directCall(method: DescMethod, protocolName: string, req: NodeRequest, url: string, values: ContextValues): DirectCall {
+  const ended = new AbortController();
+  const context: HandlerContext = {
+    service: method.parent,
+    method,
+    protocolName,
+    requestMethod: req.method ?? "POST",
+    url,
+    signal: ended.signal,
+    timeoutMs: () => undefined,
+    requestHeader: requestHeaders(req),
+    responseHeader: new Headers(),
+    responseTrailer: new Headers(),
+    values,
+  };
+  return { context, end: (reason) => ended.abort(reason ?? callCompleted) };
+}
+
+/** The request's headers for the call, without those that describe the transfer itself. */
+function requestHeaders(req: NodeRequest): Headers {
+  const header: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined && !name.startsWith(":") && !transferHeaders.has(name)) {
+      header[name] = Array.isArray(value) ? value.join(", ") : value;
+    }
+  }
+  return new Headers(header);
+}
+
+/** Response headers an interceptor or implementation set (Idempotent-Replayed, …). */
+export function copyHeaders(header: Headers, res: NodeResponse, prefix = ""): void {
+  for (const [name, value] of header) res.setHeader(prefix + name, value);
+}
+
+/** IR_06 answered 413 Content Too Large: HTTP has a status for exactly this. */
+export class BodyTooLarge extends ApiError {
+  constructor(maxBytes: number) {
+    super("IR_06", `The request body is larger than ${maxBytes} bytes`);
+  }
+}
+
+/** The client went away while its body was being read. */
+export class RequestAborted extends Error {}
+
+/**
+ * Reads a body of at most `maxBytes`. A larger one is refused as soon as it is known to be larger
+ * — from its Content-Length before a byte is read, else when the limit is passed — and the rest of
+ * it is never read: the port closes the request once the refusal is sent.
+ */
+export function readBody(req: NodeRequest, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"]);
+  if (declared > maxBytes) return Promise.reject(new BodyTooLarge(maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("close", onError);
+    };
+    const refuse = (error: Error): void => {
+      stop();
+      req.pause();
+      reject(error);
+    };
+    const onError = (): void => refuse(new RequestAborted("the client went away while sending its request"));
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size > maxBytes) refuse(new BodyTooLarge(maxBytes));
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    // A stream closed before its end: the client went away without an error being raised.
+    req.on("close", onError);
+  });
+}

@@ -1,0 +1,161 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { CreatePaymentRequestSchema, PaymentSchema } from "../gen/paymentservice/v1/payment_pb.js";
+import { newMerchant, type TestMerchant } from "./support/merchant.js";
+import { runningInstance } from "./support/running.js";
+import { noPolling } from "./support/service.js";
+
+/*
+ * Connect unary calls the port answers itself (src/transport/connect-unary.ts) against the same calls
+ * answered by connect's own handler, which a `connect-timeout-ms` header sends them to: the status,
+ * the headers a client reads, the message or the error must be the same, over JSON and binary, with
+ * and without gzip, for answers and for each kind of refusal.
+ */
+
+const createPath = "/paymentservice.v1.PaymentService/CreatePayment";
+const card = { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: "2035", cardCvc: "123" };
+
+/** Which path answers: the port's own, or connect's handler (a deadline sends a call there). */
+const paths = { direct: {}, connect: { "connect-timeout-ms": "60000" } } as const;
+
+interface Answer {
+  readonly status: number;
+  readonly header: Record<string, string>;
+  readonly body: Buffer;
+}
+
+/** The headers a client reads, without those that differ between any two answers. */
+function readable(headers: Headers): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of headers) {
+    if (
+      !["date", "x-request-id", "content-length", "keep-alive", "connection", "x-ratelimit-remaining", "x-ratelimit-reset"].includes(name)
+    ) {
+      kept[name] = value;
+    }
+  }
+  return kept;
+}
+
+describe("Connect unary calls answered by the port itself and by connect's handler", () => {
+  const service = runningInstance(noPolling);
+
+  async function call(
+    path: keyof typeof paths,
+    merchant: TestMerchant,
+    body: string | Uint8Array,
+    header: Record<string, string> = {},
+  ): Promise<Answer> {
+    const res = await fetch(service.url + createPath, {
+      method: "POST",
+      headers: { "content-type": "application/json", "api-key": merchant.apiKey, "accept-encoding": "identity", ...paths[path], ...header },
+      body,
+    });
+    return { status: res.status, header: readable(res.headers), body: Buffer.from(await res.arrayBuffer()) };
+  }
+
+  /** The answer of each path to the same request, the JSON bodies without their request ids. */
+  async function both(body: (merchant: TestMerchant) => string | Uint8Array, header: Record<string, string> = {}) {
+    const merchant = await newMerchant(service.url);
+    const direct = await call("direct", merchant, body(merchant), header);
+    const connect = await call("connect", merchant, body(merchant), header);
+    return { direct, connect };
+  }
+
+  /** A Connect error body as JSON, with its request id checked and left out. */
+  function errorOf(answer: Answer): unknown {
+    const body = JSON.parse(answer.body.toString()) as { code: string; message: string; details?: { type: string; debug?: unknown }[] };
+    expect(body.details?.length, JSON.stringify(body)).toBe(1);
+    return { code: body.code, message: body.message, type: body.details![0]!.type };
+  }
+
+  const payment = (merchant: TestMerchant, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      amount: "1000",
+      currency: "USD",
+      profileId: merchant.profileId,
+      confirm: true,
+      paymentMethodData: { card },
+      ...extra,
+    });
+
+  it("a JSON call: the same status, headers and message", async () => {
+    const { direct, connect } = await both((m) => payment(m));
+    expect(direct.status).toBe(200);
+    expect(direct.header).toEqual(connect.header);
+    const [a, b] = [direct, connect].map((answer) => JSON.parse(answer.body.toString()) as Record<string, unknown>);
+    expect(a!.paymentId).not.toBe(b!.paymentId);
+    expect({ ...a, paymentId: b!.paymentId, created: b!.created, modifiedAt: b!.modifiedAt, clientSecret: b!.clientSecret }).toEqual(b);
+  });
+
+  it("a binary call: the same status, headers and message", async () => {
+    const binary = (m: TestMerchant) =>
+      toBinary(CreatePaymentRequestSchema, create(CreatePaymentRequestSchema, { amount: 1000n, currency: "USD", profileId: m.profileId }));
+    const { direct, connect } = await both(binary, { "content-type": "application/proto" });
+    expect(direct.status).toBe(200);
+    expect(direct.header).toEqual(connect.header);
+    expect(direct.header["content-type"]).toBe("application/proto");
+    const [a, b] = [direct, connect].map((answer) => fromBinary(PaymentSchema, answer.body));
+    expect(a!.paymentId).not.toBe(b!.paymentId);
+    expect({ ...a, paymentId: b!.paymentId, created: b!.created, modifiedAt: b!.modifiedAt, clientSecret: b!.clientSecret }).toEqual(b);
+  });
+
+  it("a client that accepts gzip gets the message gzipped by both, as connect does over a kilobyte", async () => {
+    const { direct, connect } = await both((m) => payment(m, { description: "x".repeat(1000) }), { "accept-encoding": "gzip" });
+    expect(direct.status, direct.body.toString()).toBe(200);
+    expect(direct.header["content-encoding"]).toBe("gzip");
+    expect(direct.header).toEqual(connect.header);
+    // fetch undoes the gzip on its own, as a Connect client does.
+    expect(JSON.parse(direct.body.toString()).description).toBe("x".repeat(1000));
+  });
+
+  for (const [name, body, contentType] of [
+    ["a body that is not JSON", () => "{not json", "application/json"],
+    ["an unknown field", (m: TestMerchant) => payment(m, { surprise: 1 }), "application/json"],
+    ["a field of the wrong type", (m: TestMerchant) => payment(m, { amount: { much: true } }), "application/json"],
+    ["bytes that are not UTF-8", () => Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), "application/json"],
+    ["a binary body that is not a protobuf message", () => Buffer.from([0x0a, 0xff, 0xff]), "application/proto"],
+  ] as const) {
+    it(`${name}: the same documented refusal`, async () => {
+      const { direct, connect } = await both(body as (m: TestMerchant) => string | Uint8Array, { "content-type": contentType });
+      expect(direct.status).toBe(400);
+      expect(direct.status).toBe(connect.status);
+      expect(errorOf(direct)).toEqual(errorOf(connect));
+    });
+  }
+
+  it("a refusal of the call itself (an amount out of range): the same error from the same interceptors", async () => {
+    const { direct, connect } = await both((m) => payment(m, { amount: "-5" }));
+    expect(direct.status).toBe(400);
+    expect(direct.status).toBe(connect.status);
+    expect(errorOf(direct)).toEqual(errorOf(connect));
+  });
+
+  it("a message over the 1 MiB limit, sent without its length: 413 and the same refusal", async () => {
+    const big = (m: TestMerchant) => {
+      const text = payment(m, { description: "y".repeat(1024 * 1024) });
+      // A stream, so no Content-Length tells either path the size before it is read.
+      return new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(text));
+          controller.close();
+        },
+      }) as unknown as string;
+    };
+    const merchant = await newMerchant(service.url);
+    const answers = await Promise.all(
+      (["direct", "connect"] as const).map(async (path) => {
+        const res = await fetch(service.url + createPath, {
+          method: "POST",
+          headers: { "content-type": "application/json", "api-key": merchant.apiKey, ...paths[path] },
+          body: big(merchant),
+          duplex: "half",
+        } as RequestInit);
+        return { status: res.status, header: readable(res.headers), body: Buffer.from(await res.arrayBuffer()) };
+      }),
+    );
+    expect(answers[0]!.status).toBe(413);
+    expect(answers[1]!.status).toBe(413);
+    expect(errorOf(answers[0]!)).toEqual(errorOf(answers[1]!));
+  });
+});

@@ -4,9 +4,10 @@ import { describe, expect, it } from "vitest";
 import { EventService } from "../../gen/paymentservice/v1/event_pb.js";
 import { routerOptions } from "../app.js";
 import { ConnectUnaryHandler } from "./connect-unary.js";
+import { DirectMethods } from "./direct-call.js";
 
 const specs = Object.values(createServiceImplSpec(EventService, {}).methods);
-const handler = new ConnectUnaryHandler(specs, routerOptions);
+const handler = new ConnectUnaryHandler(new DirectMethods(specs, routerOptions));
 const unary = EventService.method.retrieveEvent;
 
 /** A request with `headers` (and POST unless told). */

@@ -1,9 +1,23 @@
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouterOptions,
+  type ContextValues,
+  type HandlerContext,
+  type MethodImplSpec,
+} from "@connectrpc/connect";
+import {
+  createMethodSerializationLookup,
+  invokeUnaryImplementation,
+  type MethodSerializationLookup,
+  validateUniversalHandlerOptions,
+} from "@connectrpc/connect/protocol";
 import { ApiError } from "../errors.js";
-import type { NodeResponse } from "./errors.js";
+import { documentedCodeOf, type NodeResponse, toConnectError } from "./errors.js";
+import type { RequestRecord } from "./request-record.js";
 
 /*
  * What the port's direct calls share: REST calls, and Connect unary calls, which the port invokes on
@@ -11,6 +25,74 @@ import type { NodeResponse } from "./errors.js";
  * handler, whose request and response adapters, linked signals and async iterables cost more than a
  * payment's own work on the event loop (docs/performance.md, "Protocols").
  */
+
+/**
+ * The unary methods the port may call directly, with connect's options (limits, compression, strict
+ * JSON, interceptors) and connect's codecs for each, so a direct call reads and answers as connect's
+ * handler would.
+ */
+export class DirectMethods {
+  readonly options: ReturnType<typeof validateUniversalHandlerOptions>;
+  private readonly specs: Map<DescMethod, MethodImplSpec>;
+  private readonly serializations = new Map<DescMethod, MethodSerializationLookup<never, never>>();
+
+  constructor(specs: readonly MethodImplSpec[], options: ConnectRouterOptions) {
+    this.specs = new Map(specs.filter((spec) => spec.kind === "unary").map((spec) => [spec.method, spec]));
+    this.options = validateUniversalHandlerOptions(options);
+  }
+
+  /** The implementation of `method` when it is unary. */
+  spec(method: DescMethod): MethodImplSpec | undefined {
+    return this.specs.get(method);
+  }
+
+  /**
+   * Invokes `method` on `input` through the interceptors, as a call of `protocolName` over `req`: its
+   * answer serialized (binary or JSON), or its documented error, recorded on `record`. The call's
+   * response headers and trailers are in `call.context` either way.
+   */
+  async invoke(
+    method: DescMethod,
+    protocolName: string,
+    req: NodeRequest,
+    values: ContextValues,
+    record: RequestRecord,
+    input: unknown,
+    binary: boolean,
+  ): Promise<DirectOutcome> {
+    const call = directCall(method, protocolName, req, req.url ?? "", values);
+    try {
+      const output = await invokeUnaryImplementation(
+        this.specs.get(method) as never,
+        call.context,
+        input as never,
+        this.options.interceptors,
+      );
+      call.end();
+      return {
+        call,
+        message: this.serialization(method)
+          .getO(binary)
+          .serialize(output as never),
+      };
+    } catch (reason) {
+      call.end(reason);
+      const error = toConnectError(reason, record.id);
+      record.answered(documentedCodeOf(error), error.cause ?? reason);
+      return { call, error };
+    }
+  }
+
+  /** Connect's codecs of `method`'s messages, binary and JSON. */
+  serialization(method: DescMethod): MethodSerializationLookup<never, never> {
+    let serialization = this.serializations.get(method);
+    if (serialization === undefined) {
+      serialization = createMethodSerializationLookup(method as never, this.options.binaryOptions, this.options.jsonOptions, this.options);
+      this.serializations.set(method, serialization);
+    }
+    return serialization;
+  }
+}
 
 /** A request of either HTTP version. */
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -36,6 +118,20 @@ const transferHeaders = new Set([
  * payment's CPU and mean nothing for a call without a deadline.)
  */
 const callCompleted = new ConnectError("the call completed", Code.Canceled);
+
+/** An RPC the port has routed and admitted, with the context values of its call. */
+export interface AdmittedRpc {
+  readonly method: DescMethod;
+  readonly req: NodeRequest;
+  readonly res: NodeResponse;
+  readonly record: RequestRecord;
+  readonly values: ContextValues;
+}
+
+/** What a direct call came to: its answer serialized, or its documented error. */
+export type DirectOutcome =
+  | { readonly call: DirectCall; readonly message: Uint8Array; readonly error?: undefined }
+  | { readonly call: DirectCall; readonly message?: undefined; readonly error: ConnectError };
 
 /** The context of a direct call, and how to end it. */
 export interface DirectCall {
@@ -89,6 +185,13 @@ export function copyHeaders(header: Headers, res: NodeResponse, prefix = ""): vo
 export class BodyTooLarge extends ApiError {
   constructor(maxBytes: number) {
     super("IR_06", `The request body is larger than ${maxBytes} bytes`);
+  }
+}
+
+/** IR_06 for a message over readMaxBytes, in the words connect-refusals.ts gives connect's refusal of it. */
+export class MessageTooLarge extends ApiError {
+  constructor(maxBytes: number) {
+    super("IR_06", `The request message is larger than ${maxBytes} bytes`);
   }
 }
 

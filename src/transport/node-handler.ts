@@ -3,7 +3,7 @@ import { constants as http2Constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { createAsyncIterable, type UniversalHandler } from "@connectrpc/connect/protocol";
 import type { HeaderLookup } from "../auth/authenticate.js";
 import { describeValue, invalidRequest, MethodNotAllowedError, type ApiError } from "../errors.js";
 import type { Admit } from "./admission.js";
@@ -11,7 +11,8 @@ import type { ApiRouter } from "./api-router.js";
 import type { ClientAddresses } from "./client-address.js";
 import { withDocumentedRefusals } from "./connect-refusals.js";
 import { ConnectUnaryHandler } from "./connect-unary.js";
-import type { NodeRequest } from "./direct-call.js";
+import { DirectMethods, type NodeRequest } from "./direct-call.js";
+import { GrpcUnaryHandler } from "./grpc-unary.js";
 import type { CorsPolicy } from "./cors.js";
 import {
   closeIfBodyUnread,
@@ -73,7 +74,9 @@ export function createNodeHandler({ router, pages, admit, clients, cors, onEnded
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
-  const connectUnary = new ConnectUnaryHandler(router.methods, router.options);
+  const directMethods = new DirectMethods(router.methods, router.options);
+  const connectUnary = new ConnectUnaryHandler(directMethods);
+  const grpcUnary = new GrpcUnaryHandler(directMethods);
   // A method's access option is decoded from its descriptor on every read; it never changes.
   const callable = new Map<DescMethod, boolean>();
   const browserCallable = (method: DescMethod | undefined): boolean => {
@@ -169,14 +172,22 @@ export function createNodeHandler({ router, pages, admit, clients, cors, onEnded
     const admitted = await admit(handler.method, nodeHeaders(req.headers), clientOf(req));
     record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
+    const values = callValues(record, admitted.caller);
     if (protocol === "connect" && connectUnary.accepts(req, handler.method)) {
-      return connectUnary.serve({ method: handler.method, req, res, record, values: callValues(record, admitted.caller) });
+      return connectUnary.serve({ method: handler.method, req, res, record, values });
     }
-    const answer = await handler(universalRequestFromNodeRequest(req, res, undefined, callValues(record, admitted.caller)));
-    // Connect answers once it has read the request, or has given up reading it (a refusal).
-    closeIfBodyUnread(res);
-    const documented = await withDocumentedRefusals(answer, protocol, { httpMethod: req.method, method: handler.method }, record);
-    await universalResponseToNodeResponse(protocol === "grpc" ? withSpecGrpcMessage(documented) : documented, res);
+    const viaConnect = async (body?: Uint8Array): Promise<void> => {
+      const request = universalRequestFromNodeRequest(req, res, undefined, values);
+      const answer = await handler(body === undefined ? request : { ...request, body: createAsyncIterable([body]) });
+      // Connect answers once it has read the request, or has given up reading it (a refusal).
+      closeIfBodyUnread(res);
+      const documented = await withDocumentedRefusals(answer, protocol, { httpMethod: req.method, method: handler.method }, record);
+      await universalResponseToNodeResponse(protocol === "grpc" ? withSpecGrpcMessage(documented) : documented, res);
+    };
+    if (protocol === "grpc" && grpcUnary.accepts(req, handler.method)) {
+      return grpcUnary.serve({ method: handler.method, req, res, record, values, viaConnect });
+    }
+    return viaConnect();
   }
 
   return (req, res) => {

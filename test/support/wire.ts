@@ -216,9 +216,11 @@ export interface GrpcAnswer {
   readonly message: string | undefined;
   readonly detail: ErrorDetail | undefined;
   readonly headers: Headers;
+  /** The frames of the body, trailer frames left out. */
+  readonly messages: { flags: number; data: Uint8Array }[];
 }
 
-function grpcAnswer(httpStatus: number, headers: Headers, trailer: Headers): GrpcAnswer {
+function grpcAnswer(httpStatus: number, headers: Headers, trailer: Headers, body: Uint8Array): GrpcAnswer {
   const status = trailer.get("grpc-status") ?? headers.get("grpc-status");
   const error = findTrailerError(trailer.has("grpc-status") ? trailer : headers);
   return {
@@ -227,6 +229,7 @@ function grpcAnswer(httpStatus: number, headers: Headers, trailer: Headers): Grp
     message: error?.rawMessage,
     detail: error?.findDetails(ErrorDetailSchema)[0],
     headers,
+    messages: readEnvelopes(body).filter((envelope) => envelope.flags !== 0x80),
   };
 }
 
@@ -252,11 +255,12 @@ export function grpcRaw(baseUrl: string, procedure: string, body: Uint8Array, he
     stream.on("trailers", (t) => {
       trailer = toHeaders(t);
     });
-    stream.on("data", () => undefined);
+    const chunks: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.on("error", reject);
     stream.on("close", () => {
       session.close();
-      resolve(grpcAnswer(httpStatus, headers, trailer));
+      resolve(grpcAnswer(httpStatus, headers, trailer, Buffer.concat(chunks)));
     });
     stream.end(body);
   });
@@ -274,7 +278,8 @@ export async function grpcWebRaw(
     headers: { "content-type": "application/grpc-web+proto", ...header },
     body,
   });
-  const trailers = readEnvelopes(new Uint8Array(await res.arrayBuffer())).filter((envelope) => envelope.flags === 0x80);
+  const answer = new Uint8Array(await res.arrayBuffer());
+  const trailers = readEnvelopes(answer).filter((envelope) => envelope.flags === 0x80);
   const last = trailers.at(-1);
-  return grpcAnswer(res.status, res.headers, last === undefined ? new Headers() : trailerParse(last.data));
+  return grpcAnswer(res.status, res.headers, last === undefined ? new Headers() : trailerParse(last.data), answer);
 }

@@ -4,12 +4,14 @@ import { CreatePaymentRequestSchema, PaymentSchema } from "../gen/paymentservice
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { runningInstance } from "./support/running.js";
 import { noPolling } from "./support/service.js";
+import { frame, type GrpcAnswer, grpcRaw } from "./support/wire.js";
 
 /*
- * Connect unary calls the port answers itself (src/transport/connect-unary.ts) against the same calls
- * answered by connect's own handler, which a `connect-timeout-ms` header sends them to: the status,
- * the headers a client reads, the message or the error must be the same, over JSON and binary, with
- * and without gzip, for answers and for each kind of refusal.
+ * Connect and gRPC unary calls the port answers itself (src/transport/connect-unary.ts,
+ * grpc-unary.ts) against the same calls answered by connect's own handler, which a deadline header
+ * (`connect-timeout-ms`, `grpc-timeout`) sends them to: the status, the headers a client reads, the
+ * message or the error must be the same, over JSON and binary, with and without gzip, for answers
+ * and for each kind of refusal.
  */
 
 const createPath = "/paymentservice.v1.PaymentService/CreatePayment";
@@ -158,4 +160,70 @@ describe("Connect unary calls answered by the port itself and by connect's handl
     expect(answers[1]!.status).toBe(413);
     expect(errorOf(answers[0]!)).toEqual(errorOf(answers[1]!));
   });
+});
+
+describe("gRPC unary calls answered by the port itself and by connect's handler", () => {
+  const service = runningInstance(noPolling);
+  /** Which path answers: the port's own, or connect's handler (a deadline sends a call there). */
+  const grpcPaths = { direct: {}, connect: { "grpc-timeout": "60S" } } as const;
+
+  async function both(body: (merchant: TestMerchant) => Uint8Array, header: Record<string, string> = {}) {
+    const merchant = await newMerchant(service.url);
+    const call = (path: keyof typeof grpcPaths) =>
+      grpcRaw(service.url, createPath, body(merchant), { "api-key": merchant.apiKey, ...grpcPaths[path], ...header });
+    return { direct: await call("direct"), connect: await call("connect") };
+  }
+
+  const message = (merchant: TestMerchant, fields: Record<string, unknown> = {}) =>
+    toBinary(
+      CreatePaymentRequestSchema,
+      create(CreatePaymentRequestSchema, { amount: 1000n, currency: "USD", profileId: merchant.profileId, ...fields }),
+    );
+
+  /** What a client reads of an answer: status, message and documented code, and the headers it may act on. */
+  const outcome = (answer: GrpcAnswer) => ({
+    httpStatus: answer.httpStatus,
+    grpcStatus: answer.grpcStatus,
+    message: answer.message,
+    code: answer.detail?.code,
+    contentType: answer.headers.get("content-type"),
+    encoding: answer.headers.get("grpc-encoding"),
+  });
+
+  it("a call: the same status, headers and message", async () => {
+    const { direct, connect } = await both((m) => frame(message(m)));
+    expect(outcome(direct)).toEqual(outcome(connect));
+    expect(direct.grpcStatus).toBe(0);
+    const [a, b] = [direct, connect].map((answer) => {
+      expect(answer.messages).toHaveLength(1);
+      return fromBinary(PaymentSchema, answer.messages[0]!.data);
+    });
+    expect(a!.paymentId).not.toBe(b!.paymentId);
+    expect({ ...a, paymentId: b!.paymentId, created: b!.created, modifiedAt: b!.modifiedAt, clientSecret: b!.clientSecret }).toEqual(b);
+  });
+
+  it("a client that accepts gzip gets a message over a kilobyte gzipped by both", async () => {
+    const { direct, connect } = await both((m) => frame(message(m, { description: "x".repeat(1000) })), {
+      "grpc-accept-encoding": "gzip",
+    });
+    expect(outcome(direct)).toEqual(outcome(connect));
+    expect(direct.headers.get("grpc-encoding")).toBe("gzip");
+    expect(direct.messages.map((m) => m.flags)).toEqual([1]);
+  });
+
+  for (const [name, body] of [
+    ["a refusal of the call itself (an amount out of range)", (m: TestMerchant) => frame(message(m, { amount: -5n }))],
+    ["no message at all", () => new Uint8Array()],
+    ["a frame cut short", (m: TestMerchant) => frame(message(m)).subarray(0, 8)],
+    ["a frame longer than it says", (m: TestMerchant) => Buffer.concat([frame(message(m)), Buffer.from([1])])],
+    ["two messages", (m: TestMerchant) => Buffer.concat([frame(message(m)), frame(message(m))])],
+    ["a frame flagged compressed without grpc-encoding", (m: TestMerchant) => frame(message(m), 1)],
+    ["bytes that are not a protobuf message", () => frame(Buffer.from([0x0a, 0xff, 0xff]))],
+  ] as const) {
+    it(`${name}: the same documented refusal`, async () => {
+      const { direct, connect } = await both(body);
+      expect(direct.grpcStatus).not.toBe(0);
+      expect(outcome(direct)).toMatchObject({ ...outcome(connect), contentType: expect.any(String) });
+    });
+  }
 });

@@ -42,14 +42,39 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
   });
 }
 
+/** What tests do with a service's job runners. */
+export type TestJobs = Pick<JobRunner, "runDue" | "register" | "start" | "stop">;
+
+/**
+ * The job runners of every instance behind the load balancer, driven as one. A call that makes a job
+ * due at once wakes the runner of the instance that served it, which may then hold the job while the
+ * first instance's runDue passes it by as locked: so runDue runs every instance's and waits for all.
+ */
+function everyInstance(runners: readonly TestJobs[]): TestJobs {
+  return {
+    async runDue() {
+      return (await Promise.all(runners.map((runner) => runner.runDue()))).reduce((sum, ran) => sum + ran, 0);
+    },
+    register(...args) {
+      for (const runner of runners) runner.register(...args);
+    },
+    start() {
+      for (const runner of runners) runner.start();
+    },
+    async stop() {
+      await Promise.all(runners.map((runner) => runner.stop()));
+    },
+  };
+}
+
 /** A service started for a test file, on a real port. */
 export interface TestService {
   readonly url: string;
   /** The operators' port (/metrics, probes), when the overrides set OPS_PORT. */
   readonly opsUrl: string | undefined;
   readonly app: App;
-  /** This instance's job runner: tests call runDue() rather than wait for its poll. */
-  readonly jobs: JobRunner;
+  /** The service's job runners: tests call runDue() rather than wait for a poll. */
+  readonly jobs: TestJobs;
   /** Shuts it down as SIGTERM would (`timing` as in RunningService.close) and closes its database. */
   close(timing?: ShutdownTiming): Promise<void>;
 }
@@ -95,9 +120,9 @@ export async function startInstance(overrides: NodeJS.ProcessEnv = {}, clock?: C
 /**
  * Starts the service of a test in the topology TEST_TOPOLOGY names. Services of one test file share
  * the file's database, like instances behind a load balancer. Behind HAProxy, `url` is the load
- * balancer's (on PORT when the overrides name one) and the instances' public base URL; `app` and
- * `jobs` are the first instance's, which is enough since jobs are shared through the database; the
- * clock, when given, is every instance's.
+ * balancer's (on PORT when the overrides name one) and the instances' public base URL; `app` is the
+ * first instance's, `jobs` every instance's runners as one (everyInstance); the clock, when given, is
+ * every instance's.
  */
 export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<TestService> {
   if (testTopology === "single") return startInstance(overrides, clock);
@@ -128,7 +153,7 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
     url: balancer.url,
     opsUrl: first.opsUrl,
     app: first.app,
-    jobs: first.jobs,
+    jobs: everyInstance(instances.map((instance) => instance.jobs)),
     async close(timing) {
       await balancer.close();
       await closeInstances(timing);

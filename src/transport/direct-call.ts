@@ -20,9 +20,9 @@ import { documentedCodeOf, type NodeResponse, toConnectError } from "./errors.js
 import type { RequestRecord } from "./request-record.js";
 
 /*
- * What the port's direct calls share: REST calls, and Connect unary calls, which the port invokes on
- * the implementation itself (invokeUnaryImplementation) rather than through connect's universal
- * handler, whose request and response adapters, linked signals and async iterables cost more than a
+ * What the port's direct calls share: REST calls, and the common Connect and gRPC unary calls, which
+ * the port invokes on the implementation itself (invokeUnaryImplementation) rather than through
+ * connect's universal handler, whose request and response adapters, linked signals and async iterables cost more than a
  * payment's own work on the event loop (docs/performance.md, "Protocols").
  */
 
@@ -144,8 +144,8 @@ export interface DirectCall {
  * The handler context of a call the port invokes directly. Its signal is aborted when the call ends,
  * as connect does, and not when the client goes away: a call runs to completion, so an operation on
  * money is never cut off halfway (its outcome stays available to a retry with its idempotency key).
- * No deadline: the callers of a direct call send none (REST has no timeout header; a Connect call
- * with `connect-timeout-ms` goes through connect).
+ * No deadline: the callers of a direct call send none (REST has no timeout header; a Connect or gRPC
+ * call with `connect-timeout-ms` or `grpc-timeout` goes through connect).
  */
 export function directCall(method: DescMethod, protocolName: string, req: NodeRequest, url: string, values: ContextValues): DirectCall {
   const ended = new AbortController();

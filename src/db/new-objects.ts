@@ -7,7 +7,7 @@ import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
 import type { DeliveryHandOff } from "../webhooks/delivery-thread.js";
-import { deliveriesSql, eventsReturning, handedOverSql } from "../webhooks/schedule.js";
+import { deliveriesSql, handedOverEventsReturning, handedOverSql } from "../webhooks/schedule.js";
 import { jobRowOf } from "./follow-ups.js";
 import { preparedQuery } from "./prepared.js";
 import { eventOf, idOf, type Resource, type StatusRow } from "./resource.js";
@@ -79,7 +79,7 @@ function statementText<Row extends StatusRow, Desc extends DescMessage>(em: Enti
     `allowed AS (SELECT * FROM input${resource.guard === undefined ? "" : ` WHERE ${resource.guard("input")}`}),\n` +
     `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM allowed ON CONFLICT (${key}) DO NOTHING RETURNING ${key}),\n` +
     `written AS (SELECT allowed.position FROM allowed JOIN object USING (${key})),\n` +
-    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position) RETURNING ${eventsReturning}),\n` +
+    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position) RETURNING ${handedOverEventsReturning}),\n` +
     `delivery AS (${deliveriesSql("event", `$${leaseParam}::timestamptz`)}),\n` +
     `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT ${qualifiedNames(job, "j")} FROM ${unnestOf(job, "j", jobParam, "array")} JOIN written USING (position))\n` +
     `SELECT position, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written, ` +

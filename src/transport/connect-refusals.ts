@@ -19,6 +19,7 @@ import {
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { invalidRequest, type ApiError } from "../errors.js";
 import { illFormedText } from "../validation/text.js";
+import { MessageTooLarge } from "./direct-call.js";
 import { documentedCodeOf, toConnectError } from "./errors.js";
 import type { RpcProtocol } from "./protocol.js";
 import type { RequestRecord } from "./request-record.js";
@@ -130,7 +131,7 @@ const readings: readonly [RegExp, (match: RegExpExecArray, input: DescMessage) =
     /^protocol error: received extra input message/,
     () => "The request carries more than one message, or bytes after its message; a unary call takes exactly one",
   ],
-  [sizeLimitRefusal, (m) => `The request message is larger than ${m[1]} bytes`],
+  [sizeLimitRefusal, (m) => new MessageTooLarge(Number(m[1]))],
   [/^unknown compression "(.*)": supported encodings are (.*)$/s, (m) => `Unsupported compression "${m[1]}"; supported: ${m[2]}`],
   [
     /compressed envelope, but do not know how to decompress|already compressed/,

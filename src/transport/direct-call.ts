@@ -188,7 +188,7 @@ export class BodyTooLarge extends ApiError {
   }
 }
 
-/** IR_06 for a message over readMaxBytes, in the words connect-refusals.ts gives connect's refusal of it. */
+/** IR_06 for a message over readMaxBytes: a direct call's refusal, and connect's in our words (connect-refusals.ts). */
 export class MessageTooLarge extends ApiError {
   constructor(maxBytes: number) {
     super("IR_06", `The request message is larger than ${maxBytes} bytes`);

@@ -38,12 +38,18 @@ export function deliveriesSql(events: string, leasedUntil = "NULL"): string {
   );
 }
 
-/** What the CTE writing events returns for `deliveriesSql` and `handedOverSql`. */
-export const eventsReturning = "event_id, merchant_id, livemode, profile_id, type, created, data";
+/** What the CTE writing events returns for `deliveriesSql`. */
+export const eventsReturning = "event_id, merchant_id, livemode, profile_id, created";
+
+/**
+ * What the CTE writing events returns for `deliveriesSql` and `handedOverSql` too: the type and data
+ * only a statement that hands its deliveries over reads, so a status change does not return them.
+ */
+export const handedOverEventsReturning = `${eventsReturning}, type, data`;
 
 /**
  * A JSON array (as text) of what sending each delivery the CTE `deliveries` wrote needs, from the CTE
- * `events` that wrote their events and their profiles as they are now: the same fields a look for due
+ * `events` that wrote their events (returning `handedOverEventsReturning`) and their profiles as they are now: the same fields a look for due
  * deliveries reads (`HandedOver`), so that the sender this instance hands them to reads nothing.
  */
 export function handedOverSql(deliveries: string, events: string): string {

@@ -4,6 +4,7 @@ import { rest, type JsonBody } from "../../support/clients.js";
 import { adminIssue, type TestMerchant } from "../../support/merchant.js";
 import { createPayment } from "../../support/payments.js";
 import { payoutBodies, payoutCards } from "../../support/payout-destinations.js";
+import { waitUntil } from "../../support/wait.js";
 import type { Kind } from "./surface.js";
 
 /*
@@ -88,6 +89,18 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
   const refund = await as(url, tenant, "POST", "/refunds", { payment_id: succeeded.payment_id, amount: 100 });
   const openPayout = await as(url, tenant, "POST", "/payouts/create", payouts.cardPayout(tenant, payoutCards.succeeds, { confirm: false }));
   const sentPayout = await as(url, tenant, "POST", "/payouts/create", payouts.cardPayout(tenant, payoutCards.succeeds));
+  // The runner settles the refund and the sent payout after their calls answer: the matrix's
+  // snapshots must see them settled, or that change would count as another key's doing.
+  await Promise.all([
+    waitUntil(
+      () => as(url, tenant, "GET", `/refunds/${refund.refund_id}`),
+      (r) => r.status !== "pending",
+    ),
+    waitUntil(
+      () => as(url, tenant, "GET", `/payouts/${sentPayout.payout_id}`),
+      (p) => p.status !== "pending",
+    ),
+  ]);
   const events = await as(url, tenant, "GET", "/events/list?limit=3");
   const payments = [open, manual, succeeded, disputable, threeDs, declined, cancelled];
   const statuses = new Set(payments.map((p) => p.status));

@@ -10,6 +10,7 @@ import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardI
 import { startEmbeddedDatabase } from "../src/db/embedded.js";
 import { expectNoCardData, type SentCardData } from "./support/card-data.js";
 import { rpcClient } from "./support/clients.js";
+import { fileDatabaseUrl } from "./support/database.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { spawnServer, type ServerProcess } from "./support/server-process.js";
 
@@ -65,14 +66,18 @@ async function dumpDatabase(url: string): Promise<string[]> {
 }
 
 describe("card data (decisions §4)", () => {
-  /** Where the server keeps its data: real PostgreSQL when DATABASE_URL is set, else an embedded data dir. */
-  const databaseUrl = process.env.DATABASE_URL;
+  /**
+   * Where the server keeps its data: when DATABASE_URL is set, the file's own database cloned from it
+   * (the template stays as the files that clone it after this one expect), else an embedded data dir.
+   */
+  let databaseUrl: string | undefined;
   let dataDir: string | undefined;
   let server: ServerProcess;
   /** The raw body of every response the server gave in this file. */
   const responses: string[] = [];
 
   beforeAll(async () => {
+    databaseUrl = await fileDatabaseUrl();
     if (databaseUrl === undefined) dataDir = await mkdtemp(path.join(os.tmpdir(), "card-data-"));
     server = await spawnServer(databaseUrl === undefined ? { DATA_DIR: dataDir! } : { DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4" });
   });

@@ -453,10 +453,14 @@ describe("idempotency keys on one instance", () => {
           await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [paymentId]);
           const first = post(merchant, `/payments/${paymentId}/capture`, {}, key);
           await waitUntil(waiting, (n) => n >= 1);
-          // The lease runs out while the first request waits: a retry takes the key over.
+          const keyClaim = async () =>
+            (await db.query("SELECT claim_token FROM idempotency_keys WHERE idempotency_key = $1", [key])).rows[0]?.claim_token as string;
+          const firstClaim = await keyClaim();
+          // The lease runs out while the first request waits: a retry takes the key over (its claim of
+          // the payment then waits behind the first's).
           clock.advance(61_000);
           const retry = post(merchant, `/payments/${paymentId}/capture`, {}, key);
-          await waitUntil(waiting, (n) => n >= 2);
+          await waitUntil(keyClaim, (claim) => claim !== firstClaim);
           await db.query("COMMIT");
           expectRestError(await first, 409, "IK_01");
           retried = await retry;

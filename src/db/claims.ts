@@ -9,6 +9,8 @@ import { holderGone, holderOf } from "./liveness.js";
 import { rowFromDatabase } from "./lock.js";
 import { preparedQuery } from "./prepared.js";
 import { ReleaseRetries } from "./release-retries.js";
+import { StatementBatches } from "./batches.js";
+import { sqlType } from "./statement.js";
 import { idOf, lockObject, type Resource, type Scope, type StatusRow } from "./resource.js";
 
 /*
@@ -45,15 +47,19 @@ function isClaimed(row: ClaimableRow, now: Date): boolean {
   return row.claimToken !== null && row.claimedUntil !== null && row.claimedUntil > now;
 }
 
-/** A resource's claim statements, keyed by merchant, environment and id ($1, $2, $3). */
+/** A resource's claim statements. */
 interface ClaimStatements {
   readonly metadata: EntityMetadata;
-  /** Claims the object for holder $7 when no live claim holds it: $4 token, $5 until, $6 now; returns the row. */
+  /**
+   * Claims any number of objects, keyed by merchant, environment and id ($1, $2, $3 arrays), each for
+   * its token ($4 array) when no live claim holds it: until $5, at $6, for holder $7. One row per
+   * object, by its place in the arrays (`batch_position`): whether it was claimed (`won`, with the
+   * object's columns) or does not exist (`missing`).
+   */
   readonly claim: string;
-  readonly exists: string;
-  /** Whether the object's claim belongs to an instance that is gone. */
+  /** Whether the object's claim belongs to an instance that is gone, keyed by merchant, environment and id ($1, $2, $3). */
   readonly holderGone: string;
-  /** Ends the claim of token $4. */
+  /** Ends the claim of token $4, keyed as holderGone. */
   readonly release: string;
 }
 
@@ -64,21 +70,81 @@ function statementsOf<Row extends ClaimableRow>(dataSource: DataSource, resource
   let built = statements.get(resource);
   if (built === undefined) {
     const metadata = dataSource.getMetadata(resource.entity);
-    const key = ["merchantId", "livemode", resource.idProperty]
-      .map((property, i) => `"${metadata.findColumnWithPropertyName(property)!.databaseName}" = $${i + 1}`)
-      .join(" AND ");
+    const keyColumns = ["merchantId", "livemode", resource.idProperty].map((property) => metadata.findColumnWithPropertyName(property)!);
+    const names = keyColumns.map((column) => `"${column.databaseName}"`);
+    const key = names.map((name, i) => `${name} = $${i + 1}`).join(" AND ");
+    const joined = (alias: string) => names.map((name) => `${alias}.${name} = input.${name}`).join(" AND ");
     const table = `"${metadata.tableName}"`;
     built = {
       metadata,
-      claim: `UPDATE ${table} SET claim_token = $4, claimed_until = $5, claimed_by = $7::integer WHERE ${key}
-        AND (claim_token IS NULL OR claimed_until <= $6 OR ${holderGone("claimed_by")}) RETURNING *`,
-      exists: `SELECT 1 FROM ${table} WHERE ${key}`,
+      claim:
+        `WITH input AS (SELECT * FROM unnest(${keyColumns.map((column, i) => `$${i + 1}::${sqlType(column)}[]`).join(", ")}, $4::varchar[]) ` +
+        `WITH ORDINALITY AS input(${names.join(", ")}, token, batch_position)),\n` +
+        `claimed AS (UPDATE ${table} AS t SET claim_token = input.token, claimed_until = $5, claimed_by = $7::integer FROM input ` +
+        `WHERE ${joined("t")} AND (t.claim_token IS NULL OR t.claimed_until <= $6 OR ${holderGone("t.claimed_by")}) ` +
+        `RETURNING input.batch_position AS claimed_position, t.*)\n` +
+        `SELECT input.batch_position, claimed.claimed_position IS NOT NULL AS won, ` +
+        `claimed.claimed_position IS NULL AND NOT EXISTS (SELECT 1 FROM ${table} AS o WHERE ${joined("o")}) AS missing, claimed.* ` +
+        `FROM input LEFT JOIN claimed ON claimed.claimed_position = input.batch_position`,
       holderGone: `SELECT ${holderGone("claimed_by")} AS gone FROM ${table} WHERE ${key}`,
       release: `UPDATE ${table} SET claim_token = NULL, claimed_until = NULL WHERE ${key} AND claim_token = $4`,
     };
     statements.set(resource, built);
   }
   return built;
+}
+
+/** One object to claim for an operation. */
+interface ClaimRequest {
+  readonly merchantId: string;
+  readonly livemode: boolean;
+  readonly id: string;
+  readonly token: string;
+}
+
+/** What a claim met: the object's row, now held; an object another operation holds; or no object. */
+type ClaimOutcome = Record<string, unknown> | "held" | "missing";
+
+/** Each data source's claim batches, per resource. */
+const claimBatches = new WeakMap<DataSource, Map<object, StatementBatches<ClaimRequest, ClaimOutcome>>>();
+
+/**
+ * The claims of a resource that operations make at about the same time, sent together in one
+ * statement (src/db/batches.ts): a confirm or a capture is a claim and an outcome, and each would
+ * otherwise commit on its own.
+ */
+function claimBatchesOf<Row extends ClaimableRow>(
+  dataSource: DataSource,
+  clock: Clock,
+  resource: Resource<Row, DescMessage>,
+): StatementBatches<ClaimRequest, ClaimOutcome> {
+  let byResource = claimBatches.get(dataSource);
+  if (byResource === undefined) {
+    byResource = new Map();
+    claimBatches.set(dataSource, byResource);
+  }
+  let batches = byResource.get(resource);
+  if (batches === undefined) {
+    const sql = statementsOf(dataSource, resource).claim;
+    batches = new StatementBatches(async (batch) => {
+      const now = clock.now();
+      const rows = await preparedQuery<{ batch_position: string; won: boolean; missing: boolean }>(dataSource, sql, [
+        batch.map((request) => request.merchantId),
+        batch.map((request) => request.livemode),
+        batch.map((request) => request.id),
+        batch.map((request) => request.token),
+        new Date(now.getTime() + claimLeaseMs),
+        now,
+        holderOf(dataSource),
+      ]);
+      const outcomes = new Map(
+        rows.map((row): [number, ClaimOutcome] => [Number(row.batch_position), row.won ? row : row.missing ? "missing" : "held"]),
+      );
+      return batch.map((_, i) => outcomes.get(i + 1)!);
+    });
+    byResource.set(resource, batches);
+  }
+  return batches;
 }
 
 /**
@@ -152,20 +218,15 @@ export async function claimObject<Row extends ClaimableRow>(
 ): Promise<Claimed<Row> | undefined> {
   const token = randomBase62(24);
   const sql = statementsOf(dataSource, resource);
+  const batches = claimBatchesOf(dataSource, clock, resource);
   const claiming = waitingForClaims(async () => {
-    const now = clock.now();
-    const key = [scope.merchantId, scope.livemode, id];
-    const [raw] = await preparedQuery<Record<string, unknown>>(dataSource, sql.claim, [
-      ...key,
-      token,
-      new Date(now.getTime() + claimLeaseMs),
-      now,
-      holderOf(dataSource),
-    ]);
-    if (raw !== undefined) return rowFromDatabase<Row>(sql.metadata, raw);
-    const exists = (await dataSource.query(sql.exists, key)) as unknown[];
-    if (exists.length === 0) throw notFound(resource.label, id);
-    throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
+    const outcome = await batches.add(
+      { merchantId: scope.merchantId, livemode: scope.livemode, id, token },
+      `${scope.merchantId}\u0000${scope.livemode}\u0000${id}`,
+    );
+    if (outcome === "missing") throw notFound(resource.label, id);
+    if (outcome === "held") throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
+    return rowFromDatabase<Row>(sql.metadata, outcome);
   }, signal);
   let claimed: Row;
   try {

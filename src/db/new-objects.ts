@@ -1,6 +1,5 @@
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import pg from "pg";
-import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
 import { alreadyExists, type ApiError } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
@@ -9,9 +8,10 @@ import type { NewJob } from "../jobs/runner.js";
 import type { DeliveryHandOff } from "../webhooks/delivery-thread.js";
 import { deliveriesSql, handedOverEventsReturning, handedOverSql } from "../webhooks/schedule.js";
 import { jobRowOf } from "./follow-ups.js";
+import { rejectedByDatabase, StatementBatches } from "./batches.js";
 import { preparedQuery } from "./prepared.js";
 import { eventOf, idOf, type Resource, type StatusRow } from "./resource.js";
-import { columnValue, insertShapeOf } from "./statement.js";
+import { arraysOf, insertShapeOf, qualifiedNames, unnestOf } from "./statement.js";
 import type { CallValues, UnitOfWork } from "./unit-of-work.js";
 
 /** A new object with the jobs its first status needs. */
@@ -22,30 +22,6 @@ interface NewObject<Row> {
 
 /** What became of a new object: written, refused by its resource's guard, or its id already taken. */
 type Outcome = "written" | "refused" | "taken";
-
-/** Each column's values over all the entities, one array per column in the order of `insertShapeOf`. */
-function arraysOf(metadata: EntityMetadata, entities: readonly object[]): unknown[][] {
-  return insertShapeOf(metadata).columns.map((column) => entities.map((entity) => columnValue(column, entity)));
-}
-
-/**
- * `unnest($1::type[], …[, positions]) AS alias(columns, position)`: one row per entity, each column's
- * values sent as one array, with the position (from 1) in the batch of the new object the row belongs
- * to, taken from the row's own place (`WITH ORDINALITY`) or from one more array.
- */
-function unnestOf(metadata: EntityMetadata, alias: string, firstParam: number, positions: "ordinality" | "array"): string {
-  const { names, types } = insertShapeOf(metadata);
-  const arrays = types.map((type, i) => `$${firstParam + i}::${type}[]`);
-  if (positions === "array") arrays.push(`$${firstParam + types.length}::bigint[]`);
-  return `unnest(${arrays.join(", ")})${positions === "ordinality" ? " WITH ORDINALITY" : ""} AS ${alias}(${names}, position)`;
-}
-
-/** The entity's columns as `alias."column", …`, for a SELECT over a join. */
-function qualifiedNames(metadata: EntityMetadata, alias: string): string {
-  return insertShapeOf(metadata)
-    .columns.map((column) => `${alias}."${column.databaseName}"`)
-    .join(", ");
-}
 
 /** Each resource's statement text, built once. */
 const texts = new WeakMap<object, string>();
@@ -163,28 +139,9 @@ export async function writeNewObject<Row extends StatusRow, Desc extends DescMes
   return answerOf(em, resource, row, outcomes[0]!);
 }
 
-/** PostgreSQL rejected the statement, so (outside a transaction) it wrote nothing at all. */
-function rejectedByDatabase(error: unknown): boolean {
-  return error instanceof pg.DatabaseError && error.severity === "ERROR";
-}
-
-/** Batches being written at once per resource: more would only make each batch smaller. */
-const concurrentBatches = 2;
-/** Most objects in one statement. */
-const largestBatch = 200;
-
-interface Waiting<Row> extends NewObject<Row> {
-  /** The object's primary key as one string, for keeping two objects of one key out of a batch. */
-  readonly key: string;
-  resolve(outcome: Outcome): void;
-  reject(error: unknown): void;
-}
-
-/** The objects of one resource waiting to be written, and the batches on their way. */
+/** The new objects of one resource waiting to be written, in batches. */
 class Queue<Row extends StatusRow, Desc extends DescMessage> {
-  private waiting: Waiting<Row>[] = [];
-  private inFlight = 0;
-  private scheduled = false;
+  private readonly batches = new StatementBatches<NewObject<Row>, Outcome>((batch) => this.write(batch));
   private readonly keyColumns;
 
   constructor(
@@ -196,62 +153,12 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
     this.keyColumns = dataSource.getMetadata(resource.entity).primaryColumns;
   }
 
-  add(object: NewObject<Row>): Promise<Outcome> {
-    return new Promise((resolve, reject) => {
-      const key = this.keyColumns.map((c) => String(c.getEntityValue(object.row))).join("\u0000");
-      this.waiting.push({ ...object, key, resolve, reject });
-      this.schedule();
-    });
-  }
-
-  /** Sends at the end of this event-loop turn, so that every call that reaches here in it shares the batch. */
-  private schedule(): void {
-    if (this.scheduled || this.inFlight >= concurrentBatches || this.waiting.length === 0) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      while (this.inFlight < concurrentBatches && this.waiting.length > 0) void this.send(this.nextBatch());
-    });
-  }
-
   /**
-   * The oldest waiting objects, up to `largestBatch`, no two with one key: an object whose key is
-   * already in the batch (two calls choosing one payment_id) waits for the next, where it finds the
-   * key taken or, if the first was refused, free.
+   * Writes the object in the next batch; two objects of one key never share a batch, so the second
+   * finds the key taken or, if the first was refused, free.
    */
-  private nextBatch(): Waiting<Row>[] {
-    const keys = new Set<string>();
-    const batch: Waiting<Row>[] = [];
-    const later: Waiting<Row>[] = [];
-    for (const waiting of this.waiting) {
-      if (batch.length < largestBatch && !keys.has(waiting.key)) {
-        keys.add(waiting.key);
-        batch.push(waiting);
-      } else {
-        later.push(waiting);
-      }
-    }
-    this.waiting = later;
-    return batch;
-  }
-
-  private async send(batch: Waiting<Row>[]): Promise<void> {
-    this.inFlight++;
-    try {
-      const outcomes = await this.write(batch);
-      for (const [i, waiting] of batch.entries()) waiting.resolve(outcomes[i]!);
-    } catch (error) {
-      if (batch.length > 1 && rejectedByDatabase(error)) {
-        // One object broke a rule of the database that no check before caught, and took the batch
-        // with it: each alone gets its own answer, so only that object's call fails.
-        await Promise.all(batch.map((waiting) => this.write([waiting]).then(([outcome]) => waiting.resolve(outcome!), waiting.reject)));
-      } else {
-        for (const waiting of batch) waiting.reject(error);
-      }
-    } finally {
-      this.inFlight--;
-      this.schedule();
-    }
+  add(object: NewObject<Row>): Promise<Outcome> {
+    return this.batches.add(object, this.keyColumns.map((c) => String(c.getEntityValue(object.row))).join("\u0000"));
   }
 
   /** Writes a batch in a statement of its own, which commits it, and hands its webhook deliveries to this instance's sender. */
@@ -274,10 +181,8 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
 /**
  * Writes the new objects that calls create (payments, payouts) as those calls' effects. The ones that
  * calls write at about the same time go to PostgreSQL together, one statement and one commit for
- * all: each statement costs the database a wake-up, an execution and a commit whatever its rows, so
- * under load sharing them is what keeps it from being the bottleneck. Each call still answers only
- * once its object has committed. A call whose effect must commit with its stored response (it
- * carries an idempotency key) writes its object alone, in its own commit.
+ * all (src/db/batches.ts). A call whose effect must commit with its stored response (it carries an
+ * idempotency key) writes its object alone, in its own commit.
  */
 export class NewObjectWriter {
   private readonly queues = new Map<object, Queue<StatusRow, DescMessage>>();

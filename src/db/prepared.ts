@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
-import type { DataSource } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
+import type { PostgresQueryRunner } from "typeorm/driver/postgres/PostgresQueryRunner.js";
 
 const names = new Map<string, string>();
 
@@ -40,5 +41,18 @@ export async function preparedQuery<Row extends pg.QueryResultRow>(
   const pool = (dataSource.driver as PostgresDriver).master as pg.Pool;
   const name = sessionPerConnection.has(dataSource) ? nameOf(text) : undefined;
   const result = await pool.query<Row>({ name, text, values });
+  return result.rows;
+}
+
+/**
+ * Runs one statement as `preparedQuery` does, in `em`'s transaction when it has one (else alone): for
+ * the statements that write an object's change, which run in an API call's transaction only when its
+ * response is stored with it.
+ */
+export async function preparedIn<Row extends pg.QueryResultRow>(em: EntityManager, text: string, values: unknown[]): Promise<Row[]> {
+  if (em.queryRunner === undefined) return preparedQuery<Row>(em.connection, text, values);
+  const client = (await (em.queryRunner as PostgresQueryRunner).connect()) as pg.PoolClient;
+  const name = sessionPerConnection.has(em.connection) ? nameOf(text) : undefined;
+  const result = await client.query<Row>({ name, text, values });
   return result.rows;
 }

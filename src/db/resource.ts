@@ -1,14 +1,18 @@
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import type { EntityManager, EntityTarget } from "typeorm";
+import type { DataSource, EntityManager, EntityTarget } from "typeorm";
 import type { Clock } from "../clock.js";
 import { claimLost, notFound, type ApiError } from "../errors.js";
-import type { EventRow } from "../events/event.entity.js";
+import { EventRow } from "../events/event.entity.js";
+import { JobRow } from "../jobs/job.entity.js";
+import { deliveriesSql, eventsReturning } from "../webhooks/schedule.js";
 import { newEvent } from "../events/record.js";
 import type { NewJob } from "../jobs/runner.js";
 import type { StateMachine } from "../state-machine.js";
-import { addEndOfJobs, addFollowUps } from "./follow-ups.js";
+import { StatementBatches } from "./batches.js";
+import { addEndOfJobs, addFollowUps, jobRowOf } from "./follow-ups.js";
 import { lockRow } from "./lock.js";
-import { Statement } from "./statement.js";
+import { preparedIn } from "./prepared.js";
+import { arraysOf, insertShapeOf, qualifiedNames, Statement, unnestOf } from "./statement.js";
 
 /** Which merchant and environment a call acts in: the partition every object lives in. */
 export interface Scope {
@@ -125,11 +129,119 @@ export async function writeObjectChange<Row extends StatusRow, Desc extends Desc
   );
 }
 
+/** The outcome of an operation on an object it claimed, with what must commit with it. */
+interface ClaimedChange<Row> {
+  readonly row: Row;
+  /** The claim the outcome is written under. */
+  readonly token: string;
+  /** The event of the status the object entered, if it changed. */
+  readonly event: EventRow | undefined;
+  /** The jobs its new status needs (only with a new status). */
+  readonly jobs: readonly NewJob[];
+  /** Whether the status is final, which ends the object's pending jobs. */
+  readonly final: boolean;
+}
+
+/** Each resource's claimed-change statement text, built once. */
+const claimedChangeTexts = new WeakMap<object, string>();
+
+/**
+ * The statement that writes the outcomes of any number of operations on objects of one resource, each
+ * releasing its claim, with their events, webhook deliveries and jobs, and the end of the pending jobs
+ * of each object whose status is final. An outcome is written only while its claim still holds the
+ * object. It answers the positions (from 1) of the outcomes it wrote. Its rows arrive as one array per
+ * column, so its text is the same for one outcome or two hundred and is prepared once per connection.
+ */
+function claimedChangeText(connection: DataSource, resource: Resource<StatusRow, DescMessage>): string {
+  let text = claimedChangeTexts.get(resource);
+  if (text !== undefined) return text;
+  const object = connection.getMetadata(resource.entity);
+  const event = connection.getMetadata(EventRow);
+  const job = connection.getMetadata(JobRow);
+  const { columns } = insertShapeOf(object);
+  const set = columns.filter((c) => !c.isPrimary).map((c) => `"${c.databaseName}" = input."${c.databaseName}"`);
+  const key = object.primaryColumns.map((c) => `t."${c.databaseName}" = input."${c.databaseName}"`);
+  const objectId = `input."${object.findColumnWithPropertyName(resource.idProperty)!.databaseName}"`;
+  const eventParam = 1 + columns.length + 1;
+  const jobParam = eventParam + insertShapeOf(event).columns.length + 1;
+  const finalParam = jobParam + insertShapeOf(job).columns.length + 1;
+  text =
+    `WITH input AS (SELECT * FROM ${unnestOf(object, "input", 1, "ordinality", [{ name: "held_token", type: "varchar" }])}),\n` +
+    `object AS (UPDATE "${object.tableName}" AS t SET ${set.join(", ")} FROM input WHERE ${key.join(" AND ")} AND t.claim_token = input.held_token RETURNING input.position),\n` +
+    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "array")} JOIN object USING (position) RETURNING ${eventsReturning}),\n` +
+    `delivery AS (${deliveriesSql("event")}),\n` +
+    `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT ${qualifiedNames(job, "j")} FROM ${unnestOf(job, "j", jobParam, "array")} JOIN object USING (position)),\n` +
+    // A job a runner has claimed is skipped, not waited for (addEndOfJobs says why).
+    `ended_jobs AS (DELETE FROM jobs WHERE job_id IN (SELECT jobs.job_id FROM jobs JOIN input ON jobs.merchant_id = input.merchant_id ` +
+    `AND jobs.livemode = input.livemode AND jobs.object_id = ${objectId} JOIN object ON object.position = input.position ` +
+    `WHERE input.position = ANY ($${finalParam}::bigint[]) AND starts_with(jobs.kind, $${finalParam + 1}::text) FOR UPDATE OF jobs SKIP LOCKED))\n` +
+    "SELECT position FROM object";
+  claimedChangeTexts.set(resource, text);
+  return text;
+}
+
+/** Writes claimed changes of one resource in one statement on `em`: for each, in order, whether it was written. */
+async function writeClaimedChanges<Row extends StatusRow>(
+  em: EntityManager,
+  clock: Clock,
+  resource: Resource<Row, DescMessage>,
+  changes: readonly ClaimedChange<Row>[],
+): Promise<boolean[]> {
+  const positions = (has: (change: ClaimedChange<Row>) => number) => changes.flatMap((change, i) => Array(has(change)).fill(i + 1));
+  const withEvent = changes.filter((change) => change.event !== undefined);
+  const params = [
+    ...arraysOf(
+      em.connection.getMetadata(resource.entity),
+      changes.map((change) => change.row),
+    ),
+    changes.map((change) => change.token),
+    ...arraysOf(
+      em.connection.getMetadata(EventRow),
+      withEvent.map((change) => change.event!),
+    ),
+    positions((change) => (change.event === undefined ? 0 : 1)),
+    ...arraysOf(
+      em.connection.getMetadata(JobRow),
+      changes.flatMap((change) => change.jobs.map((job) => jobRowOf(job, clock))),
+    ),
+    positions((change) => change.jobs.length),
+    positions((change) => (change.final ? 1 : 0)),
+    `${resource.name}.`,
+  ];
+  const text = claimedChangeText(em.connection, resource as unknown as Resource<StatusRow, DescMessage>);
+  const written = new Set((await preparedIn<{ position: string }>(em, text, params)).map((row) => Number(row.position)));
+  return changes.map((_, i) => written.has(i + 1));
+}
+
+/** Each data source's claimed-change batches, per resource. */
+const claimedChangeBatches = new WeakMap<DataSource, Map<object, StatementBatches<ClaimedChange<StatusRow>, boolean>>>();
+
+/** The claimed changes of a resource that operations write at about the same time, sent together (src/db/batches.ts). */
+function claimedChangeBatchesOf<Row extends StatusRow>(
+  dataSource: DataSource,
+  clock: Clock,
+  resource: Resource<Row, DescMessage>,
+): StatementBatches<ClaimedChange<Row>, boolean> {
+  let byResource = claimedChangeBatches.get(dataSource);
+  if (byResource === undefined) {
+    byResource = new Map();
+    claimedChangeBatches.set(dataSource, byResource);
+  }
+  let batches = byResource.get(resource);
+  if (batches === undefined) {
+    const generic = resource as unknown as Resource<StatusRow, DescMessage>;
+    batches = new StatementBatches((batch) => writeClaimedChanges(dataSource.manager, clock, generic, batch));
+    byResource.set(resource, batches);
+  }
+  return batches as unknown as StatementBatches<ClaimedChange<Row>, boolean>;
+}
+
 /**
  * Writes the outcome of an operation that claimed the object (src/db/claims.ts) as writeObjectChange
- * does, releasing the claim in the same statement. Nothing is written when the claim is no longer
- * this operation's: its lease ran out mid-call and another operation took the object, so this
- * outcome must not overwrite what that one did: the request is answered IK_01.
+ * does, releasing the claim in the same statement: in `em`'s transaction when it has one, else in a
+ * batch with the outcomes other operations write at the same time. Nothing is written when the claim
+ * is no longer this operation's: its lease ran out mid-call and another operation took the object, so
+ * this outcome must not overwrite what that one did: the request is answered IK_01.
  */
 export async function writeClaimedChange<
   Row extends StatusRow & { claimToken: string | null; claimedUntil: Date | null },
@@ -145,10 +257,23 @@ export async function writeClaimedChange<
   const { row, token } = claimed;
   row.claimToken = null;
   row.claimedUntil = null;
-  const statement = new Statement().update("object", em.connection.getMetadata(resource.entity), row, token);
-  if ((await runChange(em, clock, resource, row, previousStatus, jobs, statement)) === 0) {
-    throw claimLost(resource.name, idOf(resource, row));
-  }
+  const changed = row.status !== previousStatus;
+  const change: ClaimedChange<Row> = {
+    row,
+    token,
+    event: changed ? eventOf(resource, row, clock) : undefined,
+    jobs: changed ? jobs : [],
+    final: resource.states.isFinal(row.status),
+  };
+  const generic = resource as unknown as Resource<Row, DescMessage>;
+  const written =
+    em.queryRunner === undefined
+      ? await claimedChangeBatchesOf(em.connection, clock, generic).add(
+          change,
+          `${row.merchantId}\u0000${row.livemode}\u0000${idOf(resource, row)}`,
+        )
+      : (await writeClaimedChanges(em, clock, generic, [change]))[0]!;
+  if (!written) throw claimLost(resource.name, idOf(resource, row));
 }
 
 /** Adds the follow-ups to a change's statement and runs it; how many object rows it wrote. */
@@ -163,6 +288,6 @@ async function runChange<Row extends StatusRow, Desc extends DescMessage>(
 ): Promise<number> {
   if (row.status !== previousStatus) addFollowUps(statement, em, clock, { event: eventOf(resource, row, clock), jobs }, "object");
   if (resource.states.isFinal(row.status)) addEndOfJobs(statement, { ...row, objectId: idOf(resource, row) }, `${resource.name}.`);
-  const [result] = (await em.query(statement.sql("object"), statement.params)) as [{ n: number }];
-  return result.n;
+  const [result] = await preparedIn<{ n: number }>(em, statement.sql("object"), statement.params);
+  return result!.n;
 }

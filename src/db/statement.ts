@@ -6,7 +6,7 @@ import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
  * cast to `varchar(n)` or `char(n)` cuts a longer value short without a word; the value's assignment
  * to the column then rejects it instead. A bare `char` would mean `char(1)`, so it is `bpchar`.
  */
-function sqlType(column: ColumnMetadata): string {
+export function sqlType(column: ColumnMetadata): string {
   return column.type === "char" ? "bpchar" : String(column.type);
 }
 
@@ -37,6 +37,38 @@ export function insertShapeOf(metadata: EntityMetadata): InsertShape {
     insertShapes.set(metadata, shape);
   }
   return shape;
+}
+
+/** Each column's values over all the entities, one array per column in the order of `insertShapeOf`. */
+export function arraysOf(metadata: EntityMetadata, entities: readonly object[]): unknown[][] {
+  return insertShapeOf(metadata).columns.map((column) => entities.map((entity) => columnValue(column, entity)));
+}
+
+/**
+ * `unnest($1::type[], …[, positions]) AS alias(columns, extra, position)`: one row per entity, each
+ * column's values sent as one array (then the `extra` columns' arrays), with the position (from 1) in
+ * the batch of the item the row belongs to, taken from the row's own place (`WITH ORDINALITY`) or
+ * from one more array.
+ */
+export function unnestOf(
+  metadata: EntityMetadata,
+  alias: string,
+  firstParam: number,
+  positions: "ordinality" | "array",
+  extra: readonly { readonly name: string; readonly type: string }[] = [],
+): string {
+  const { names, types } = insertShapeOf(metadata);
+  const arrays = [...types, ...extra.map((column) => column.type)].map((type, i) => `$${firstParam + i}::${type}[]`);
+  if (positions === "array") arrays.push(`$${firstParam + arrays.length}::bigint[]`);
+  const columns = [names, ...extra.map((column) => column.name)].join(", ");
+  return `unnest(${arrays.join(", ")})${positions === "ordinality" ? " WITH ORDINALITY" : ""} AS ${alias}(${columns}, position)`;
+}
+
+/** The entity's columns as `alias."column", …`, for a SELECT over a join. */
+export function qualifiedNames(metadata: EntityMetadata, alias: string): string {
+  return insertShapeOf(metadata)
+    .columns.map((column) => `${alias}."${column.databaseName}"`)
+    .join(", ");
 }
 
 /**
@@ -70,16 +102,12 @@ export class Statement {
     return this;
   }
 
-  /**
-   * Adds `name AS (UPDATE … SET every non-key column WHERE key columns RETURNING 1)`; with `claimToken`,
-   * only while that claim still holds the row (src/db/claims.ts).
-   */
-  update(name: string, metadata: EntityMetadata, entity: object, claimToken?: string): this {
+  /** Adds `name AS (UPDATE … SET every non-key column WHERE key columns RETURNING 1)`. */
+  update(name: string, metadata: EntityMetadata, entity: object): this {
     const set = metadata.columns
       .filter((c) => !c.isPrimary)
       .map((c) => `"${c.databaseName}" = ${this.param(columnValue(c, entity), sqlType(c))}`);
     const where = metadata.primaryColumns.map((c) => `"${c.databaseName}" = ${this.param(c.getEntityValue(entity, true), sqlType(c))}`);
-    if (claimToken !== undefined) where.push(`claim_token = ${this.param(claimToken, "varchar")}`);
     this.parts.push(`${name} AS (UPDATE "${metadata.tableName}" SET ${set.join(", ")} WHERE ${where.join(" AND ")} RETURNING 1)`);
     return this;
   }

@@ -32,6 +32,15 @@ export class UnitOfWork {
     return ctx.values.get(responseRecorderKey) !== undefined;
   }
 
+  /**
+   * Runs `work`, which writes with exactly one statement, in a transaction only when the call's
+   * response is stored with it; otherwise the statement commits alone, in one round trip instead of
+   * three (BEGIN, the statement, COMMIT).
+   */
+  commitStatement<T>(ctx: CallValues, work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.recordsResponse(ctx) ? this.commit(ctx, work) : work(this.dataSource.manager);
+  }
+
   /** Runs `work` in one transaction that, for a call with an idempotency key, also stores the response `work` returns. */
   commit<T>(ctx: CallValues, work: (em: EntityManager) => Promise<T>): Promise<T> {
     const recorder = ctx.values.get(responseRecorderKey);

@@ -124,7 +124,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
     const previous = claim.row.status;
     const { payment, jobs } = await finishClaimed(dataSource, paymentResource, claim, async () => {
       const jobs = await move(claim.row);
-      const payment = await units.commit(ctx, async (em) => {
+      const payment = await units.commitStatement(ctx, async (em) => {
         await writeClaimedChange(em, clock, paymentResource, claim, previous, jobs);
         return toPayment(claim.row);
       });

@@ -1,9 +1,28 @@
 import type { EntityManager, EntityMetadata, EntityTarget, ObjectLiteral } from "typeorm";
+import { preparedIn } from "./prepared.js";
 import type { ValueTransformer } from "typeorm";
 
 function fromDatabase(transformer: ValueTransformer | ValueTransformer[] | undefined, value: unknown): unknown {
   if (transformer === undefined || value === null) return value;
   return (Array.isArray(transformer) ? [...transformer].reverse() : [transformer]).reduce((v, t) => t.from(v), value);
+}
+
+/** `SELECT * … WHERE` the key columns (`FOR UPDATE` when `locking`), and the key's values in order: built from the entity's metadata. */
+function keyedSelect<Row extends ObjectLiteral>(
+  metadata: EntityMetadata,
+  key: Partial<Row>,
+  locking: boolean,
+): { text: string; values: unknown[] } {
+  const keyColumns = Object.keys(key).map((property) => {
+    const column = metadata.findColumnWithPropertyName(property);
+    if (column === undefined) throw new Error(`${metadata.name} has no column ${property}`);
+    return column;
+  });
+  const where = keyColumns.map((column, i) => `"${column.databaseName}" = $${i + 1}`).join(" AND ");
+  return {
+    text: `SELECT * FROM "${metadata.tableName}" WHERE ${where}${locking ? " FOR UPDATE" : ""}`,
+    values: keyColumns.map((column) => column.getEntityValue(key, true)),
+  };
 }
 
 /**
@@ -17,17 +36,23 @@ export async function lockRow<Row extends ObjectLiteral>(
   key: Partial<Row>,
 ): Promise<Row | null> {
   const metadata = em.connection.getMetadata(entity);
-  const keyColumns = Object.keys(key).map((property) => {
-    const column = metadata.findColumnWithPropertyName(property);
-    if (column === undefined) throw new Error(`${metadata.name} has no column ${property}`);
-    return column;
-  });
-  const where = keyColumns.map((column, i) => `"${column.databaseName}" = $${i + 1}`).join(" AND ");
-  const rows = (await em.query(
-    `SELECT * FROM "${metadata.tableName}" WHERE ${where} FOR UPDATE`,
-    keyColumns.map((column) => column.getEntityValue(key, true)),
-  )) as Record<string, unknown>[];
-  const raw = rows[0];
+  const { text, values } = keyedSelect(metadata, key, true);
+  const raw = ((await em.query(text, values)) as Record<string, unknown>[])[0];
+  return raw === undefined ? null : rowFromDatabase(metadata, raw);
+}
+
+/**
+ * Reads one row by its key, as a prepared statement: a retrieve is on the hot path of every client
+ * that polls, where the query builder of a findOne costs more than the read.
+ */
+export async function readRow<Row extends ObjectLiteral>(
+  em: EntityManager,
+  entity: EntityTarget<Row>,
+  key: Partial<Row>,
+): Promise<Row | null> {
+  const metadata = em.connection.getMetadata(entity);
+  const { text, values } = keyedSelect(metadata, key, false);
+  const raw = (await preparedIn<Record<string, unknown>>(em, text, values))[0];
   return raw === undefined ? null : rowFromDatabase(metadata, raw);
 }
 

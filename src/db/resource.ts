@@ -10,7 +10,7 @@ import type { NewJob } from "../jobs/runner.js";
 import type { StateMachine } from "../state-machine.js";
 import { StatementBatches } from "./batches.js";
 import { addEndOfJobs, addFollowUps, jobRowOf } from "./follow-ups.js";
-import { lockRow } from "./lock.js";
+import { lockRow, readRow } from "./lock.js";
 import { preparedIn } from "./prepared.js";
 import { arraysOf, insertShapeOf, qualifiedNames, Statement, unnestOf } from "./statement.js";
 
@@ -82,8 +82,8 @@ export async function findObject<Row extends StatusRow, Desc extends DescMessage
   scope: Scope,
   id: string,
 ): Promise<Row> {
-  const where = { merchantId: scope.merchantId, livemode: scope.livemode, [resource.idProperty]: id } as never;
-  const row = await em.findOneBy(resource.entity, where);
+  const key = { merchantId: scope.merchantId, livemode: scope.livemode, [resource.idProperty]: id } as Partial<Row>;
+  const row = await readRow(em, resource.entity, key);
   if (row === null) throw notFound(resource.label, id);
   return row;
 }

@@ -8,22 +8,41 @@ import { frame, type GrpcAnswer, grpcRaw } from "./support/wire.js";
 
 /*
  * Connect and gRPC unary calls the port answers itself (src/transport/connect-unary.ts,
- * grpc-unary.ts) against the same calls answered by connect's own handler, which a deadline header
- * (`connect-timeout-ms`, `grpc-timeout`) sends them to: the status, the headers a client reads, the
- * message or the error must be the same, over JSON and binary, with and without gzip, for answers
- * and for each kind of refusal.
+ * grpc-unary.ts) against the same calls answered by connect's own handler, on an instance started
+ * with DIRECT_CALLS=false: the status, the headers a client reads, the message or the error must be
+ * the same, over JSON and binary, with and without gzip or a deadline, for answers and for each kind
+ * of refusal.
  */
 
 const createPath = "/paymentservice.v1.PaymentService/CreatePayment";
 const card = { cardNumber: "4242424242424242", cardExpMonth: "12", cardExpYear: "2035", cardCvc: "123" };
 
-/** Which path answers: the port's own, or connect's handler (a deadline sends a call there). */
-const paths = { direct: {}, connect: { "connect-timeout-ms": "60000" } } as const;
+/** Which path answers: the port's own, or connect's handler. */
+type Path = "direct" | "connect";
+
+/** An instance of each path, on the test file's database. */
+function instances(): Record<Path, { readonly url: string }> {
+  return { direct: runningInstance(noPolling), connect: runningInstance({ ...noPolling, DIRECT_CALLS: "false" }) };
+}
+
+/** `a` with the fields that differ between any two payments of two merchants taken from `b`. */
+function withIdsOf<T extends object>(a: T, b: T): T {
+  const fields = ["paymentId", "merchantId", "profileId", "created", "modifiedAt", "clientSecret"] as const;
+  return { ...a, ...Object.fromEntries(fields.map((field) => [field, (b as Record<string, unknown>)[field]])) };
+}
+
+/** How many payments `merchant` has on the instance at `url`. */
+async function paymentsOf(url: string, merchant: TestMerchant): Promise<number> {
+  const list = await fetch(`${url}/payments/list`, { headers: { "api-key": merchant.apiKey } });
+  return ((await list.json()) as { total_count: number }).total_count;
+}
 
 interface Answer {
   readonly status: number;
   readonly header: Record<string, string>;
   readonly body: Buffer;
+  /** How many payments the calling merchant has once the answer came. */
+  readonly payments?: number;
 }
 
 /** The headers a client reads, without those that differ between any two answers. */
@@ -40,28 +59,26 @@ function readable(headers: Headers): Record<string, string> {
 }
 
 describe("Connect unary calls answered by the port itself and by connect's handler", () => {
-  const service = runningInstance(noPolling);
+  const services = instances();
 
   async function call(
-    path: keyof typeof paths,
-    merchant: TestMerchant,
-    body: string | Uint8Array,
+    path: Path,
+    body: (merchant: TestMerchant) => string | Uint8Array,
     header: Record<string, string> = {},
   ): Promise<Answer> {
-    const res = await fetch(service.url + createPath, {
+    const merchant = await newMerchant(services[path].url);
+    const res = await fetch(services[path].url + createPath, {
       method: "POST",
-      headers: { "content-type": "application/json", "api-key": merchant.apiKey, "accept-encoding": "identity", ...paths[path], ...header },
-      body,
+      headers: { "content-type": "application/json", "api-key": merchant.apiKey, "accept-encoding": "identity", ...header },
+      body: body(merchant),
     });
-    return { status: res.status, header: readable(res.headers), body: Buffer.from(await res.arrayBuffer()) };
+    const answer = Buffer.from(await res.arrayBuffer());
+    return { status: res.status, header: readable(res.headers), body: answer, payments: await paymentsOf(services[path].url, merchant) };
   }
 
   /** The answer of each path to the same request, the JSON bodies without their request ids. */
   async function both(body: (merchant: TestMerchant) => string | Uint8Array, header: Record<string, string> = {}) {
-    const merchant = await newMerchant(service.url);
-    const direct = await call("direct", merchant, body(merchant), header);
-    const connect = await call("connect", merchant, body(merchant), header);
-    return { direct, connect };
+    return { direct: await call("direct", body, header), connect: await call("connect", body, header) };
   }
 
   /** A Connect error body as JSON, with its request id checked and left out. */
@@ -87,7 +104,7 @@ describe("Connect unary calls answered by the port itself and by connect's handl
     expect(direct.header).toEqual(connect.header);
     const [a, b] = [direct, connect].map((answer) => JSON.parse(answer.body.toString()) as Record<string, unknown>);
     expect(a!.paymentId).not.toBe(b!.paymentId);
-    expect({ ...a, paymentId: b!.paymentId, created: b!.created, modifiedAt: b!.modifiedAt, clientSecret: b!.clientSecret }).toEqual(b);
+    expect(withIdsOf(a!, b!)).toEqual(b);
   });
 
   it("a binary call: the same status, headers and message", async () => {
@@ -99,7 +116,7 @@ describe("Connect unary calls answered by the port itself and by connect's handl
     expect(direct.header["content-type"]).toBe("application/proto");
     const [a, b] = [direct, connect].map((answer) => fromBinary(PaymentSchema, answer.body));
     expect(a!.paymentId).not.toBe(b!.paymentId);
-    expect({ ...a, paymentId: b!.paymentId, created: b!.created, modifiedAt: b!.modifiedAt, clientSecret: b!.clientSecret }).toEqual(b);
+    expect(withIdsOf(a!, b!)).toEqual(b);
   });
 
   it("a client that accepts gzip gets the message gzipped by both, as connect does over a kilobyte", async () => {
@@ -110,6 +127,27 @@ describe("Connect unary calls answered by the port itself and by connect's handl
     // fetch undoes the gzip on its own, as a Connect client does.
     expect(JSON.parse(direct.body.toString()).description).toBe("x".repeat(1000));
   });
+
+  it("a call with a deadline: the same status, headers and message", async () => {
+    const { direct, connect } = await both((m) => payment(m), { "connect-timeout-ms": "60000" });
+    expect(direct.status).toBe(200);
+    expect(direct.header).toEqual(connect.header);
+    const [a, b] = [direct, connect].map((answer) => JSON.parse(answer.body.toString()) as Record<string, unknown>);
+    expect(withIdsOf(a!, b!)).toEqual(b);
+  });
+
+  for (const [name, timeout, status] of [
+    ["a deadline already passed", "0", 504],
+    ["a deadline connect refuses", "12345678901", 400],
+  ] as const) {
+    it(`${name}: the same documented error, and no payment`, async () => {
+      const { direct, connect } = await both((m) => payment(m), { "connect-timeout-ms": timeout });
+      expect(direct.status).toBe(status);
+      expect(direct.status).toBe(connect.status);
+      expect(errorOf(direct)).toEqual(errorOf(connect));
+      expect([direct.payments, connect.payments]).toEqual([0, 0]);
+    });
+  }
 
   for (const [name, body, contentType] of [
     ["a body that is not JSON", () => "{not json", "application/json"],
@@ -144,12 +182,12 @@ describe("Connect unary calls answered by the port itself and by connect's handl
         },
       }) as unknown as string;
     };
-    const merchant = await newMerchant(service.url);
     const answers = await Promise.all(
       (["direct", "connect"] as const).map(async (path) => {
-        const res = await fetch(service.url + createPath, {
+        const merchant = await newMerchant(services[path].url);
+        const res = await fetch(services[path].url + createPath, {
           method: "POST",
-          headers: { "content-type": "application/json", "api-key": merchant.apiKey, ...paths[path] },
+          headers: { "content-type": "application/json", "api-key": merchant.apiKey },
           body: big(merchant),
           duplex: "half",
         } as RequestInit);
@@ -163,14 +201,14 @@ describe("Connect unary calls answered by the port itself and by connect's handl
 });
 
 describe("gRPC unary calls answered by the port itself and by connect's handler", () => {
-  const service = runningInstance(noPolling);
-  /** Which path answers: the port's own, or connect's handler (a deadline sends a call there). */
-  const grpcPaths = { direct: {}, connect: { "grpc-timeout": "60S" } } as const;
+  const services = instances();
 
   async function both(body: (merchant: TestMerchant) => Uint8Array, header: Record<string, string> = {}) {
-    const merchant = await newMerchant(service.url);
-    const call = (path: keyof typeof grpcPaths) =>
-      grpcRaw(service.url, createPath, body(merchant), { "api-key": merchant.apiKey, ...grpcPaths[path], ...header });
+    const call = async (path: Path) => {
+      const merchant = await newMerchant(services[path].url);
+      const answer = await grpcRaw(services[path].url, createPath, body(merchant), { "api-key": merchant.apiKey, ...header });
+      return { ...answer, payments: await paymentsOf(services[path].url, merchant) };
+    };
     return { direct: await call("direct"), connect: await call("connect") };
   }
 
@@ -199,8 +237,28 @@ describe("gRPC unary calls answered by the port itself and by connect's handler"
       return fromBinary(PaymentSchema, answer.messages[0]!.data);
     });
     expect(a!.paymentId).not.toBe(b!.paymentId);
-    expect({ ...a, paymentId: b!.paymentId, created: b!.created, modifiedAt: b!.modifiedAt, clientSecret: b!.clientSecret }).toEqual(b);
+    expect(withIdsOf(a!, b!)).toEqual(b);
   });
+
+  it("a call with a deadline: the same status, headers and message", async () => {
+    const { direct, connect } = await both((m) => frame(message(m)), { "grpc-timeout": "60S" });
+    expect(outcome(direct)).toEqual(outcome(connect));
+    expect(direct.grpcStatus).toBe(0);
+    const [a, b] = [direct, connect].map((answer) => fromBinary(PaymentSchema, answer.messages[0]!.data));
+    expect(withIdsOf(a!, b!)).toEqual(b);
+  });
+
+  for (const [name, timeout, grpcStatus] of [
+    ["a deadline already passed", "0n", 4],
+    ["a deadline connect refuses", "1000", 3],
+  ] as const) {
+    it(`${name}: the same documented error, and no payment`, async () => {
+      const { direct, connect } = await both((m) => frame(message(m)), { "grpc-timeout": timeout });
+      expect(direct.grpcStatus).toBe(grpcStatus);
+      expect(outcome(direct)).toEqual(outcome(connect));
+      expect([direct.payments, connect.payments]).toEqual([0, 0]);
+    });
+  }
 
   it("a client that accepts gzip gets a message over a kilobyte gzipped by both", async () => {
     const { direct, connect } = await both((m) => frame(message(m, { description: "x".repeat(1000) })), {

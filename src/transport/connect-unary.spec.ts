@@ -22,13 +22,16 @@ describe("ConnectUnaryHandler.accepts: which Connect calls the port answers itse
     [{ "content-type": "application/json", "content-encoding": "identity" }],
     [{ "content-type": "application/json", "accept-encoding": "gzip, br" }],
     [{ "content-type": "application/proto", "connect-protocol-version": "1", "transfer-encoding": "chunked" }],
+    [{ "content-type": "application/json", "connect-timeout-ms": "1000" }],
+    [{ "content-type": "application/json", "connect-timeout-ms": "0" }],
   ])("answers a unary POST with %j", (headers) => {
     expect(handler.accepts(request(headers), unary)).toBe(true);
   });
 
   it.each([
     ["a compressed body", { "content-type": "application/json", "content-encoding": "gzip" }],
-    ["a deadline", { "content-type": "application/json", "connect-timeout-ms": "1000" }],
+    ["a deadline connect refuses (not digits)", { "content-type": "application/json", "connect-timeout-ms": "1s" }],
+    ["a deadline connect refuses (over ten digits)", { "content-type": "application/json", "connect-timeout-ms": "12345678901" }],
     ["another spelling of the content type", { "content-type": "application/json; charset=utf-8" }],
     ["a streaming content type", { "content-type": "application/connect+json" }],
     ["no content type", {}],

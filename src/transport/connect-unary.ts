@@ -1,11 +1,13 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { compressionNegotiate } from "@connectrpc/connect/protocol";
+import { parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { documentedRefusal } from "./connect-refusals.js";
 import {
   type AdmittedRpc,
   BodyTooLarge,
   copyHeaders,
+  deadlineOf,
   type DirectMethods,
   MessageTooLarge,
   type NodeRequest,
@@ -21,13 +23,13 @@ const unaryContentTypes = new Map([
 ]);
 
 /**
- * Answers the common Connect unary call — a POST of one JSON or binary message, uncompressed, with
- * no deadline — by invoking the implementation directly, through the same interceptors, with
+ * Answers the common Connect unary call — a POST of one JSON or binary message, uncompressed, with or
+ * without a deadline — by invoking the implementation directly, through the same interceptors, with
  * connect's own codecs (the same strict JSON options) and connect's own answer: the message, or the
  * error's JSON with its HTTP status, each gzipped as connect would when the client accepts it. Any
- * other Connect call (a GET, a compressed body, `connect-timeout-ms`) goes to connect's handler,
- * whose conversion of the request into a fetch-like one and back costs more than a payment's own
- * work on the event loop (docs/performance.md, "Protocols").
+ * other Connect call (a GET, a compressed body, a `connect-timeout-ms` connect refuses) goes to
+ * connect's handler, whose conversion of the request into a fetch-like one and back costs more than a
+ * payment's own work on the event loop (docs/performance.md, "Protocols").
  */
 export class ConnectUnaryHandler {
   constructor(private readonly methods: DirectMethods) {}
@@ -39,12 +41,20 @@ export class ConnectUnaryHandler {
     if (!unaryContentTypes.has(headers["content-type"] ?? "")) return false;
     const encoding = headers["content-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
-    return headers["connect-timeout-ms"] === undefined;
+    return this.timeout(req).error === undefined;
+  }
+
+  /** The call's `connect-timeout-ms`, as connect reads it. */
+  private timeout(req: NodeRequest): ReturnType<typeof parseTimeout> {
+    const value = req.headers["connect-timeout-ms"];
+    return parseTimeout(value === undefined ? null : String(value), this.methods.options.maxTimeoutMs);
   }
 
   /** Answers a call `accepts` took: every failure in Connect's error shape, documented. */
   async serve({ method, req, res, record, values }: AdmittedRpc): Promise<void> {
     const { options } = this.methods;
+    // Counted from before the body is read, as connect counts it.
+    const deadline = deadlineOf(this.timeout(req));
     const contentType = req.headers["content-type"]!;
     const binary = unaryContentTypes.get(contentType)!;
     let input: unknown;
@@ -65,7 +75,7 @@ export class ConnectUnaryHandler {
       writeError(res, "connect", error, tooLarge ? 413 : undefined);
       return;
     }
-    const outcome = await this.methods.invoke(method, "connect", req, values, record, input, binary);
+    const outcome = await this.methods.invoke(method, "connect", req, values, record, input, binary, deadline);
     // Connect unary sends the call's trailers as headers prefixed `trailer-`.
     copyHeaders(outcome.call.context.responseHeader, res);
     copyHeaders(outcome.call.context.responseTrailer, res, "trailer-");

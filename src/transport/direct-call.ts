@@ -47,9 +47,9 @@ export class DirectMethods {
   }
 
   /**
-   * Invokes `method` on `input` through the interceptors, as a call of `protocolName` over `req`: its
-   * answer serialized (binary or JSON), or its documented error, recorded on `record`. The call's
-   * response headers and trailers are in `call.context` either way.
+   * Invokes `method` on `input` through the interceptors, as a call of `protocolName` over `req` due
+   * by `deadline` if it has one: its answer serialized (binary or JSON), or its documented error,
+   * recorded on `record`. The call's response headers and trailers are in `call.context` either way.
    */
   async invoke(
     method: DescMethod,
@@ -59,8 +59,9 @@ export class DirectMethods {
     record: RequestRecord,
     input: unknown,
     binary: boolean,
+    deadline: number | undefined,
   ): Promise<DirectOutcome> {
-    const call = directCall(method, protocolName, req, req.url ?? "", values);
+    const call = directCall(method, protocolName, req, req.url ?? "", values, deadline);
     try {
       const output = await invokeUnaryImplementation(
         this.specs.get(method) as never,
@@ -115,7 +116,7 @@ const transferHeaders = new Set([
  * Why a call's context is aborted when it completes: given as the reason, it spares building a
  * DOMException for every request. (The context is built here rather than by connect's
  * createHandlerContext, whose linked deadline and request signals cost a few per cent of a
- * payment's CPU and mean nothing for a call without a deadline.)
+ * payment's CPU.)
  */
 const callCompleted = new ConnectError("the call completed", Code.Canceled);
 
@@ -141,14 +142,34 @@ export interface DirectCall {
 }
 
 /**
- * The handler context of a call the port invokes directly. Its signal is aborted when the call ends,
- * as connect does, and not when the client goes away: a call runs to completion, so an operation on
- * money is never cut off halfway (its outcome stays available to a retry with its idempotency key).
- * No deadline: the callers of a direct call send none (REST has no timeout header; a Connect or gRPC
- * call with `connect-timeout-ms` or `grpc-timeout` goes through connect).
+ * The `Date.now()` by which a call must answer, from its timeout header parsed by connect's own
+ * parser (`connect-timeout-ms`, `grpc-timeout`): undefined without one, or when the header is one
+ * connect refuses, which connect's handler then answers.
  */
-export function directCall(method: DescMethod, protocolName: string, req: NodeRequest, url: string, values: ContextValues): DirectCall {
+export function deadlineOf(parsed: { timeoutMs?: number; error?: ConnectError }): number | undefined {
+  return parsed.timeoutMs === undefined || parsed.error !== undefined ? undefined : Date.now() + parsed.timeoutMs;
+}
+
+/**
+ * The handler context of a call the port invokes directly. Its signal is aborted when the call ends,
+ * as connect does, or at its `deadline` (a `Date.now()`) with connect's deadline_exceeded error, and
+ * not when the client goes away: a call runs to completion, so an operation on money is never cut off
+ * halfway (its outcome stays available to a retry with its idempotency key).
+ */
+export function directCall(
+  method: DescMethod,
+  protocolName: string,
+  req: NodeRequest,
+  url: string,
+  values: ContextValues,
+  deadline?: number,
+): DirectCall {
   const ended = new AbortController();
+  const passed = () => ended.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+  const remaining = deadline === undefined ? undefined : deadline - Date.now();
+  // A deadline already passed aborts at once, as connect's does, so the call is refused before it runs.
+  if (remaining !== undefined && remaining <= 0) passed();
+  const timer = remaining !== undefined && remaining > 0 ? setTimeout(passed, remaining) : undefined;
   const context: HandlerContext = {
     service: method.parent,
     method,
@@ -156,13 +177,19 @@ export function directCall(method: DescMethod, protocolName: string, req: NodeRe
     requestMethod: req.method ?? "POST",
     url,
     signal: ended.signal,
-    timeoutMs: () => undefined,
+    timeoutMs: deadline === undefined ? () => undefined : () => deadline - Date.now(),
     requestHeader: requestHeaders(req),
     responseHeader: new Headers(),
     responseTrailer: new Headers(),
     values,
   };
-  return { context, end: (reason) => ended.abort(reason ?? callCompleted) };
+  return {
+    context,
+    end: (reason) => {
+      clearTimeout(timer);
+      ended.abort(reason ?? callCompleted);
+    },
+  };
 }
 
 /** The request's headers for the call, without those that describe the transfer itself. */

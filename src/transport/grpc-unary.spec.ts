@@ -21,13 +21,16 @@ describe("GrpcUnaryHandler.accepts: which gRPC calls the port answers itself", (
     [{ "content-type": "application/grpc+proto" }],
     [{ "content-type": "application/grpc", "grpc-encoding": "identity" }],
     [{ "content-type": "application/grpc", "grpc-accept-encoding": "identity,deflate,gzip", te: "trailers" }],
+    [{ "content-type": "application/grpc", "grpc-timeout": "1S" }],
+    [{ "content-type": "application/grpc", "grpc-timeout": "250000u" }],
   ])("answers a unary call with %j", (headers) => {
     expect(handler.accepts(request(headers), unary)).toBe(true);
   });
 
   it.each([
     ["a compressed message", { "content-type": "application/grpc", "grpc-encoding": "gzip" }],
-    ["a deadline", { "content-type": "application/grpc", "grpc-timeout": "1S" }],
+    ["a deadline connect refuses (no unit)", { "content-type": "application/grpc", "grpc-timeout": "1000" }],
+    ["a deadline connect refuses (over eight digits)", { "content-type": "application/grpc", "grpc-timeout": "123456789m" }],
     ["JSON messages", { "content-type": "application/grpc+json" }],
     ["gRPC-Web", { "content-type": "application/grpc-web+proto" }],
   ])("leaves %s to connect", (_, headers) => {

@@ -1,9 +1,11 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { compressionNegotiate, encodeEnvelope } from "@connectrpc/connect/protocol";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import {
   type AdmittedRpc,
   BodyTooLarge,
   copyHeaders,
+  deadlineOf,
   type DirectMethods,
   MessageTooLarge,
   type NodeRequest,
@@ -24,16 +26,16 @@ export interface GrpcUnaryCall extends AdmittedRpc {
 }
 
 /**
- * Answers the common gRPC unary call — HTTP/2, one uncompressed protobuf message in one frame, no
- * `grpc-timeout` — by invoking the implementation directly, through the same interceptors, with
- * connect's own codec, and answering as connect does: the message in one frame (gzipped when the
+ * Answers the common gRPC unary call — HTTP/2, one uncompressed protobuf message in one frame, with
+ * or without a deadline — by invoking the implementation directly, through the same interceptors,
+ * with connect's own codec, and answering as connect does: the message in one frame (gzipped when the
  * client accepts gzip and it is over a kilobyte) and `grpc-status: 0` in the trailers, or a
  * documented error (trailers-only). A body it cannot read as exactly that (a frame cut short or
  * flagged compressed, two messages, bytes protobuf refuses) goes, as read, to connect's handler, so
  * that every refusal is connect's own, documented by connect-refusals.ts. Any other gRPC call goes
  * there from the start. Connect runs a unary gRPC call through its streaming pipeline of async
  * iterables, which costs more than a payment's own work on the event loop (docs/performance.md,
- * "Protocols").
+ * "Protocols"). A `grpc-timeout` connect refuses goes to connect's handler too, which answers it.
  */
 export class GrpcUnaryHandler {
   constructor(private readonly methods: DirectMethods) {}
@@ -45,12 +47,20 @@ export class GrpcUnaryHandler {
     if (!protoContentTypes.has(headers["content-type"] ?? "")) return false;
     const encoding = headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
-    return headers["grpc-timeout"] === undefined;
+    return this.timeout(req).error === undefined;
+  }
+
+  /** The call's `grpc-timeout`, as connect reads it. */
+  private timeout(req: NodeRequest): ReturnType<typeof parseTimeout> {
+    const value = req.headers["grpc-timeout"];
+    return parseTimeout(value === undefined ? null : String(value), this.methods.options.maxTimeoutMs);
   }
 
   /** Answers a call `accepts` took. */
   async serve({ method, req, res, record, values, viaConnect }: GrpcUnaryCall): Promise<void> {
     const { options } = this.methods;
+    // Counted from before the body is read, as connect counts it.
+    const deadline = deadlineOf(this.timeout(req));
     let bytes: Buffer;
     try {
       bytes = await readBody(req, options.readMaxBytes + frameHeaderBytes);
@@ -62,7 +72,7 @@ export class GrpcUnaryHandler {
     }
     const input = this.messageOf(method, bytes);
     if (input === undefined) return viaConnect(bytes);
-    const outcome = await this.methods.invoke(method, "grpc", req, values, record, input, true);
+    const outcome = await this.methods.invoke(method, "grpc", req, values, record, input, true, deadline);
     copyHeaders(outcome.call.context.responseHeader, res);
     if (outcome.error !== undefined) return writeError(res, "grpc", outcome.error);
     let message = outcome.message;

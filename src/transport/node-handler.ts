@@ -57,6 +57,8 @@ export interface NodeHandlerOptions {
   readonly onEnded?: (record: RequestRecord, status: number) => void;
   /** A server span per request (OpenTelemetry); absent when tracing is off, so a request costs nothing for it. */
   readonly tracing?: Tracing;
+  /** Whether the common Connect and gRPC unary calls are answered directly (DIRECT_CALLS), not through connect's handler. */
+  readonly directCalls: boolean;
 }
 
 /**
@@ -70,7 +72,16 @@ export interface NodeHandlerOptions {
  * (authenticated, rate-limited) from its headers before its body is read, and a request whose body
  * was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler({ router, pages, admit, clients, cors, onEnded, tracing }: NodeHandlerOptions): DualProtocolHandler {
+export function createNodeHandler({
+  router,
+  pages,
+  admit,
+  clients,
+  cors,
+  onEnded,
+  tracing,
+  directCalls,
+}: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
@@ -173,7 +184,7 @@ export function createNodeHandler({ router, pages, admit, clients, cors, onEnded
     record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
     const values = callValues(record, admitted.caller);
-    if (protocol === "connect" && connectUnary.accepts(req, handler.method)) {
+    if (directCalls && protocol === "connect" && connectUnary.accepts(req, handler.method)) {
       return connectUnary.serve({ method: handler.method, req, res, record, values });
     }
     const viaConnect = async (body?: Uint8Array): Promise<void> => {
@@ -184,7 +195,7 @@ export function createNodeHandler({ router, pages, admit, clients, cors, onEnded
       const documented = await withDocumentedRefusals(answer, protocol, { httpMethod: req.method, method: handler.method }, record);
       await universalResponseToNodeResponse(protocol === "grpc" ? withSpecGrpcMessage(documented) : documented, res);
     };
-    if (protocol === "grpc" && grpcUnary.accepts(req, handler.method)) {
+    if (directCalls && protocol === "grpc" && grpcUnary.accepts(req, handler.method)) {
       return grpcUnary.serve({ method: handler.method, req, res, record, values, viaConnect });
     }
     return viaConnect();

@@ -9,9 +9,9 @@ import { holderGone, holderOf } from "./liveness.js";
 import { rowFromDatabase } from "./lock.js";
 import { preparedQuery } from "./prepared.js";
 import { ReleaseRetries } from "./release-retries.js";
-import { StatementBatches } from "./batches.js";
+import { BatchesByResource } from "./batches.js";
 import { sqlType } from "./statement.js";
-import { idOf, lockObject, type Resource, type Scope, type StatusRow } from "./resource.js";
+import { idOf, lockObject, objectKey, type Resource, type Scope, type StatusRow } from "./resource.js";
 
 /*
  * Claims let an operation call a processor without holding a transaction (and a pooled connection)
@@ -105,46 +105,38 @@ interface ClaimRequest {
 /** What a claim met: the object's row, now held; an object another operation holds; or no object. */
 type ClaimOutcome = Record<string, unknown> | "held" | "missing";
 
-/** Each data source's claim batches, per resource. */
-const claimBatches = new WeakMap<DataSource, Map<object, StatementBatches<ClaimRequest, ClaimOutcome>>>();
-
 /**
  * The claims of a resource that operations make at about the same time, sent together in one
  * statement (src/db/batches.ts): a confirm or a capture is a claim and an outcome, and each would
  * otherwise commit on its own.
  */
-function claimBatchesOf<Row extends ClaimableRow>(
+const claimBatches = new BatchesByResource<ClaimRequest, ClaimOutcome>();
+
+/** Claims a batch of objects of `resource` in one statement: what each claim met, in order. */
+async function claimAll<Row extends ClaimableRow>(
   dataSource: DataSource,
   clock: Clock,
   resource: Resource<Row, DescMessage>,
-): StatementBatches<ClaimRequest, ClaimOutcome> {
-  let byResource = claimBatches.get(dataSource);
-  if (byResource === undefined) {
-    byResource = new Map();
-    claimBatches.set(dataSource, byResource);
-  }
-  let batches = byResource.get(resource);
-  if (batches === undefined) {
-    const sql = statementsOf(dataSource, resource).claim;
-    batches = new StatementBatches(async (batch) => {
-      const now = clock.now();
-      const rows = await preparedQuery<{ batch_position: string; won: boolean; missing: boolean }>(dataSource, sql, [
-        batch.map((request) => request.merchantId),
-        batch.map((request) => request.livemode),
-        batch.map((request) => request.id),
-        batch.map((request) => request.token),
-        new Date(now.getTime() + claimLeaseMs),
-        now,
-        holderOf(dataSource),
-      ]);
-      const outcomes = new Map(
-        rows.map((row): [number, ClaimOutcome] => [Number(row.batch_position), row.won ? row : row.missing ? "missing" : "held"]),
-      );
-      return batch.map((_, i) => outcomes.get(i + 1)!);
-    });
-    byResource.set(resource, batches);
-  }
-  return batches;
+  batch: readonly ClaimRequest[],
+): Promise<ClaimOutcome[]> {
+  const now = clock.now();
+  const rows = await preparedQuery<{ batch_position: string; won: boolean; missing: boolean }>(
+    dataSource,
+    statementsOf(dataSource, resource).claim,
+    [
+      batch.map((request) => request.merchantId),
+      batch.map((request) => request.livemode),
+      batch.map((request) => request.id),
+      batch.map((request) => request.token),
+      new Date(now.getTime() + claimLeaseMs),
+      now,
+      holderOf(dataSource),
+    ],
+  );
+  const outcomes = new Map(
+    rows.map((row): [number, ClaimOutcome] => [Number(row.batch_position), row.won ? row : row.missing ? "missing" : "held"]),
+  );
+  return batch.map((_, i) => outcomes.get(i + 1)!);
 }
 
 /**
@@ -218,12 +210,9 @@ export async function claimObject<Row extends ClaimableRow>(
 ): Promise<Claimed<Row> | undefined> {
   const token = randomBase62(24);
   const sql = statementsOf(dataSource, resource);
-  const batches = claimBatchesOf(dataSource, clock, resource);
+  const batches = claimBatches.of(dataSource, resource, (batch) => claimAll(dataSource, clock, resource, batch));
   const claiming = waitingForClaims(async () => {
-    const outcome = await batches.add(
-      { merchantId: scope.merchantId, livemode: scope.livemode, id, token },
-      `${scope.merchantId}\u0000${scope.livemode}\u0000${id}`,
-    );
+    const outcome = await batches.add({ merchantId: scope.merchantId, livemode: scope.livemode, id, token }, objectKey(scope, id));
     if (outcome === "missing") throw notFound(resource.label, id);
     if (outcome === "held") throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
     return rowFromDatabase<Row>(sql.metadata, outcome);

@@ -8,7 +8,7 @@ import { deliveriesSql, eventsReturning } from "../webhooks/schedule.js";
 import { newEvent } from "../events/record.js";
 import type { NewJob } from "../jobs/runner.js";
 import type { StateMachine } from "../state-machine.js";
-import { StatementBatches } from "./batches.js";
+import { BatchesByResource } from "./batches.js";
 import { addEndOfJobs, addFollowUps, jobRowOf } from "./follow-ups.js";
 import { lockRow, readRow } from "./lock.js";
 import { preparedIn } from "./prepared.js";
@@ -52,6 +52,11 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   guard?(alias: string): string;
   /** The error answering a new object the guard stopped, naming the field (looked up in `em`). */
   refusal?(em: EntityManager, row: Row): Promise<ApiError>;
+}
+
+/** An object's key (its merchant, environment and id) as one string: no batch holds two writes of one key. */
+export function objectKey(scope: Scope, id: string): string {
+  return `${scope.merchantId}\u0000${scope.livemode}\u0000${id}`;
 }
 
 /** The object's own id, e.g. its payment_id. */
@@ -213,28 +218,8 @@ async function writeClaimedChanges<Row extends StatusRow>(
   return changes.map((_, i) => written.has(i + 1));
 }
 
-/** Each data source's claimed-change batches, per resource. */
-const claimedChangeBatches = new WeakMap<DataSource, Map<object, StatementBatches<ClaimedChange<StatusRow>, boolean>>>();
-
 /** The claimed changes of a resource that operations write at about the same time, sent together (src/db/batches.ts). */
-function claimedChangeBatchesOf<Row extends StatusRow>(
-  dataSource: DataSource,
-  clock: Clock,
-  resource: Resource<Row, DescMessage>,
-): StatementBatches<ClaimedChange<Row>, boolean> {
-  let byResource = claimedChangeBatches.get(dataSource);
-  if (byResource === undefined) {
-    byResource = new Map();
-    claimedChangeBatches.set(dataSource, byResource);
-  }
-  let batches = byResource.get(resource);
-  if (batches === undefined) {
-    const generic = resource as unknown as Resource<StatusRow, DescMessage>;
-    batches = new StatementBatches((batch) => writeClaimedChanges(dataSource.manager, clock, generic, batch));
-    byResource.set(resource, batches);
-  }
-  return batches as unknown as StatementBatches<ClaimedChange<Row>, boolean>;
-}
+const claimedChangeBatches = new BatchesByResource<ClaimedChange<StatusRow>, boolean>();
 
 /**
  * Writes the outcome of an operation that claimed the object (src/db/claims.ts) as writeObjectChange
@@ -265,13 +250,13 @@ export async function writeClaimedChange<
     jobs: changed ? jobs : [],
     final: resource.states.isFinal(row.status),
   };
-  const generic = resource as unknown as Resource<Row, DescMessage>;
+  const generic = resource as unknown as Resource<StatusRow, DescMessage>;
+  const dataSource = em.connection;
   const written =
     em.queryRunner === undefined
-      ? await claimedChangeBatchesOf(em.connection, clock, generic).add(
-          change,
-          `${row.merchantId}\u0000${row.livemode}\u0000${idOf(resource, row)}`,
-        )
+      ? await claimedChangeBatches
+          .of(dataSource, resource, (batch) => writeClaimedChanges(dataSource.manager, clock, generic, batch))
+          .add(change, objectKey(row, idOf(resource, row)))
       : (await writeClaimedChanges(em, clock, generic, [change]))[0]!;
   if (!written) throw claimLost(resource.name, idOf(resource, row));
 }

@@ -4,6 +4,7 @@ import { visaCard as card } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
+import { eventTypes as storedEventTypes } from "./support/events.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { payoutAccounts } from "./support/payout-destinations.js";
 import { summary } from "./support/races.js";
@@ -31,13 +32,8 @@ async function count(sql: string, params: unknown[]): Promise<number> {
 }
 
 /** The event types stored for an object, sorted. */
-async function eventTypes(merchant: TestMerchant, objectId: string): Promise<string[]> {
-  const rows: { type: string }[] = await service.app.dataSource.query(
-    "SELECT type FROM events WHERE merchant_id = $1 AND object_id = $2 ORDER BY type",
-    [merchant.merchantId, objectId],
-  );
-  return rows.map((row) => row.type);
-}
+const eventTypes = (merchant: TestMerchant, objectId: string): Promise<string[]> =>
+  storedEventTypes(service.app.dataSource, merchant, objectId);
 
 describe("payments created in one burst", () => {
   it("each call gets its own answer: others' bad profile, missing customer or taken id fail only themselves", async () => {

@@ -42,6 +42,7 @@ import { reapExpiredKeys } from "./idempotency/store.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
+import { refreshStatistics, statisticsCheckIntervalMs } from "./db/statistics.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
@@ -296,6 +297,7 @@ export function registerJobs(
   runner.register(disputeJobHandlers(deps));
   runner.register(payoutJobHandlers(deps));
   runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
+  runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 

@@ -135,6 +135,46 @@ describe.skipIf(!onPostgres)("the new-object write on a database that grew after
   });
 });
 
+describe.skipIf(!onPostgres)("instances that find the same stale table at once", () => {
+  it("analyze it once between them", async () => {
+    const instances = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const dataSource = new DataSource({
+          type: "postgres",
+          url: (await fileDatabaseUrl())!,
+          entities,
+          logging: false,
+          extra: { max: 2 },
+        });
+        return dataSource.initialize();
+      }),
+    );
+    try {
+      const analyses = (db: pg.Client) =>
+        db.query<{ analyses: string; changed: string }>(
+          "SELECT analyze_count AS analyses, n_mod_since_analyze AS changed FROM pg_stat_user_tables WHERE relname = 'merchants'",
+        );
+      // More than a tenth of the table the first test left (50,001 merchants, analyzed).
+      await onFileDatabase((db) =>
+        db.query("INSERT INTO merchants SELECT 'mer_stale_' || i, NULL, 'pro_stale_' || i, now() FROM generate_series(1, 10000) AS i"),
+      );
+      const before = await waitUntil(
+        async () => {
+          await sleep(200);
+          return (await onFileDatabase(analyses)).rows[0]!;
+        },
+        (stats) => Number(stats.changed) >= 10000,
+        100,
+      );
+      const analyzed = (await Promise.all(instances.map((instance) => refreshStatistics(instance)))).flat();
+      expect(analyzed.filter((table) => table === "merchants")).toEqual(["merchants"]);
+      expect(Number((await onFileDatabase(analyses)).rows[0]!.analyses) - Number(before.analyses)).toBe(1);
+    } finally {
+      await Promise.all(instances.map((instance) => instance.destroy()));
+    }
+  });
+});
+
 describe.skipIf(!onPostgres)("a running service whose payments table was loaded in bulk", () => {
   const service = runningInstance();
 

@@ -4,8 +4,10 @@
  * create with confirm over REST, Connect JSON, Connect binary and gRPC (bench/grpc.ts, h2load);
  * create, then confirm with the secret key over REST and Connect JSON; the two-step checkout
  * (create with the secret key, confirm with the publishable key and client_secret); a realistic mix
- * of operations with the drain of its jobs (bench/mix.ts); webhooks (bench/webhooks.ts); and one to
- * three instances behind HAProxy (bench/scale-out.ts).
+ * of operations with the drain of its jobs (bench/mix.ts); webhooks (bench/webhooks.ts); one to
+ * three instances behind HAProxy (bench/scale-out.ts); and, when BENCH_GROWN_DATABASE_URL names a
+ * database `npm run bench:seed` filled, create with confirm, retrieves and filtered lists on it
+ * (bench/grown.ts).
  *
  * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running (with DATABASE_URL its
  * database, whose jobs table the mix reads); without them it starts
@@ -24,6 +26,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { type ProtocolName, protocolOf, rest } from "./flows.js";
 import { measureGrpc } from "./grpc.js";
+import { type GrownResult, grownReport, measureGrown } from "./grown.js";
 import { type MixResult, measureMix } from "./mix.js";
 import { measureScaleOut, type ScaleOutRound, scaleOutReport } from "./scale-out.js";
 import { type BenchMerchant, benchTarget, newMerchant, stopServer } from "./service.js";
@@ -208,11 +211,17 @@ async function main(): Promise<void> {
     // The scale-out scenario's instances share the database: the service measured so far stops first.
     await stopServer(child);
     const scaleOut = child === undefined ? undefined : await measureScaleOut(databaseUrl, { connections, seconds, rounds: roundCount });
+    const grownDatabaseUrl = process.env.BENCH_GROWN_DATABASE_URL;
+    const grown =
+      grownDatabaseUrl === undefined
+        ? undefined
+        : await measureGrown(grownDatabaseUrl, { connections, seconds, rounds: roundCount, workers });
     await writeReport(
       results,
       mix,
       webhooks,
       scaleOut,
+      grown,
       process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL",
       loadBefore,
     );
@@ -294,6 +303,7 @@ async function writeReport(
   mix: MixResult,
   webhooks: { rounds: WebhookRound[]; delivery: DeliveryFigures },
   scaleOut: ScaleOutRound[] | undefined,
+  grown: GrownResult | undefined,
   database: string,
   loadBefore: number,
 ): Promise<void> {
@@ -338,6 +348,12 @@ ${rows.join("\n")}
 ${mixReport(mix)}
 
 ${webhookReport(webhooks)}
+
+${
+  grown === undefined
+    ? 'Grown database: not measured in this run (BENCH_GROWN_DATABASE_URL names a database `npm run bench:seed` filled; docs/performance.md, "Grown database").'
+    : grownReport(grown, results.find((r) => r.scenario === "create with confirm" && r.protocol === "REST")!.paymentsPerSecond, seconds)
+}
 ${endMarker}`;
   let report = replaceBetween(await readFile(reportFile, "utf8").catch(() => "# Performance\n"), startMarker, endMarker, measured);
   if (scaleOut !== undefined) {

@@ -1,0 +1,202 @@
+/*
+ * The grown-database scenario of `npm run bench` (issue 20, target 4): the service on a database that
+ * `npm run bench:seed` filled (5 million payments by default), as the merchant with the most
+ * payments (SEED_KEYS_FILE, default bench/seed-keys.json). It measures create with confirm as the
+ * empty-database scenario does (autocannon, closed loop), and the reads whose cost grows with the
+ * tables, a retrieve of a random payment and the merchant's lists filtered by customer, status and a
+ * one-day created range, at a fixed offered rate: in a closed loop of 50 connections a request's
+ * latency is mostly its wait behind the other 49 (50 ÷ throughput), whatever the tables hold, so the
+ * reads are sent at `readRate` requests/s over `readConnections` connections, below what the service
+ * can serve, and their latency is what the grown tables cost a request.
+ */
+import { readFileSync } from "node:fs";
+import autocannon from "autocannon";
+import pg from "pg";
+import { rest } from "./flows.js";
+import { startServer, stopServer } from "./service.js";
+
+/** Offered rate of each read scenario, requests/s. */
+const readRate = 200;
+/**
+ * Connections of each read scenario. autocannon paces each connection on its own, so ten connections
+ * at 20 requests/s send bursts of ten that queue behind each other (p50 7–9 ms for a retrieve where
+ * one connection at the same rate measured 1–2 ms); two keep the bursts small and a slow answer from
+ * holding the rate back.
+ */
+const readConnections = 2;
+/** The statuses the seed gives payments (bench/seed.ts), picked at random for the status filter. */
+const seededStatuses = ["succeeded", "failed", "cancelled", "requires_payment_method", "requires_capture"];
+/** How far back the seed spreads payments: the created range is one day within it. */
+const seededDays = 180;
+
+/** A merchant of the seed, as bench/seed.ts writes it to its keys file, largest first. */
+interface SeedKey {
+  readonly merchant_id: string;
+  readonly profile_id: string;
+  readonly api_key: string;
+  readonly payments: number;
+}
+
+/** One measured scenario on the grown database. */
+export interface GrownFigures {
+  readonly scenario: string;
+  readonly requestsPerSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly errors: number;
+}
+
+/** What the grown-database scenario measured: create with confirm's median round and range, and each read. */
+export interface GrownResult {
+  readonly merchantPayments: number;
+  readonly tables: string;
+  readonly createWithConfirm: GrownFigures & { readonly slowest: number; readonly fastest: number };
+  readonly reads: readonly GrownFigures[];
+}
+
+const day = 24 * 60 * 60 * 1000;
+
+/** Rows of the seeded tables, for the report: what "grown" meant in this run. */
+async function tableSizes(db: pg.Client): Promise<string> {
+  const { rows } = await db.query<{ relname: string; n: string }>(
+    "SELECT relname, reltuples::bigint AS n FROM pg_class WHERE relname IN ('payments', 'events', 'refunds', 'customers', 'merchants') ORDER BY relname",
+  );
+  return rows.map((row) => `${row.relname} ≈${Number(row.n).toLocaleString("en-US")}`).join(", ");
+}
+
+/** One autocannon run of `seconds`: its figures. */
+async function measure(
+  url: string,
+  scenario: string,
+  options: { connections: number; seconds: number; overallRate?: number; requests: autocannon.Request[] },
+): Promise<GrownFigures> {
+  const result = await autocannon({
+    url,
+    connections: options.connections,
+    duration: options.seconds,
+    requests: options.requests,
+    ...(options.overallRate === undefined ? {} : { overallRate: options.overallRate }),
+  });
+  const figures = {
+    scenario,
+    requestsPerSecond: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
+  console.log(JSON.stringify({ grown: true, ...figures }));
+  return figures;
+}
+
+/**
+ * Starts the service (`workers` workers) on `databaseUrl`, a database bench:seed filled, and measures
+ * create with confirm (`rounds` rounds of `seconds` at `connections`, after a warm-up) interleaved
+ * with the reads, then stops it.
+ */
+export async function measureGrown(
+  databaseUrl: string,
+  options: { connections: number; seconds: number; rounds: number; workers: string },
+): Promise<GrownResult> {
+  const [merchant] = JSON.parse(readFileSync(process.env.SEED_KEYS_FILE ?? "bench/seed-keys.json", "utf8")) as SeedKey[];
+  if (merchant === undefined) throw new Error("the seed keys file lists no merchant: run npm run bench:seed first");
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  let tables: string;
+  let paymentIds: string[];
+  let customerIds: string[];
+  try {
+    tables = await tableSizes(db);
+    const sample = (sql: string) => db.query<{ id: string }>(sql, [merchant.merchant_id]).then((r) => r.rows.map((row) => row.id));
+    paymentIds = await sample("SELECT payment_id AS id FROM payments WHERE merchant_id = $1 AND NOT livemode ORDER BY random() LIMIT 2000");
+    customerIds = await sample(
+      "SELECT customer_id AS id FROM customers WHERE merchant_id = $1 AND NOT livemode ORDER BY random() LIMIT 500",
+    );
+  } finally {
+    await db.end();
+  }
+  const pick = <T>(values: readonly T[]) => values[Math.floor(Math.random() * values.length)]!;
+  const headers = { "content-type": "application/json", "api-key": merchant.api_key };
+  const get = (path: () => string): autocannon.Request[] => [{ method: "GET", headers, setupRequest: (req) => ({ ...req, path: path() }) }];
+  const dayAgo = (days: number) => new Date(Date.now() - days * day).toISOString();
+  const reads: { scenario: string; requests: autocannon.Request[] }[] = [
+    { scenario: "retrieve", requests: get(() => `/payments/${pick(paymentIds)}`) },
+    { scenario: "list by customer", requests: get(() => `/payments/list?limit=10&customer_id=${pick(customerIds)}`) },
+    { scenario: "list by status", requests: get(() => `/payments/list?limit=10&status=${pick(seededStatuses)}`) },
+    {
+      scenario: "list by created range (one day)",
+      requests: get(() => {
+        const daysAgo = 1 + Math.floor(Math.random() * (seededDays - 1));
+        return `/payments/list?limit=10&created_gte=${encodeURIComponent(dayAgo(daysAgo + 1))}&created_lte=${encodeURIComponent(dayAgo(daysAgo))}`;
+      }),
+    },
+  ];
+  const create: autocannon.Request[] = [
+    { method: "POST", path: "/payments", headers, body: JSON.stringify(rest.create(merchant.profile_id, { confirm: true })) },
+  ];
+
+  // The seed's events go back 180 days: a shorter retention would have the reaper deleting them meanwhile.
+  const server = await startServer(databaseUrl, options.workers, { EVENT_RETENTION_DAYS: "3650" });
+  try {
+    await measure(server.url, "warm-up", { connections: options.connections, seconds: options.seconds, requests: create });
+    const creates: GrownFigures[] = [];
+    const readRounds: GrownFigures[][] = reads.map(() => []);
+    for (let round = 0; round < options.rounds; round++) {
+      creates.push(
+        await measure(server.url, "create with confirm", { connections: options.connections, seconds: options.seconds, requests: create }),
+      );
+      for (const [i, read] of reads.entries()) {
+        readRounds[i]!.push(
+          await measure(server.url, read.scenario, {
+            connections: readConnections,
+            seconds: options.seconds,
+            overallRate: readRate,
+            requests: read.requests,
+          }),
+        );
+      }
+    }
+    const byThroughput = [...creates].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+    return {
+      merchantPayments: merchant.payments,
+      tables,
+      createWithConfirm: {
+        ...byThroughput[Math.floor((byThroughput.length - 1) / 2)]!,
+        slowest: byThroughput[0]!.requestsPerSecond,
+        fastest: byThroughput[byThroughput.length - 1]!.requestsPerSecond,
+        errors: creates.reduce((sum, r) => sum + r.errors, 0),
+      },
+      // Each read's worst round: the target is a p99 bound, so the report must not pick a kind one.
+      reads: readRounds.map((rounds) => {
+        const worst = [...rounds].sort((a, b) => b.p99 - a.p99)[0]!;
+        return { ...worst, errors: rounds.reduce((sum, r) => sum + r.errors, 0) };
+      }),
+    };
+  } finally {
+    await stopServer(server.child);
+  }
+}
+
+/** "met" or "not met", as the report writes it beside a target. */
+function verdict(met: boolean): string {
+  return met ? "met" : "**not met**";
+}
+
+/** The grown-database part of the report, against the empty database's create with confirm (REST) of the same run. */
+export function grownReport(grown: GrownResult, emptyPaymentsPerSecond: number, seconds: number): string {
+  const create = grown.createWithConfirm;
+  const change = Math.round((100 * (create.requestsPerSecond - emptyPaymentsPerSecond)) / emptyPaymentsPerSecond);
+  const readRows = grown.reads.map((read) => {
+    const bound = read.scenario === "retrieve" ? 10 : 25;
+    return `| ${read.scenario} | ${read.requestsPerSecond} | ${read.p50} | ${read.p99} | ${read.errors} | p99 < ${bound} ms (issue 20): ${verdict(read.p99 < bound && read.errors === 0)} |`;
+  });
+  return `Grown database (bench/grown.ts): the service on a database \`npm run bench:seed\` filled (${grown.tables}), as its merchant
+with the most payments (${grown.merchantPayments.toLocaleString("en-US")}). Create with confirm as above (REST, closed loop, median round);
+the reads at ${readRate} requests/s offered over ${readConnections} connections for ${seconds} s each, interleaved with it, each row the
+round with the highest p99: a retrieve of a random payment of the merchant, and its first page of payments of a random customer,
+of a random status, and created within a random day of the seed's ${seededDays}.
+
+| Scenario | Requests/s | p50 ms | p99 ms | Errors | Target |
+|---|---|---|---|---|---|
+| create with confirm | ${create.requestsPerSecond} (${change >= 0 ? "+" : ""}${change} % of the empty database's ${emptyPaymentsPerSecond}; rounds ${create.slowest}–${create.fastest}) | ${create.p50} | ${create.p99} | ${create.errors} | within 15 % of the empty database (issue 20): ${verdict(change >= -15 && create.errors === 0)} |
+${readRows.join("\n")}`;
+}

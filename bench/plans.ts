@@ -60,9 +60,9 @@ const listen = (client: pg.Client) => {
 for (const client of pool._clients) listen(client);
 pool.on("connect", listen);
 
-/** Statements of the job runner and the reapers, which run beside requests. */
+/** Statements of the job runner, the reapers and the statistics check, which run beside requests. */
 const background =
-  /^Query Text: (WITH due AS MATERIALIZED|DELETE FROM events WHERE event_id = ANY|DELETE FROM idempotency_keys WHERE ctid|DELETE FROM jobs WHERE job_id = \$1 AND run_at)/m;
+  /^Query Text: (WITH due AS MATERIALIZED|DELETE FROM events WHERE event_id = ANY|DELETE FROM idempotency_keys WHERE ctid|DELETE FROM jobs WHERE job_id = \$1 AND run_at|SELECT s\.relname AS name FROM pg_stat_user_tables)/m;
 
 async function call(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(service.url + path, {

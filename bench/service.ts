@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { readdirSync, readFileSync } from "node:fs";
 import readline from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
@@ -155,4 +156,67 @@ export function slope(points: readonly { x: number; y: number }[]): number {
   const covariance = points.reduce((sum, p) => sum + (p.x - meanX) * (p.y - meanY), 0);
   const variance = points.reduce((sum, p) => sum + (p.x - meanX) ** 2, 0);
   return covariance / variance;
+}
+
+/** Resident memory of the process `pid` and every process under it (the cluster's workers, if any), in MB. */
+export function rssMb(pid: number): number {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The command may hold spaces and parentheses: the fields after its closing one are fixed.
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // Ended while listed.
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const [child, parent] of parents) if (parent === tree[i]) tree.push(child);
+  let kilobytes = 0;
+  for (const member of tree) {
+    const status = readFileSync(`/proc/${member}/status`, "utf8");
+    kilobytes += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  }
+  return kilobytes / 1024;
+}
+
+/** Whether an instance's memory stayed bounded through a run, judged on its RSS samples. */
+export interface MemoryVerdict {
+  readonly maxMb: number;
+  /** Peak from past start-up (the second minute) to the end of the first third. */
+  readonly earlyPeakMb: number;
+  readonly earlyFrom: number;
+  readonly earlyTo: number;
+  /** Peak of the last third. */
+  readonly latePeakMb: number;
+  /** From past start-up, MB per minute. */
+  readonly trendMbPerMinute: number;
+  readonly settledFrom: number;
+  /** Under `limitMb` throughout, and the last third's peak within 10 % of the early one. */
+  readonly bounded: boolean;
+}
+
+/**
+ * Judges RSS samples (`t` seconds into a run of `seconds`). Memory swings with the collector's cycle
+ * (tens of MB between two samples), so growth compares peaks: from past start-up to the first
+ * third's end, against the last third.
+ */
+export function memoryVerdict(samples: readonly { t: number; rssMb: number }[], seconds: number, limitMb: number): MemoryVerdict {
+  const settled = samples.filter((s) => s.t >= Math.min(120, seconds / 6));
+  const early = settled.filter((s) => s.t <= seconds / 3);
+  const lastThird = samples.filter((s) => s.t > (2 * seconds) / 3);
+  const maxMb = Math.max(...samples.map((s) => s.rssMb));
+  const earlyPeakMb = Math.max(...early.map((s) => s.rssMb));
+  const latePeakMb = Math.max(...lastThird.map((s) => s.rssMb));
+  return {
+    maxMb,
+    earlyPeakMb,
+    earlyFrom: early[0]!.t,
+    earlyTo: early.at(-1)!.t,
+    latePeakMb,
+    trendMbPerMinute: 60 * slope(settled.map((s) => ({ x: s.t, y: s.rssMb }))),
+    settledFrom: settled[0]!.t,
+    bounded: maxMb < limitMb && latePeakMb <= 1.1 * earlyPeakMb,
+  };
 }

@@ -22,12 +22,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import pg from "pg";
-import { newMerchant, prepareDatabase, slope, startServer, stopServer } from "./service.js";
+import { memoryVerdict, newMerchant, prepareDatabase, rssMb, slope, startServer, stopServer } from "./service.js";
 import { confirmedPayment } from "./flows.js";
 import { startReceiver } from "./webhooks.js";
 
@@ -92,29 +91,6 @@ async function readTables(db: pg.Client) {
     inserted: byTable((t) => Number(stat(t).inserted)),
     megabytes: byTable((t) => Number(stat(t).bytes) / 2 ** 20),
   };
-}
-
-/** Resident memory of the process `pid` and every process under it (the cluster's workers, if any), in MB. */
-function rssMb(pid: number): number {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The command may hold spaces and parentheses: the fields after its closing one are fixed.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // Ended while listed.
-    }
-  }
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) for (const [child, parent] of parents) if (parent === tree[i]) tree.push(child);
-  let kilobytes = 0;
-  for (const member of tree) {
-    const status = readFileSync(`/proc/${member}/status`, "utf8");
-    kilobytes += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  }
-  return kilobytes / 1024;
 }
 
 /** A port nothing listens on now, for the instance's ops listener (its metrics). */
@@ -289,19 +265,13 @@ function verdicts(samples: readonly Sample[]): string[] {
   lines.push(
     `due jobs: ${number(measured[0]!.due)} at ${measured[0]!.t} s, ${number(end.due)} at ${end.t} s, trend ${slope(measured.map((s) => ({ x: s.t, y: s.due }))).toFixed(1)} jobs/s`,
   );
-  // Memory swings with the collector's cycle (the heap in use by tens of MB between two samples), so
-  // growth compares peaks, as for the tables: from past start-up (the second minute) to the first
-  // third's end, against the last third.
-  const settled = measured.filter((s) => s.t >= Math.min(120, seconds / 6));
-  const early = settled.filter((s) => s.t <= seconds / 3);
-  const maxRss = Math.max(...measured.map((s) => s.rssMb));
-  const [earlyPeak, latePeak] = [Math.max(...early.map((s) => s.rssMb)), Math.max(...lastThird.map((s) => s.rssMb))];
-  const trend = (figure: (s: Sample) => number) => 60 * slope(settled.map((s) => ({ x: s.t, y: figure(s) })));
-  const steady = maxRss < rssLimitMb && latePeak <= 1.1 * earlyPeak;
+  const memory = memoryVerdict(measured, seconds, rssLimitMb);
+  const settled = measured.filter((s) => s.t >= memory.settledFrom);
+  const heapTrend = 60 * slope(settled.map((s) => ({ x: s.t, y: s.heapMb })));
   lines.push(
-    `RSS: max ${maxRss.toFixed(0)} MB (limit ${rssLimitMb}); peak ${earlyPeak.toFixed(0)} MB from ${early[0]!.t} s to ${early.at(-1)!.t} s, ` +
-      `${latePeak.toFixed(0)} MB in the last third (×${(latePeak / earlyPeak).toFixed(2)}); from ${settled[0]!.t} s trend ` +
-      `${trend((s) => s.rssMb).toFixed(1)} MB/min, heap ${trend((s) => s.heapMb).toFixed(1)} MB/min: ${steady ? "bounded, no growth" : "GROWS or over the limit"}`,
+    `RSS: max ${memory.maxMb.toFixed(0)} MB (limit ${rssLimitMb}); peak ${memory.earlyPeakMb.toFixed(0)} MB from ${memory.earlyFrom} s to ${memory.earlyTo} s, ` +
+      `${memory.latePeakMb.toFixed(0)} MB in the last third (×${(memory.latePeakMb / memory.earlyPeakMb).toFixed(2)}); from ${memory.settledFrom} s trend ` +
+      `${memory.trendMbPerMinute.toFixed(1)} MB/min, heap ${heapTrend.toFixed(1)} MB/min: ${memory.bounded ? "bounded, no growth" : "GROWS or over the limit"}`,
   );
   return lines;
 }

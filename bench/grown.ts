@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
 import pg from "pg";
 import { rest } from "./flows.js";
-import { startServer, stopServer } from "./service.js";
+import { startServer, stopServer, verdict } from "./service.js";
 
 /** Offered rate of each read scenario, requests/s. */
 const readRate = 200;
@@ -174,11 +174,6 @@ export async function measureGrown(
   } finally {
     await stopServer(server.child);
   }
-}
-
-/** "met" or "not met", as the report writes it beside a target. */
-function verdict(met: boolean): string {
-  return met ? "met" : "**not met**";
 }
 
 /** The grown-database part of the report, against the empty database's create with confirm (REST) of the same run. */

@@ -29,7 +29,7 @@ import { measureGrpc } from "./grpc.js";
 import { type GrownResult, grownReport, measureGrown } from "./grown.js";
 import { type MixResult, measureMix } from "./mix.js";
 import { measureScaleOut, type ScaleOutRound, scaleOutReport } from "./scale-out.js";
-import { type BenchMerchant, benchTarget, newMerchant, stopServer } from "./service.js";
+import { type BenchMerchant, benchTarget, newMerchant, stopServer, verdict } from "./service.js";
 import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -228,11 +228,6 @@ async function main(): Promise<void> {
   } finally {
     await stopServer(child);
   }
-}
-
-/** "met" or "not met", as the report writes it beside a target. */
-function verdict(met: boolean): string {
-  return met ? "met" : "**not met**";
 }
 
 /** A row's target (the issue that set it) and whether the row meets it; "—" for scenarios without one. */

@@ -220,3 +220,8 @@ export function memoryVerdict(samples: readonly { t: number; rssMb: number }[], 
     bounded: maxMb < limitMb && latePeakMb <= 1.1 * earlyPeakMb,
   };
 }
+
+/** "met" or "not met", as a report writes it beside a target. */
+export function verdict(met: boolean): string {
+  return met ? "met" : "**not met**";
+}

@@ -448,7 +448,9 @@ describe("idempotency keys on one instance", () => {
         await db.connect();
         // Only sessions this one blocks: other test files wait on locks of their own databases meanwhile.
         const waiting = async () =>
-          Number((await db.query("SELECT count(*) AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))")).rows[0].n);
+          Number(
+            (await db.query("SELECT count(*) AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))")).rows[0].n,
+          );
         let retried: RestResponse;
         try {
           await db.query("BEGIN");

@@ -9,11 +9,10 @@
  * reads are sent at `readRate` requests/s over `readConnections` connections, below what the service
  * can serve, and their latency is what the grown tables cost a request.
  */
-import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
 import pg from "pg";
 import { rest } from "./flows.js";
-import { startServer, stopServer, verdict } from "./service.js";
+import { largestSeedMerchant, startServer, stopServer, verdict } from "./service.js";
 
 /** Offered rate of each read scenario, requests/s. */
 const readRate = 200;
@@ -28,14 +27,6 @@ const readConnections = 2;
 const seededStatuses = ["succeeded", "failed", "cancelled", "requires_payment_method", "requires_capture"];
 /** How far back the seed spreads payments: the created range is one day within it. */
 const seededDays = 180;
-
-/** A merchant of the seed, as bench/seed.ts writes it to its keys file, largest first. */
-interface SeedKey {
-  readonly merchant_id: string;
-  readonly profile_id: string;
-  readonly api_key: string;
-  readonly payments: number;
-}
 
 /** One measured scenario on the grown database. */
 export interface GrownFigures {
@@ -97,8 +88,7 @@ export async function measureGrown(
   databaseUrl: string,
   options: { connections: number; seconds: number; rounds: number; workers: string },
 ): Promise<GrownResult> {
-  const [merchant] = JSON.parse(readFileSync(process.env.SEED_KEYS_FILE ?? "bench/seed-keys.json", "utf8")) as SeedKey[];
-  if (merchant === undefined) throw new Error("the seed keys file lists no merchant: run npm run bench:seed first");
+  const merchant = largestSeedMerchant();
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   let tables: string;

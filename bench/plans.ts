@@ -10,10 +10,10 @@
  * bench/seed-keys.json), and each is sent `PLAN_RUNS` times (default 7: a named prepared statement
  * goes generic from its sixth execution); the plans of the last run are printed.
  */
-import { readFileSync } from "node:fs";
 import type pg from "pg";
 import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import { card } from "./flows.js";
+import { largestSeedMerchant } from "./service.js";
 
 process.env.PGOPTIONS = [
   "-c session_preload_libraries=auto_explain",
@@ -39,13 +39,7 @@ process.env.EVENT_RETENTION_DAYS ??= "3650";
 const { openApp, serve } = await import("../src/app.js");
 const { loadConfig } = await import("../src/config.js");
 
-interface SeedKey {
-  merchant_id: string;
-  api_key: string;
-  profile_id: string;
-  payments: number;
-}
-const [merchant] = JSON.parse(readFileSync(process.env.SEED_KEYS_FILE ?? "bench/seed-keys.json", "utf8")) as SeedKey[];
+const merchant = largestSeedMerchant();
 const runs = Number(process.env.PLAN_RUNS ?? 7);
 
 const service = await serve(await openApp(loadConfig()));
@@ -67,7 +61,7 @@ const background =
 async function call(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(service.url + path, {
     method,
-    headers: { "content-type": "application/json", "api-key": merchant!.api_key, "admin-api-key": process.env.ADMIN_API_KEY! },
+    headers: { "content-type": "application/json", "api-key": merchant.api_key, "admin-api-key": process.env.ADMIN_API_KEY! },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const answer = (await res.json()) as Record<string, unknown>;
@@ -96,18 +90,18 @@ const db = service.app.dataSource;
 const [customer] = (await db.query(
   `SELECT customer_id FROM payments WHERE merchant_id = $1 AND livemode = false AND customer_id IS NOT NULL
     GROUP BY customer_id ORDER BY count(*) DESC LIMIT 1`,
-  [merchant!.merchant_id],
+  [merchant.merchant_id],
 )) as { customer_id: string }[];
 const [payment] = (await db.query(
   `SELECT payment_id FROM payments WHERE merchant_id = $1 AND livemode = false AND status = 'succeeded' ORDER BY created DESC OFFSET 100 LIMIT 1`,
-  [merchant!.merchant_id],
+  [merchant.merchant_id],
 )) as { payment_id: string }[];
 const [refunded] = (await db.query(
   `SELECT payment_id FROM refunds WHERE merchant_id = $1 AND livemode = false ORDER BY created DESC OFFSET 50 LIMIT 1`,
-  [merchant!.merchant_id],
+  [merchant.merchant_id],
 )) as { payment_id: string }[];
 const month = (ago: number) => new Date(Date.now() - ago * 30 * 24 * 60 * 60 * 1000).toISOString();
-console.log(`Merchant ${merchant!.merchant_id} (${merchant!.payments} payments), customer ${customer!.customer_id}; ${runs} runs each.`);
+console.log(`Merchant ${merchant.merchant_id} (${merchant.payments} payments), customer ${customer!.customer_id}; ${runs} runs each.`);
 
 const pay = payment!.payment_id;
 await plans("Payments, newest first", "GET", () => "/payments/list?limit=10");
@@ -131,7 +125,7 @@ await plans("Events of one type", "GET", () => "/events/list?limit=10&type=payme
 await plans("Events of one object", "GET", () => `/events/list?limit=10&object_id=${pay}`);
 await plans("Payouts", "GET", () => "/payouts/list?limit=10");
 await plans("Disputes", "GET", () => "/disputes/list?limit=10");
-await plans("API keys", "GET", () => `/api-keys?merchant_id=${merchant!.merchant_id}&limit=10`);
+await plans("API keys", "GET", () => `/api-keys?merchant_id=${merchant.merchant_id}&limit=10`);
 await plans(
   "Create with confirm",
   "POST",
@@ -139,7 +133,7 @@ await plans(
   () => ({
     amount: 1000,
     currency: "USD",
-    profile_id: merchant!.profile_id,
+    profile_id: merchant.profile_id,
     confirm: true,
     payment_method_data: { card },
   }),
@@ -149,14 +143,14 @@ await plans(
   "Create (no confirm)",
   "POST",
   () => "/payments",
-  () => ({ amount: 1000, currency: "USD", profile_id: merchant!.profile_id }),
+  () => ({ amount: 1000, currency: "USD", profile_id: merchant.profile_id }),
 ).then((answer) => {
   created = String(answer.payment_id);
 });
 // Each run confirms a payment of its own, created just before (outside the plans shown).
 const toConfirm: string[] = [];
 for (let i = 0; i < runs; i++) {
-  toConfirm.push(String((await call("POST", "/payments", { amount: 1000, currency: "USD", profile_id: merchant!.profile_id })).payment_id));
+  toConfirm.push(String((await call("POST", "/payments", { amount: 1000, currency: "USD", profile_id: merchant.profile_id })).payment_id));
 }
 toConfirm.push(created);
 await plans(

@@ -40,6 +40,7 @@ import { paymentResource } from "../src/payments/store.js";
 import { newReference } from "../src/processors/sandbox.js";
 import { RefundRow } from "../src/refunds/refund.entity.js";
 import { refundResource } from "../src/refunds/store.js";
+import { seedKeysFile } from "./service.js";
 
 const day = 24 * 60 * 60 * 1000;
 /** How far back the payments go. */
@@ -204,7 +205,6 @@ async function main(): Promise<void> {
   const customerCount = Math.round(payments / 50);
   const refundsWanted = Math.round(payments / 10);
   const hasher = new ApiKeyHasher(Buffer.from(process.env.API_KEY_HASH_SECRET ?? "bench-api-key-hash-secret-32chars", "utf8"));
-  const keysFile = process.env.SEED_KEYS_FILE ?? "bench/seed-keys.json";
 
   const dataSource = new DataSource({ type: "postgres", url, entities, logging: false, poolSize: 2 });
   await dataSource.initialize();
@@ -506,14 +506,14 @@ async function main(): Promise<void> {
   const seconds = Math.round((Date.now() - started) / 1000);
   merchants.sort((a, b) => b.payments - a.payments);
   writeFileSync(
-    keysFile,
+    seedKeysFile,
     `${JSON.stringify(
       merchants.map((m) => ({ merchant_id: m.merchantId, profile_id: m.profileId, api_key: m.apiKey, payments: m.payments })),
       null,
       1,
     )}\n`,
   );
-  console.log(JSON.stringify({ rows: Object.fromEntries(loaded), copySeconds: copied, totalSeconds: seconds, keysFile }));
+  console.log(JSON.stringify({ rows: Object.fromEntries(loaded), copySeconds: copied, totalSeconds: seconds, keysFile: seedKeysFile }));
   await dataSource.destroy();
 }
 

@@ -225,3 +225,21 @@ export function memoryVerdict(samples: readonly { t: number; rssMb: number }[], 
 export function verdict(met: boolean): string {
   return met ? "met" : "**not met**";
 }
+
+/** Where bench:seed writes its merchants' keys and the benchmarks that call a seeded database read them. */
+export const seedKeysFile = process.env.SEED_KEYS_FILE ?? "bench/seed-keys.json";
+
+/** A merchant of the seed, as bench:seed writes it to `seedKeysFile`. */
+export interface SeedMerchant {
+  readonly merchant_id: string;
+  readonly profile_id: string;
+  readonly api_key: string;
+  readonly payments: number;
+}
+
+/** The seed's merchant with the most payments (the keys file lists them largest first). */
+export function largestSeedMerchant(): SeedMerchant {
+  const [merchant] = JSON.parse(readFileSync(seedKeysFile, "utf8")) as SeedMerchant[];
+  if (merchant === undefined) throw new Error(`${seedKeysFile} lists no merchant: run npm run bench:seed first`);
+  return merchant;
+}

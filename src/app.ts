@@ -43,6 +43,7 @@ import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import { refreshStatistics, statisticsCheckIntervalMs } from "./db/statistics.js";
+import { mergePaymentCounts, paymentCountsMergeIntervalMs } from "./payments/counts.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
@@ -298,6 +299,7 @@ export function registerJobs(
   runner.register(payoutJobHandlers(deps));
   runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
   runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
+  runner.every(paymentCountsMergeIntervalMs, () => mergePaymentCounts(deps.dataSource));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 

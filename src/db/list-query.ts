@@ -4,12 +4,14 @@ import type { Page } from "../validation/list.js";
 /**
  * Runs a list query the documented way (decisions §7): the creation window, newest first by the
  * `order` columns (the creation time, then the id so that pages never overlap; or one column that
- * already orders every row), one page, and the exact number of matches.
+ * already orders every row), one page, and the exact number of matches: counted by the query, or by
+ * `kept` where the resource keeps the count for this filter (src/payments/counts.ts).
  */
-export function fetchPage<Row extends ObjectLiteral>(
+export async function fetchPage<Row extends ObjectLiteral>(
   query: SelectQueryBuilder<Row>,
   order: readonly string[],
   page: Page,
+  kept?: () => Promise<number>,
 ): Promise<[Row[], number]> {
   const alias = query.alias;
   if (page.createdGte) query.andWhere(`${alias}.created >= :createdGte`, { createdGte: page.createdGte });
@@ -18,7 +20,9 @@ export function fetchPage<Row extends ObjectLiteral>(
     if (i === 0) query.orderBy(`${alias}.${column}`, "DESC");
     else query.addOrderBy(`${alias}.${column}`, "DESC");
   }
-  return query.skip(page.offset).take(page.limit).getManyAndCount();
+  const paged = query.skip(page.offset).take(page.limit);
+  if (kept === undefined || page.createdGte || page.createdLte) return paged.getManyAndCount();
+  return Promise.all([paged.getMany(), kept()]);
 }
 
 /** A list query over one merchant's objects of one environment, the partition every list starts from. */

@@ -29,6 +29,7 @@ import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
 import type { JobWaker, NewJob } from "../jobs/runner.js";
+import { countPayments } from "./counts.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
 import { findObject } from "../db/resource.js";
@@ -314,7 +315,9 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       if (req.currency !== undefined) query.andWhere("p.currency = :currency", { currency: currency("currency", req.currency) });
       const method = sentWord(PaymentMethodSchema, req.paymentMethod);
       if (method !== undefined) query.andWhere("p.payment_method = :method", { method });
-      const [rows, total] = await fetchPage(query, ["created", "payment_id"], page);
+      const byStatusAlone = req.customerId === undefined && req.currency === undefined && method === undefined;
+      const kept = byStatusAlone ? () => countPayments(dataSource, caller, status) : undefined;
+      const [rows, total] = await fetchPage(query, ["created", "payment_id"], page, kept);
       return envelope(rows.map(toPayment), total, page);
     },
   };

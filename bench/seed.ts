@@ -6,7 +6,8 @@
  * own entities, views and event code, so they are the rows the service would have written; they are
  * loaded with COPY in transactions of one time window each, oldest first, so events are numbered
  * (`txid`, `seq`) in the order they happened. Then the payments are counted (the load skips the
- * triggers that count them) and every table is vacuumed and analyzed.
+ * triggers that count them), every table is vacuumed and analyzed, and a checkpoint writes it all out
+ * (the seeding user must be allowed CHECKPOINT: a superuser or `pg_checkpoint`).
  *
  * Every merchant gets a sandbox secret key hashed with API_KEY_HASH_SECRET (the benchmarks' default
  * when unset); SEED_KEYS_FILE (default bench/seed-keys.json) receives each merchant's key, profile and
@@ -507,6 +508,8 @@ async function main(): Promise<void> {
   for (const table of ["merchants", "profiles", "api_keys", "customers", "payments", "payment_counts", "refunds", "events", "jobs"]) {
     await dataSource.query(`VACUUM (ANALYZE) "${table}"`);
   }
+  // Written out now, or a benchmark right after the seed shares the disk with the load's checkpoint.
+  await dataSource.query("CHECKPOINT");
   const seconds = Math.round((Date.now() - started) / 1000);
   merchants.sort((a, b) => b.payments - a.payments);
   writeFileSync(

@@ -5,8 +5,8 @@
  * payments, one customer per 50 and one refund per 10, all sandbox. Rows are built by the service's
  * own entities, views and event code, so they are the rows the service would have written; they are
  * loaded with COPY in transactions of one time window each, oldest first, so events are numbered
- * (`txid`, `seq`) in the order they happened. Then the payments are counted (the load skips the
- * triggers that count them), every table is vacuumed and analyzed, and a checkpoint writes it all out
+ * (`txid`, `seq`) in the order they happened. Then payments and events are counted (the load skips
+ * the triggers that count them), every table is vacuumed and analyzed, and a checkpoint writes it all out
  * (the seeding user must be allowed CHECKPOINT: a superuser or `pg_checkpoint`).
  *
  * Every merchant gets a sandbox secret key hashed with API_KEY_HASH_SECRET (the benchmarks' default
@@ -26,6 +26,7 @@ import { ApiKeyHasher, generateApiKey, keyPrefixLength } from "../src/auth/api-k
 import type { Clock } from "../src/clock.js";
 import { CustomerRow } from "../src/customers/customer.entity.js";
 import { entities } from "../src/db/entities.js";
+import { recountLists } from "../src/db/list-counts.js";
 import { jobRowOf } from "../src/db/follow-ups.js";
 import { eventOf } from "../src/db/resource.js";
 import { columnValue, insertShapeOf } from "../src/db/statement.js";
@@ -36,7 +37,6 @@ import { jobFor } from "../src/jobs/runner.js";
 import { newId, randomBase62 } from "../src/ids.js";
 import { MerchantRow } from "../src/merchants/merchant.entity.js";
 import { ProfileRow } from "../src/merchants/profile.entity.js";
-import { recountPayments } from "../src/payments/counts.js";
 import { PaymentRow, type PaymentStatusWord } from "../src/payments/payment.entity.js";
 import { authorizationValidityMs } from "../src/payments/states.js";
 import { paymentResource } from "../src/payments/store.js";
@@ -502,10 +502,10 @@ async function main(): Promise<void> {
   }
 
   const copied = Math.round((Date.now() - started) / 1000);
-  // The load skipped the triggers that count payments as they are written.
-  await recountPayments(dataSource);
+  // The load skipped the triggers that count payments and events as they are written.
+  await recountLists(dataSource);
   // Hint bits and the visibility map, so lists count by index-only scans from the first request.
-  for (const table of ["merchants", "profiles", "api_keys", "customers", "payments", "payment_counts", "refunds", "events", "jobs"]) {
+  for (const table of ["merchants", "profiles", "api_keys", "customers", "payments", "list_counts", "refunds", "events", "jobs"]) {
     await dataSource.query(`VACUUM (ANALYZE) "${table}"`);
   }
   // Written out now, or a benchmark right after the seed shares the disk with the load's checkpoint.

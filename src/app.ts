@@ -42,8 +42,8 @@ import { reapExpiredKeys } from "./idempotency/store.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
+import { listCountsMergeIntervalMs, mergeListCounts } from "./db/list-counts.js";
 import { refreshStatistics, statisticsCheckIntervalMs } from "./db/statistics.js";
-import { mergePaymentCounts, paymentCountsMergeIntervalMs } from "./payments/counts.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
@@ -299,7 +299,7 @@ export function registerJobs(
   runner.register(payoutJobHandlers(deps));
   runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
   runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
-  runner.every(paymentCountsMergeIntervalMs, () => mergePaymentCounts(deps.dataSource));
+  runner.every(listCountsMergeIntervalMs, () => mergeListCounts(deps.dataSource));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 

@@ -24,12 +24,12 @@ import { callerIdProblem, newId, randomBase62 } from "../ids.js";
 import { readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { email, text, url } from "../validation/fields.js";
+import { keptCount } from "../db/list-counts.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
 import type { JobWaker, NewJob } from "../jobs/runner.js";
-import { countPayments } from "./counts.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
 import { findObject } from "../db/resource.js";
@@ -316,7 +316,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       const method = sentWord(PaymentMethodSchema, req.paymentMethod);
       if (method !== undefined) query.andWhere("p.payment_method = :method", { method });
       const byStatusAlone = req.customerId === undefined && req.currency === undefined && method === undefined;
-      const kept = byStatusAlone ? () => countPayments(dataSource, caller, status) : undefined;
+      const kept = byStatusAlone ? () => keptCount(dataSource, "payments", caller, status) : undefined;
       const [rows, total] = await fetchPage(query, ["created", "payment_id"], page, kept);
       return envelope(rows.map(toPayment), total, page);
     },

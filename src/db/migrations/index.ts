@@ -14,7 +14,7 @@ import { InstanceLiveness1765000000000 } from "./1765000000000-instance-liveness
 import { DeadJobs1765100000000 } from "./1765100000000-dead-jobs.js";
 import { ApiKeyHashRotation1765200000000 } from "./1765200000000-api-key-hash-rotation.js";
 import { ListFilterIndexes1765300000000 } from "./1765300000000-list-filter-indexes.js";
-import { PaymentCounts1765400000000 } from "./1765400000000-payment-counts.js";
+import { ListCounts1765400000000 } from "./1765400000000-list-counts.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -34,5 +34,5 @@ export const migrations = [
   DeadJobs1765100000000,
   ApiKeyHashRotation1765200000000,
   ListFilterIndexes1765300000000,
-  PaymentCounts1765400000000,
+  ListCounts1765400000000,
 ];

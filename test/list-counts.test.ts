@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DataSource } from "typeorm";
-import { mergePaymentCounts } from "../src/payments/counts.js";
+import { mergeListCounts } from "../src/db/list-counts.js";
+import { reapOldEvents } from "../src/events/retention.js";
 import { visaCard as card } from "./support/cards.js";
 import { rest, type JsonBody } from "./support/clients.js";
 import { onPostgres } from "./support/database.js";
@@ -10,17 +11,23 @@ import { runningService, servicePair } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 
 /*
- * A payment list's total_count comes from counts the database keeps per merchant, environment and
- * status as payments are written (src/payments/counts.ts), not from walking the matches. Whatever
- * path moved the payments, and however the counts' deltas were merged meanwhile, every total must be
- * the number of payments a page-by-page walk of the same filter finds.
+ * The total_count of a payment list (by status or unfiltered) and of an event list (by type or
+ * unfiltered) comes from counts the database keeps per merchant and environment as payments and
+ * events are written (src/db/list-counts.ts), not from walking the matches. Whatever path wrote
+ * them, and however the counts' deltas were merged meanwhile, every total must be the number of
+ * objects stored, and the number a page-by-page walk of the same filter finds.
  */
 
 const declinedCard = { ...card, card_number: "4000000000000002" };
 
-/** The list's total_count for `params` (GET /payments/list). */
-async function totalCount(url: string, merchant: TestMerchant, params: Record<string, string> = {}): Promise<number> {
-  const res = await rest(url, "GET", `/payments/list?${new URLSearchParams(params)}`, { apiKey: merchant.apiKey });
+/** The list's total_count for `params` (GET /payments/list, or the list at `path`). */
+async function totalCount(
+  url: string,
+  merchant: TestMerchant,
+  params: Record<string, string> = {},
+  path = "/payments/list",
+): Promise<number> {
+  const res = await rest(url, "GET", `${path}?${new URLSearchParams(params)}`, { apiKey: merchant.apiKey });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.total_count as number;
 }
@@ -58,7 +65,23 @@ async function expectTotalsMatch(url: string, dataSource: DataSource, merchant: 
   return totals;
 }
 
-describe("payment lists count every status exactly, before and after the counts are merged", () => {
+/** Asserts that every event type's total_count, and the unfiltered one, are the numbers of events stored; returns them. */
+async function expectEventTotalsMatch(url: string, dataSource: DataSource, merchant: TestMerchant): Promise<Record<string, number>> {
+  const rows: { type: string; n: number }[] = await dataSource.query(
+    "SELECT type, count(*)::int AS n FROM events WHERE merchant_id = $1 AND NOT livemode GROUP BY type",
+    [merchant.merchantId],
+  );
+  const stored = Object.fromEntries(rows.map((row) => [row.type, row.n]));
+  const types = ["payment.succeeded", "payment.failed", "payment.cancelled", "payment.requires_capture", "payment.processing"];
+  const totals = Object.fromEntries(
+    await Promise.all(types.map(async (type) => [type, await totalCount(url, merchant, { type }, "/events/list")])),
+  );
+  expect(totals).toEqual(Object.fromEntries(types.map((type) => [type, stored[type] ?? 0])));
+  expect(await totalCount(url, merchant, {}, "/events/list")).toBe(rows.reduce((sum, row) => sum + row.n, 0));
+  return totals;
+}
+
+describe("payment and event lists count exactly, before and after the counts are merged", () => {
   const service = runningService(noPolling);
 
   it("counts created, confirmed, declined, authorized, captured and cancelled payments per status, per merchant and environment", async () => {
@@ -89,14 +112,14 @@ describe("payment lists count every status exactly, before and after the counts 
     const production = await issueKey(service.url, merchant.merchantId, "production");
     expect(await totalCount(service.url, { ...merchant, apiKey: production })).toBe(0);
 
-    await mergePaymentCounts(service.app.dataSource);
-    const rows: { status: string; rows: number }[] = await service.app.dataSource.query(
-      "SELECT status, count(*)::int AS rows FROM payment_counts WHERE merchant_id = $1 GROUP BY status",
+    await mergeListCounts(service.app.dataSource);
+    const rows: { key: string; rows: number }[] = await service.app.dataSource.query(
+      "SELECT key, count(*)::int AS rows FROM list_counts WHERE list = 'payments' AND merchant_id = $1 GROUP BY key",
       [merchant.merchantId],
     );
     expect(rows.every((row) => row.rows === 1)).toBe(true);
     expect(await expectTotalsMatch(service.url, service.app.dataSource, merchant)).toEqual(expected);
-    expect(await mergePaymentCounts(service.app.dataSource)).toBe(0);
+    expect(await mergeListCounts(service.app.dataSource)).toBe(0);
   });
 
   it("a filter beyond the status (customer, currency, method, created window) is counted from the matches themselves", async () => {
@@ -112,18 +135,39 @@ describe("payment lists count every status exactly, before and after the counts 
     expect(await totalCount(service.url, merchant, { status: "succeeded", created_gte: "2999-01-01T00:00:00Z" })).toBe(0);
     expect(await totalCount(service.url, merchant, { status: "succeeded" })).toBe(2);
   });
+
+  it("counts events per type, as written and as the retention removes them; by object they are counted from the matches", async () => {
+    const merchant = await newMerchant(service.url);
+    const pay = (body: Record<string, unknown>) => createPayment(service.url, merchant, body);
+    await Promise.all([pay({ confirm: true, payment_method_data: { card } }), pay({ confirm: true, payment_method_data: { card } })]);
+    await pay({ confirm: true, payment_method_data: { card: declinedCard } });
+    const authorized = await pay({ confirm: true, capture_method: "manual", payment_method_data: { card } });
+    const cancelled = await rest(service.url, "POST", `/payments/${authorized.payment_id}/cancel`, { apiKey: merchant.apiKey, body: {} });
+    expect(cancelled.status).toBe(200);
+
+    const totals = await expectEventTotalsMatch(service.url, service.app.dataSource, merchant);
+    expect(totals).toMatchObject({ "payment.succeeded": 2, "payment.failed": 1, "payment.requires_capture": 1, "payment.cancelled": 1 });
+    const byObject = await totalCount(service.url, merchant, { object_id: authorized.payment_id }, "/events/list");
+    expect(byObject).toBe(2);
+    await mergeListCounts(service.app.dataSource);
+    expect(await expectEventTotalsMatch(service.url, service.app.dataSource, merchant)).toEqual(totals);
+
+    expect(await reapOldEvents(service.app.dataSource, new Date(Date.now() + 60_000))).toBeGreaterThan(0);
+    expect(Object.values(await expectEventTotalsMatch(service.url, service.app.dataSource, merchant)).every((n) => n === 0)).toBe(true);
+    expect(await totalCount(service.url, merchant, {}, "/events/list")).toBe(0);
+  });
 });
 
-describe.skipIf(!onPostgres)("payment counts under concurrent writes and merges on two instances (PostgreSQL only)", () => {
+describe.skipIf(!onPostgres)("payment and event counts under concurrent writes and merges on two instances (PostgreSQL only)", () => {
   const { a, b, instance } = servicePair(noPolling);
 
-  it("racing confirms, captures and cancels, merged meanwhile by both instances, leave every total exact", async () => {
+  it("racing confirms, captures and cancels, merged meanwhile by both instances, leave every payment and event total exact", async () => {
     const merchant = await newMerchant(a.url);
     const trials = 40;
     let writing = true;
     let merges = 0;
     const merging = [a, b].map(async (service) => {
-      while (writing) merges += (await mergePaymentCounts(service.app.dataSource)) > 0 ? 1 : 0;
+      while (writing) merges += (await mergeListCounts(service.app.dataSource)) > 0 ? 1 : 0;
     });
 
     await Promise.all(
@@ -151,7 +195,10 @@ describe.skipIf(!onPostgres)("payment counts under concurrent writes and merges 
     const totals = await expectTotalsMatch(a.url, a.app.dataSource, merchant);
     expect(Object.values(totals).reduce((sum, n) => sum + n, 0)).toBe(trials * 3);
     expect(totals).toMatchObject({ requires_payment_method: 0, requires_capture: 0, processing: 0 });
-    await mergePaymentCounts(b.app.dataSource);
+    await mergeListCounts(b.app.dataSource);
     expect(await expectTotalsMatch(b.url, b.app.dataSource, merchant)).toEqual(totals);
+    expect(Object.values(await expectEventTotalsMatch(b.url, b.app.dataSource, merchant)).reduce((sum, n) => sum + n, 0)).toBeGreaterThan(
+      trials,
+    );
   });
 });

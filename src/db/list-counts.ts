@@ -1,0 +1,90 @@
+import type { DataSource } from "typeorm";
+import { preparedQuery } from "./prepared.js";
+import type { Scope } from "./resource.js";
+
+/*
+ * A merchant's exact number of payments per environment and status, and of events per environment
+ * and type, read without walking them (docs/architecture.md, "Counting lists"). Triggers on
+ * `payments` and `events` append a signed delta to `list_counts` in the transaction of every insert,
+ * delete and status change (migration 1765400000000), so a count is the sum of a handful of rows and
+ * is exactly as current as the objects a reader's snapshot sees. The job runner merges the deltas.
+ */
+
+/** The lists whose counts are kept, each with the table it counts and the column it counts by. */
+const keptLists = {
+  payments: { table: "payments", key: "status" },
+  events: { table: "events", key: "type" },
+} as const;
+
+/** A list whose `total_count` is kept rather than counted, when filtered by its key alone or not at all. */
+export type KeptList = keyof typeof keptLists;
+
+/** How often each instance merges the deltas: often enough that a count sums tens of rows, not thousands. */
+export const listCountsMergeIntervalMs = 2_000;
+
+/**
+ * Identifies the transaction lock of a merge ("cnts" in ASCII), so instances do not merge the same
+ * deltas at once: harmless (a delta another merge took is skipped), but wasted.
+ */
+const mergeLockClass = 0x636e7473;
+
+/** The scope's objects of `list`, of one `key` (a payment's status, an event's type) when given: exact, as of the statement's snapshot. */
+export async function keptCount(dataSource: DataSource, list: KeptList, scope: Scope, key: string | undefined): Promise<number> {
+  const [row] =
+    key === undefined
+      ? await preparedQuery<{ n: string }>(
+          dataSource,
+          "SELECT coalesce(sum(n), 0)::text AS n FROM list_counts WHERE list = $1 AND merchant_id = $2 AND livemode = $3",
+          [list, scope.merchantId, scope.livemode],
+        )
+      : await preparedQuery<{ n: string }>(
+          dataSource,
+          "SELECT coalesce(sum(n), 0)::text AS n FROM list_counts WHERE list = $1 AND merchant_id = $2 AND livemode = $3 AND key = $4",
+          [list, scope.merchantId, scope.livemode, key],
+        );
+  return Number(row!.n);
+}
+
+/**
+ * Merges each count's deltas into one row, in one transaction, so a reader sees either the deltas
+ * or their sum; then vacuums the table, which churns by design and must not wait for autovacuum
+ * (off on some hosts). Returns how many rows were merged.
+ */
+export async function mergeListCounts(dataSource: DataSource): Promise<number> {
+  const merged = await dataSource.transaction(async (em) => {
+    const [{ mine }] = (await em.query("SELECT pg_try_advisory_xact_lock($1, 0) AS mine", [mergeLockClass])) as [{ mine: boolean }];
+    if (!mine) return 0;
+    const [{ rows }] = (await em.query(
+      `WITH taken AS (
+         DELETE FROM list_counts AS c
+          USING (SELECT list, merchant_id, livemode, key FROM list_counts GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) AS g
+          WHERE c.list = g.list AND c.merchant_id = g.merchant_id AND c.livemode = g.livemode AND c.key = g.key
+         RETURNING c.list, c.merchant_id, c.livemode, c.key, c.n
+       ), summed AS (
+         INSERT INTO list_counts (list, merchant_id, livemode, key, n)
+         SELECT list, merchant_id, livemode, key, sum(n) FROM taken GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
+       )
+       SELECT count(*)::int AS rows FROM taken`,
+    )) as [{ rows: number }];
+    return rows;
+  });
+  if (merged > 0) await dataSource.query("VACUUM list_counts");
+  return merged;
+}
+
+/**
+ * Counts every kept list afresh: for a load that bypassed the triggers (`bench:seed` loads with
+ * `session_replication_role = replica`). Writers wait for it.
+ */
+export async function recountLists(dataSource: DataSource): Promise<void> {
+  await dataSource.transaction(async (em) => {
+    await em.query("LOCK TABLE payments, events IN SHARE MODE");
+    await em.query("DELETE FROM list_counts");
+    for (const [list, { table, key }] of Object.entries(keptLists)) {
+      await em.query(
+        `INSERT INTO list_counts (list, merchant_id, livemode, key, n) SELECT $1, merchant_id, livemode, ${key}, count(*) FROM ${table} GROUP BY 2, 3, 4`,
+        [list],
+      );
+    }
+  });
+}

@@ -9,7 +9,7 @@ import type { DeliveryHandOff } from "../webhooks/delivery-thread.js";
 import { deliveriesSql, handedOverEventsReturning, handedOverSql } from "../webhooks/schedule.js";
 import { jobRowOf } from "./follow-ups.js";
 import { rejectedByDatabase, StatementBatches } from "./batches.js";
-import { preparedQuery } from "./prepared.js";
+import { preparedIn, preparedQuery } from "./prepared.js";
 import { eventOf, idOf, type Resource, type StatusRow } from "./resource.js";
 import { arraysOf, insertShapeOf, qualifiedNames, unnestOf } from "./statement.js";
 import type { CallValues, UnitOfWork } from "./unit-of-work.js";
@@ -135,7 +135,9 @@ export async function writeNewObject<Row extends StatusRow, Desc extends DescMes
   jobs: readonly NewJob[],
 ): Promise<boolean> {
   // Its transaction commits later, so its delivery is left to a look rather than handed over.
-  const { outcomes } = await writeNewObjects(em, clock, resource, [{ row, jobs }], undefined, (text, params) => em.query(text, params));
+  const { outcomes } = await writeNewObjects(em, clock, resource, [{ row, jobs }], undefined, (text, params) =>
+    preparedIn(em, text, params),
+  );
   return answerOf(em, resource, row, outcomes[0]!);
 }
 

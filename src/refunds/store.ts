@@ -4,6 +4,7 @@ import { preconditionFailed } from "../errors.js";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { Clock } from "../clock.js";
 import { writeNewObject } from "../db/new-objects.js";
+import { preparedIn } from "../db/prepared.js";
 import { writeObjectChange, type Resource, type Scope } from "../db/resource.js";
 import type { NewJob } from "../jobs/runner.js";
 import { RefundRow, type RefundStatusWord } from "./refund.entity.js";
@@ -31,6 +32,13 @@ export function writeRefundChange(em: EntityManager, clock: Clock, row: RefundRo
   return writeObjectChange(em, clock, refundResource, row, previous);
 }
 
+/** What `refundable` reads of a payment's refunds and disputes. */
+interface Sums {
+  refunded: string;
+  lost: string;
+  disputed: boolean;
+}
+
 /**
  * What is still refundable on a payment whose row the caller has locked: what was captured minus the
  * refunds that are pending, succeeded or in manual review, minus disputes the merchant lost or
@@ -38,7 +46,8 @@ export function writeRefundChange(em: EntityManager, clock: Clock, row: RefundRo
  * cardholder. The payment lock is what makes concurrent refunds and dispute decisions see each other.
  */
 export async function refundable(em: EntityManager, scope: Scope, paymentId: string, received: bigint): Promise<bigint> {
-  const [row] = (await em.query(
+  const [{ refunded, lost, disputed }] = (await preparedIn<Sums>(
+    em,
     `SELECT (SELECT coalesce(sum(amount), 0) FROM refunds
               WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($4))::text AS refunded,
             (SELECT coalesce(sum(amount), 0) FROM disputes
@@ -46,10 +55,10 @@ export async function refundable(em: EntityManager, scope: Scope, paymentId: str
             EXISTS (SELECT 1 FROM disputes
               WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($6)) AS disputed`,
     [scope.merchantId, scope.livemode, paymentId, countedStatuses, lostStatuses, openStatuses],
-  )) as [{ refunded: string; lost: string; disputed: boolean }];
-  if (row.disputed) {
+  )) as [Sums];
+  if (disputed) {
     throw preconditionFailed("This payment has an open dispute; it can be refunded once the dispute is decided");
   }
-  const left = received - BigInt(row.refunded) - BigInt(row.lost);
+  const left = received - BigInt(refunded) - BigInt(lost);
   return left > 0n ? left : 0n;
 }

@@ -5,7 +5,8 @@ import type { Page } from "../validation/list.js";
  * Runs a list query the documented way (decisions §7): the creation window, newest first by the
  * `order` columns (the creation time, then the id so that pages never overlap; or one column that
  * already orders every row), one page, and the exact number of matches: counted by the query, or by
- * `kept` where the count of this filter is kept (src/db/list-counts.ts).
+ * `kept`, the count of the resource's own filters as `list_counts` keeps it (src/db/list-counts.ts).
+ * A kept count knows nothing of a creation window, so with one the query counts.
  */
 export async function fetchPage<Row extends ObjectLiteral>(
   query: SelectQueryBuilder<Row>,

@@ -138,3 +138,33 @@ describe("without SANDBOX_TEST_CLOCK", () => {
     );
   });
 });
+
+describe("the test clock's latest time", () => {
+  const service = runningService({ ...noPolling, SANDBOX_TEST_CLOCK: "true" });
+
+  it("refuses, naming seconds, an advance past 9000-01-01 on REST and gRPC; objects made then still answer", async () => {
+    const tenYears = 10 * 365 * day;
+    let last = "";
+    for (;;) {
+      const res = await advance(service, tenYears);
+      if (res.status !== 200) {
+        expect(expectRestError(res, 400, "IR_05")).toContain("seconds");
+        break;
+      }
+      last = res.body.now;
+    }
+    expect(new Date(last).getTime()).toBeLessThanOrEqual(Date.parse("9000-01-01T00:00:00Z"));
+    expect(new Date(last).getTime()).toBeGreaterThan(Date.parse("9000-01-01T00:00:00Z") - tenYears * 1000);
+    await expectRpcError(
+      rpcClient(SandboxService, service.url, "grpc", { admin: true }).advanceClock({ seconds: BigInt(tenYears) }),
+      Code.InvalidArgument,
+      "IR_05",
+    );
+    expect((await advance(service, 60)).status).toBe(200);
+
+    const merchant = await newMerchant(service.url);
+    const keys = await rest(service.url, "GET", `/api-keys?merchant_id=${merchant.merchantId}`, { admin: true });
+    expect(keys.status, JSON.stringify(keys.body)).toBe(200);
+    expect(new Date(keys.body.data[0].created).getUTCFullYear()).toBeGreaterThanOrEqual(8990);
+  });
+});

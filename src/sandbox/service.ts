@@ -12,7 +12,7 @@ import { toDispute } from "../disputes/view.js";
 import { invalidField, missingField, preconditionFailed } from "../errors.js";
 import type { JobWaker } from "../jobs/runner.js";
 import { paymentResource } from "../payments/store.js";
-import type { SandboxTestClock } from "./test-clock.js";
+import { type SandboxTestClock, testClockEnd } from "./test-clock.js";
 
 /** What the sandbox controls need: time, the shared test clock when it is on, the job runner to wake, and how effects commit. */
 export interface SandboxDependencies {
@@ -43,6 +43,9 @@ export function sandboxService(deps: SandboxDependencies): ServiceImpl<typeof Sa
         throw invalidField("seconds", `expected 1 to ${maxAdvanceSeconds}`);
       }
       const now = await deps.testClock.advance(Number(req.seconds));
+      if (now === undefined) {
+        throw invalidField("seconds", `would move the test clock past ${testClockEnd.toISOString()}, its latest time`);
+      }
       deps.jobs.wake();
       return { now: timestampFromDate(now) };
     },

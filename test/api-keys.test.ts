@@ -117,6 +117,19 @@ describe("issuing keys", () => {
     }
   });
 
+  it("keeps an expires_at in the last millisecond of year 9999 to the millisecond, and lists it over REST, Connect and gRPC", async () => {
+    const merchant = await newMerchant(service.url);
+    const issued = await adminIssue(service.url, merchant.merchantId, { expires_at: "9999-12-31T23:59:59.999999999Z" });
+    expect(issued.expires_at).toBe("9999-12-31T23:59:59.999Z");
+    const listed = await rest(service.url, "GET", `/api-keys?merchant_id=${merchant.merchantId}`, { admin: true });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.data.map((key: { expires_at: string | null }) => key.expires_at)).toContain("9999-12-31T23:59:59.999Z");
+    for (const protocol of ["connect", "grpc"] as const) {
+      const page = await rpcClient(ApiKeyService, service.url, protocol, { admin: true }).listApiKeys({ merchantId: merchant.merchantId });
+      expect(page.data.some((key) => key.expiresAt?.seconds === 253_402_300_799n && key.expiresAt.nanos === 999_000_000)).toBe(true);
+    }
+  });
+
   it("accepts a key whose expires_at is in the future and rejects one in the past with IR_05", async () => {
     const merchant = await newMerchant(service.url);
     const expiresAt = new Date(clock.now().getTime() + 3_600_000);

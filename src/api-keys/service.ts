@@ -1,5 +1,6 @@
+import { timestampToDate } from "../validation/time.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import { ApiKeyKind, ApiKeyKindSchema, type ApiKeySchema, type ApiKeyService } from "../../gen/paymentservice/v1/api_key_pb.js";
@@ -107,7 +108,7 @@ export function apiKeyService(deps: ApiKeyDependencies): ServiceImpl<typeof ApiK
         throw forbidden("A sandbox key cannot issue production keys, nor the other way round");
       }
       const name = text("name", req.name, 200) ?? null;
-      const expiresAt = req.expiresAt === undefined ? null : timestampDate(req.expiresAt);
+      const expiresAt = req.expiresAt === undefined ? null : timestampToDate(req.expiresAt);
       if (expiresAt !== null && expiresAt.getTime() <= clock.now().getTime()) {
         throw invalidField("expires_at", "must be in the future");
       }

@@ -1,4 +1,5 @@
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampToDate } from "../validation/time.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import {
@@ -72,7 +73,7 @@ function captureOn(clock: Clock, method: CaptureMethodWord, value: Timestamp | u
     return null;
   }
   if (value === undefined) throw missingField("capture_on");
-  const at = timestampDate(value);
+  const at = timestampToDate(value);
   if (at <= clock.now()) throw invalidField("capture_on", "must be in the future");
   return at;
 }

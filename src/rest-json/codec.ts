@@ -1,3 +1,4 @@
+import { timestampToDate } from "../validation/time.js";
 import {
   ScalarType,
   create,
@@ -11,7 +12,7 @@ import {
   type Message,
 } from "@bufbuild/protobuf";
 import { reflect, type ReflectList, type ReflectMap, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { FeatureSet_FieldPresence, StructSchema, TimestampSchema, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { FeatureSet_FieldPresence, StructSchema, TimestampSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { invalid_value_code as invalidValueCode } from "../../gen/paymentservice/v1/options_pb.js";
 import { enumNumber, enumWord } from "../enum-words.js";
 import { checkText } from "../validation/text.js";
@@ -267,7 +268,7 @@ function writeField(source: ReflectMessage, field: DescField): JsonValue {
 
 function writeSingular(schema: DescMessage, value: ReflectMessage): JsonValue {
   if (schema.typeName === TimestampSchema.typeName) {
-    return timestampDate(value.message as Timestamp).toISOString();
+    return timestampToDate(value.message as Timestamp).toISOString();
   }
   if (schema.typeName === StructSchema.typeName) {
     return toJson(StructSchema, value.message as never);

@@ -1,4 +1,5 @@
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampToDate } from "./time.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { describeValue, invalidField, invalidRequest } from "../errors.js";
 
 /** The list parameters every list endpoint shares (decisions §7), validated. */
@@ -30,8 +31,8 @@ export function pageOf(request: PageRequest): Page {
   return {
     limit,
     offset,
-    createdGte: request.createdGte && timestampDate(request.createdGte),
-    createdLte: request.createdLte && timestampDate(request.createdLte),
+    createdGte: request.createdGte && timestampToDate(request.createdGte),
+    createdLte: request.createdLte && timestampToDate(request.createdLte),
   };
 }
 

@@ -435,6 +435,43 @@ describe("idempotency keys on one instance", () => {
       expectReplayOf(await post(merchant, "/payments", paymentBody(merchant), key), takenOver);
     });
 
+    /**
+     * Sends a capture with `key` while another session holds the payment's row, lets the key's lease
+     * run out so that a retry with the key takes it over (and waits on the row too), runs `meanwhile`
+     * in the holding session, commits it, and answers both requests.
+     */
+    async function captureOutlivingItsKey(
+      merchant: TestMerchant,
+      paymentId: string,
+      key: string,
+      meanwhile: (db: pg.Client) => Promise<unknown>,
+    ): Promise<{ first: RestResponse; retry: RestResponse }> {
+      const db = new pg.Client({ connectionString: await fileDatabaseUrl()! });
+      await db.connect();
+      // Only sessions this one blocks: other test files wait on locks of their own databases meanwhile.
+      const waiting = async () =>
+        Number(
+          (await db.query("SELECT count(*) AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))")).rows[0].n,
+        );
+      try {
+        await db.query("BEGIN");
+        await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [paymentId]);
+        const first = post(merchant, `/payments/${paymentId}/capture`, {}, key);
+        await waitUntil(waiting, (n) => n >= 1);
+        const keyClaim = async () =>
+          (await db.query("SELECT claim_token FROM idempotency_keys WHERE idempotency_key = $1", [key])).rows[0]?.claim_token as string;
+        const firstClaim = await keyClaim();
+        clock.advance(61_000);
+        const retry = post(merchant, `/payments/${paymentId}/capture`, {}, key);
+        await waitUntil(keyClaim, (claim) => claim !== firstClaim);
+        await meanwhile(db);
+        await db.query("COMMIT");
+        return { first: await first, retry: await retry };
+      } finally {
+        await db.end();
+      }
+    }
+
     it.skipIf(!onPostgres)(
       "a request that outlives its claim's lease and is taken over by a retry is answered IK_01, not 500, and only the retry's effect is kept",
       async () => {
@@ -443,36 +480,34 @@ describe("idempotency keys on one instance", () => {
         expect(created.body.status).toBe("requires_capture");
         const paymentId = created.body.payment_id as string;
         const key = uniqueId("lease");
-        // Another session holds the payment's row, so the first capture waits inside its claim.
-        const db = new pg.Client({ connectionString: await fileDatabaseUrl()! });
-        await db.connect();
-        // Only sessions this one blocks: other test files wait on locks of their own databases meanwhile.
-        const waiting = async () =>
-          Number(
-            (await db.query("SELECT count(*) AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))")).rows[0].n,
-          );
-        let retried: RestResponse;
-        try {
-          await db.query("BEGIN");
-          await db.query("SELECT 1 FROM payments WHERE payment_id = $1 FOR UPDATE", [paymentId]);
-          const first = post(merchant, `/payments/${paymentId}/capture`, {}, key);
-          await waitUntil(waiting, (n) => n >= 1);
-          const keyClaim = async () =>
-            (await db.query("SELECT claim_token FROM idempotency_keys WHERE idempotency_key = $1", [key])).rows[0]?.claim_token as string;
-          const firstClaim = await keyClaim();
-          // The lease runs out while the first request waits: a retry takes the key over (its claim of
-          // the payment then waits behind the first's).
-          clock.advance(61_000);
-          const retry = post(merchant, `/payments/${paymentId}/capture`, {}, key);
-          await waitUntil(keyClaim, (claim) => claim !== firstClaim);
-          await db.query("COMMIT");
-          expectRestError(await first, 409, "IK_01");
-          retried = await retry;
-          expect({ status: retried.status, payment: retried.body.status }).toEqual({ status: 200, payment: "succeeded" });
-        } finally {
-          await db.end();
-        }
-        expectReplayOf(await post(merchant, `/payments/${paymentId}/capture`, {}, key), retried);
+        // The lease of the first request's claim on the payment ran out with its key's, so either
+        // capture may take the payment first: the first request is IK_01 either way.
+        const { first, retry } = await captureOutlivingItsKey(merchant, paymentId, key, async () => {});
+        expectRestError(first, 409, "IK_01");
+        expect({ status: retry.status, payment: retry.body.status }).toEqual({ status: 200, payment: "succeeded" });
+        expectReplayOf(await post(merchant, `/payments/${paymentId}/capture`, {}, key), retry);
+      },
+    );
+
+    it.skipIf(!onPostgres)(
+      "a request taken over by a retry answers IK_01 even when what it then met fails it, and the retry's own failure frees the key",
+      async () => {
+        const merchant = await newMerchant(service.url);
+        const created = await post(merchant, "/payments", paymentBody(merchant, { capture_method: "manual" }));
+        const paymentId = created.body.payment_id as string;
+        const key = uniqueId("lease");
+        // The session holding the row cancels the payment, so both captures then find nothing to capture.
+        const { first, retry } = await captureOutlivingItsKey(merchant, paymentId, key, (db) =>
+          db.query("UPDATE payments SET status = 'cancelled', amount_capturable = 0 WHERE payment_id = $1", [paymentId]),
+        );
+        expectRestError(first, 409, "IK_01");
+        expectRestError(retry, 400, "IR_14");
+        expectRestError(await post(merchant, `/payments/${paymentId}/capture`, {}, key), 400, "IR_14");
+        const payment = await rest(service.url, "GET", `/payments/${paymentId}`, { apiKey: merchant.apiKey });
+        expect({ status: payment.body.status, amount_received: payment.body.amount_received }).toEqual({
+          status: "cancelled",
+          amount_received: null,
+        });
       },
     );
 

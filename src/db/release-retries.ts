@@ -5,7 +5,7 @@ const maxPending = 10_000;
 
 /** A release still to be made, and after when it no longer matters (the lease it ends has ended by itself). */
 interface Pending {
-  readonly release: () => Promise<void>;
+  readonly release: () => Promise<unknown>;
   readonly until: number;
 }
 
@@ -22,7 +22,7 @@ export class ReleaseRetries {
   private timer: NodeJS.Timeout | undefined;
 
   /** Tries `release` again until it succeeds or `leaseMs` have passed; `token` names what it releases. */
-  add(token: string, release: () => Promise<void>, leaseMs: number): void {
+  add(token: string, release: () => Promise<unknown>, leaseMs: number): void {
     if (this.pending.size >= maxPending) return;
     this.pending.set(token, { release, until: Date.now() + leaseMs });
     this.schedule();

@@ -22,7 +22,7 @@ import { ReleaseRetries } from "../db/release-retries.js";
 import { responseRecorderKey } from "../db/unit-of-work.js";
 import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
 import { shown_once as shownOnce } from "../../gen/paymentservice/v1/options_pb.js";
-import { type Claim, claimKey, claimLeaseMs, completeKey, newClaimToken, releaseKey, type KeyRef } from "./store.js";
+import { type Claim, claimKey, claimLeaseMs, completeKey, keyTakenOver, newClaimToken, releaseKey, type KeyRef } from "./store.js";
 
 /** Header names a key may come in (decisions §6), first match wins. */
 const keyHeaders = ["x-idempotency-key", "idempotency-key"];
@@ -119,8 +119,17 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
     } catch (error) {
       // The caller hears of the failure that ended its call, at once: a key the database cannot free now
       // (it just failed the call, or fails the release) is freed once it can.
-      if (isDatabaseUnavailable(error)) releases.add(token, release, claimLeaseMs);
-      else await release().catch(() => releases.add(token, release, claimLeaseMs));
+      if (isDatabaseUnavailable(error)) {
+        releases.add(token, release, claimLeaseMs);
+        throw error;
+      }
+      const released = await release().catch(() => {
+        releases.add(token, release, claimLeaseMs);
+        return "later" as const;
+      });
+      // A retry took the key over while this request ran: the key's answer is the retry's, so this
+      // request answers IK_01 whatever it failed on (the retry may have moved the object first).
+      if (released === "taken_over") throw keyTakenOver();
       throw error;
     }
   };

@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from "typeorm";
 import { holderGone, holderOf } from "../db/liveness.js";
 import type { Scope } from "../db/resource.js";
-import { idempotencyConflict } from "../errors.js";
+import { type ApiError, idempotencyConflict } from "../errors.js";
 import { randomBase62 } from "../ids.js";
 
 /** How long a key is kept (interface §8). */
@@ -101,13 +101,19 @@ export async function completeKey(manager: EntityManager, ref: KeyRef, token: st
      WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND claim_token = $4 AND state = 'in_flight'`,
     [ref.merchantId, ref.livemode, ref.key, token, Buffer.from(response)],
   )) as [unknown, number];
-  if (affected !== 1) {
-    // This request outlived its claim's lease and a retry with the key has taken it over: its effect
-    // is rolled back with this throw, and the retry's is the one that counts.
-    throw idempotencyConflict(
-      "This request ran longer than its idempotency key's claim, and a retry with the key took it over; its effect was not kept. Retry to learn the outcome.",
-    );
-  }
+  // This request outlived its claim's lease and a retry with the key has taken it over: its effect
+  // is rolled back with this throw, and the retry's is the one that counts.
+  if (affected !== 1) throw keyTakenOver();
+}
+
+/**
+ * IK_01 for a request that outlived its claim's lease while a retry with the key took it over: what
+ * this request did or failed on is not its key's answer, the retry's is.
+ */
+export function keyTakenOver(): ApiError {
+  return idempotencyConflict(
+    "This request ran longer than its idempotency key's claim, and a retry with the key took it over; its outcome was not kept. Retry to learn the outcome.",
+  );
 }
 
 /** A token for one request's claim on a key. */
@@ -116,11 +122,12 @@ export function newClaimToken(): string {
 }
 
 /** Frees the key of a request that failed, so a corrected retry with the same key runs (decisions §6). */
-export async function releaseKey(dataSource: DataSource, ref: KeyRef, token: string): Promise<void> {
-  await dataSource.query(
+export async function releaseKey(dataSource: DataSource, ref: KeyRef, token: string): Promise<"released" | "taken_over"> {
+  const [, deleted] = (await dataSource.query(
     `DELETE FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND claim_token = $4 AND state = 'in_flight'`,
     [ref.merchantId, ref.livemode, ref.key, token],
-  );
+  )) as [unknown, number];
+  return deleted === 1 ? "released" : "taken_over";
 }
 
 /** Keys deleted per statement: short statements, so the reaper never holds many row locks for long. */

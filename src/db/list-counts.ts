@@ -1,5 +1,4 @@
 import type { DataSource } from "typeorm";
-import { preparedQuery } from "./prepared.js";
 import type { Scope } from "./resource.js";
 
 /*
@@ -28,21 +27,25 @@ export const listCountsMergeIntervalMs = 2_000;
  */
 const mergeLockClass = 0x636e7473;
 
-/** The scope's objects of `list`, of one `key` (a payment's status, an event's type) when given: exact, as of the statement's snapshot. */
-export async function keptCount(dataSource: DataSource, list: KeptList, scope: Scope, key: string | undefined): Promise<number> {
-  const [row] =
-    key === undefined
-      ? await preparedQuery<{ n: string }>(
-          dataSource,
-          "SELECT coalesce(sum(n), 0)::text AS n FROM list_counts WHERE list = $1 AND merchant_id = $2 AND livemode = $3",
-          [list, scope.merchantId, scope.livemode],
-        )
-      : await preparedQuery<{ n: string }>(
-          dataSource,
-          "SELECT coalesce(sum(n), 0)::text AS n FROM list_counts WHERE list = $1 AND merchant_id = $2 AND livemode = $3 AND key = $4",
-          [list, scope.merchantId, scope.livemode, key],
-        );
-  return Number(row!.n);
+/** Which kept count a list reads: the scope's objects of `list`, of one `key` (a payment's status, an event's type) when given. */
+export interface KeptCount {
+  readonly list: KeptList;
+  readonly scope: Scope;
+  readonly key: string | undefined;
+}
+
+/**
+ * The statement that sums a kept count (as `total`), exact as of the statement's snapshot, with its
+ * parameters numbered from `$first`: a list reads it in the statement of its page (src/db/list-query.ts).
+ */
+export function keptCountQuery(count: KeptCount, first: number): { text: string; values: unknown[] } {
+  const values: unknown[] = [count.list, count.scope.merchantId, count.scope.livemode];
+  if (count.key !== undefined) values.push(count.key);
+  const byKey = count.key === undefined ? "" : ` AND key = $${first + 3}`;
+  return {
+    text: `SELECT coalesce(sum(n), 0) AS total FROM list_counts WHERE list = $${first} AND merchant_id = $${first + 1} AND livemode = $${first + 2}${byKey}`,
+    values,
+  };
 }
 
 /**

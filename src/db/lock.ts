@@ -1,5 +1,6 @@
 import type { EntityManager, EntityMetadata, EntityTarget, ObjectLiteral } from "typeorm";
 import type { ValueTransformer } from "typeorm";
+import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
 import { preparedIn } from "./prepared.js";
 
 function fromDatabase(transformer: ValueTransformer | ValueTransformer[] | undefined, value: unknown): unknown {
@@ -51,11 +52,18 @@ export function readRow<Row extends ObjectLiteral>(em: EntityManager, entity: En
   return rowByKey(em, entity, key, false);
 }
 
-/** An entity from a row a hand-written statement returned (`RETURNING *`, `SELECT *`), through its columns' transformers. */
-export function rowFromDatabase<Row extends ObjectLiteral>(metadata: EntityMetadata, raw: Record<string, unknown>): Row {
+/**
+ * An entity from a row a hand-written statement returned (`RETURNING *`, `SELECT *`), through its
+ * columns' transformers; `selectedAs` names each column in the row when the statement aliased them.
+ */
+export function rowFromDatabase<Row extends ObjectLiteral>(
+  metadata: EntityMetadata,
+  raw: Record<string, unknown>,
+  selectedAs: (column: ColumnMetadata) => string = (column) => column.databaseName,
+): Row {
   const row = metadata.create() as Row;
   for (const column of metadata.columns) {
-    column.setEntityValue(row, fromDatabase(column.transformer, raw[column.databaseName]));
+    column.setEntityValue(row, fromDatabase(column.transformer, raw[selectedAs(column)]));
   }
   return row;
 }

@@ -3,7 +3,6 @@ import { type DataSource, type EntityManager, In } from "typeorm";
 import type { EventService } from "../../gen/paymentservice/v1/event_pb.js";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
-import { keptCount } from "../db/list-counts.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { deadlineExceeded, notFound, preconditionFailed } from "../errors.js";
@@ -90,7 +89,7 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
       const query = scopedQuery(dataSource, EventRow, "e", caller);
       if (req.type !== undefined) query.andWhere("e.type = :type", { type: req.type });
       if (req.objectId !== undefined) query.andWhere("e.object_id = :objectId", { objectId: req.objectId });
-      const kept = req.objectId === undefined ? () => keptCount(dataSource, "events", caller, req.type) : undefined;
+      const kept = req.objectId === undefined ? { list: "events" as const, scope: caller, key: req.type } : undefined;
       // The writing transaction, then seq, orders every event (those written in one instant too) as a stream reads them.
       const [rows, total] = await fetchPage(query, ["txid", "seq"], page, kept);
       const deliveries = await deliveriesOf(dataSource.manager, rows);

@@ -25,7 +25,6 @@ import { callerIdProblem, newId, randomBase62 } from "../ids.js";
 import { readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { email, text, url } from "../validation/fields.js";
-import { keptCount } from "../db/list-counts.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
@@ -317,7 +316,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       const method = sentWord(PaymentMethodSchema, req.paymentMethod);
       if (method !== undefined) query.andWhere("p.payment_method = :method", { method });
       const byStatusAlone = req.customerId === undefined && req.currency === undefined && method === undefined;
-      const kept = byStatusAlone ? () => keptCount(dataSource, "payments", caller, status) : undefined;
+      const kept = byStatusAlone ? { list: "payments" as const, scope: caller, key: status } : undefined;
       const [rows, total] = await fetchPage(query, ["created", "payment_id"], page, kept);
       return envelope(rows.map(toPayment), total, page);
     },

@@ -1,10 +1,10 @@
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
 import { claimObject, finishClaimed } from "../db/claims.js";
+import { preparedQuery } from "../db/prepared.js";
 import { writeClaimedChange } from "../db/resource.js";
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";
-import { PaymentRow } from "../payments/payment.entity.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
 import { refundStates } from "./states.js";
 import { refundResource } from "./store.js";
@@ -38,14 +38,14 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
           if (claim === undefined) return;
           const row = claim.row;
           await finishClaimed(dataSource, refundResource, claim, async () => {
-            const payment = await dataSource.manager.findOneByOrFail(PaymentRow, {
-              merchantId: row.merchantId,
-              livemode: row.livemode,
-              paymentId: row.paymentId,
-            });
-            const result = await deps.processors.ofPayment(payment).refund({
+            const [payment] = await preparedQuery<{ processor: string | null; reference: string }>(
+              dataSource,
+              `SELECT processor, processor_reference AS reference FROM payments WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3`,
+              [row.merchantId, row.livemode, row.paymentId],
+            );
+            const result = await deps.processors.ofPayment({ paymentId: row.paymentId, processor: payment!.processor }).refund({
               idempotencyKey: `${row.merchantId}:${row.refundId}:refund`,
-              reference: payment.processorReference!,
+              reference: payment!.reference,
               amount: row.amount,
               currency: row.currency,
             });

@@ -136,6 +136,40 @@ describe("payment and event lists count exactly, before and after the counts are
     expect(await totalCount(service.url, merchant, { status: "succeeded" })).toBe(2);
   });
 
+  it("a page and its total_count agree while payments commit, counted or kept: every page shows all of its total", async () => {
+    const merchant = await newMerchant(service.url);
+    const customer = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, body: { email: "c@example.com" } });
+    const customerId = customer.body.customer_id as string;
+    const payments = 96;
+    let writing = true;
+    const filters: Record<string, string>[] = [{}, { status: "succeeded" }, { customer_id: customerId }];
+    const disagreements: string[] = [];
+    const totalsSeen = new Set<number>();
+    const reading = filters.map(async (params) => {
+      while (writing) {
+        const query = new URLSearchParams({ ...params, limit: "100" });
+        const res = await rest(service.url, "GET", `/payments/list?${query}`, { apiKey: merchant.apiKey });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        totalsSeen.add(res.body.total_count);
+        if (res.body.data.length !== res.body.total_count) {
+          disagreements.push(`${query}: ${res.body.data.length} shown of ${res.body.total_count}`);
+        }
+      }
+    });
+    for (let i = 0; i < payments; i += 8) {
+      await Promise.all(
+        Array.from({ length: 8 }, () =>
+          createPayment(service.url, merchant, { customer_id: customerId, confirm: true, payment_method_data: { card } }),
+        ),
+      );
+    }
+    writing = false;
+    await Promise.all(reading);
+    expect(disagreements).toEqual([]);
+    // The lists were read while the payments committed, not only before or after.
+    expect([...totalsSeen].filter((total) => total > 0 && total < payments).length).toBeGreaterThan(2);
+  });
+
   it("counts events per type, as written and as the retention removes them; by object they are counted from the matches", async () => {
     const merchant = await newMerchant(service.url);
     const pay = (body: Record<string, unknown>) => createPayment(service.url, merchant, body);

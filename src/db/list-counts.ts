@@ -51,7 +51,9 @@ export function keptCountQuery(count: KeptCount, first: number): { text: string;
 /**
  * Merges each count's deltas into one row, in one transaction, so a reader sees either the deltas
  * or their sum; then vacuums the table, which churns by design and must not wait for autovacuum
- * (off on some hosts). Returns how many rows were merged.
+ * (off on some hosts). Returns how many rows were merged. The vacuum skips the table while another
+ * vacuum (another instance's, autovacuum's) holds it: waiting would only end in the pool's
+ * lock_timeout, an error for a table that is being vacuumed anyway.
  */
 export async function mergeListCounts(dataSource: DataSource): Promise<number> {
   const merged = await dataSource.transaction(async (em) => {
@@ -71,7 +73,7 @@ export async function mergeListCounts(dataSource: DataSource): Promise<number> {
     )) as [{ rows: number }];
     return rows;
   });
-  if (merged > 0) await dataSource.query("VACUUM list_counts");
+  if (merged > 0) await dataSource.query("VACUUM (SKIP_LOCKED) list_counts");
   return merged;
 }
 

@@ -291,7 +291,7 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
       watchRails(b.app.processors.sandboxPayoutRails, "b");
     });
 
-    it("30 payouts sent by both runners at once, with failovers and declines: each ends final once, paid at most once", async () => {
+    it("90 payouts sent by both runners at once, with failovers and declines: each ends final once, paid at most once", async () => {
       const merchant = await newMerchant(a.url);
       const deadlocksBefore = await deadlocks(a);
       const transfersBefore = await transferCount();
@@ -306,7 +306,10 @@ describe.skipIf(!onPostgres)("payouts on PostgreSQL (PostgreSQL only: the embedd
         [bankPayout(merchant, accounts.allUnavailable), "failed", ["sandbox_ach", "sandbox_swift"]],
         [cardPayout(merchant, cards.declined, { priority: "fast" }), "failed", ["sandbox_instant"]],
       ];
-      const count = 30;
+      // More than one claim of a runner takes (64 jobs): with fewer, whichever runner woke first
+      // could claim every job at once and leave the other nothing to race for. At most one page of
+      // the list (100) that payoutsOf reads.
+      const count = 90;
       const created = await Promise.all(
         Array.from({ length: count }, async (_, i) => {
           const [body, status, rails] = kinds[i % kinds.length]!;

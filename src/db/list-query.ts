@@ -48,7 +48,11 @@ export async function fetchPage<Row extends ObjectLiteral>(
     [...values, ...count.values, page.limit, page.offset],
   );
   const metadata = query.expressionMap.mainAlias!.metadata;
-  const selectedAs = (column: ColumnMetadata) => DriverUtils.buildAlias(query.connection.driver, undefined, alias, column.databaseName);
+  // Each column's name in the page's rows, worked out once per call rather than once per row.
+  const names = new Map(
+    metadata.columns.map((column) => [column, DriverUtils.buildAlias(query.connection.driver, undefined, alias, column.databaseName)]),
+  );
+  const selectedAs = (column: ColumnMetadata) => names.get(column)!;
   const primary = selectedAs(metadata.primaryColumns[0]!);
   // With no row on the page the count still answers, in one row whose page columns are all null.
   const rows = raws.filter((raw) => raw[primary] !== null).map((raw) => rowFromDatabase<Row>(metadata, raw, selectedAs));

@@ -15,6 +15,7 @@ import { DeadJobs1765100000000 } from "./1765100000000-dead-jobs.js";
 import { ApiKeyHashRotation1765200000000 } from "./1765200000000-api-key-hash-rotation.js";
 import { ListFilterIndexes1765300000000 } from "./1765300000000-list-filter-indexes.js";
 import { ListCounts1765400000000 } from "./1765400000000-list-counts.js";
+import { StatusChecks1765500000000 } from "./1765500000000-status-checks.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -35,4 +36,5 @@ export const migrations = [
   ApiKeyHashRotation1765200000000,
   ListFilterIndexes1765300000000,
   ListCounts1765400000000,
+  StatusChecks1765500000000,
 ];

@@ -16,6 +16,7 @@ import { ApiKeyHashRotation1765200000000 } from "./1765200000000-api-key-hash-ro
 import { ListFilterIndexes1765300000000 } from "./1765300000000-list-filter-indexes.js";
 import { ListCounts1765400000000 } from "./1765400000000-list-counts.js";
 import { StatusChecks1765500000000 } from "./1765500000000-status-checks.js";
+import { JsonStatistics1765600000000 } from "./1765600000000-json-statistics.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   ListFilterIndexes1765300000000,
   ListCounts1765400000000,
   StatusChecks1765500000000,
+  JsonStatistics1765600000000,
 ];

@@ -458,6 +458,19 @@ describe.each(protocols)("refunds over %s", (protocol) => {
       expect(await api.create({ payment_id: paymentId })).toMatchObject({ amount: 4 });
       await expectError(api.cancel(created.refund_id as string), "IR_16", "manual_review");
     });
+
+    it("a decided refund leaves no job behind, whatever the processor decided", async () => {
+      const { merchant, api } = await merchantApi(protocol);
+      const paymentId = await paidPayment(merchant, 30_000);
+      const refunds = await Promise.all([100, 9995, 9996].map((amount) => api.create({ payment_id: paymentId, amount })));
+      const decided = await Promise.all(refunds.map((refund) => settled(api, refund.refund_id as string)));
+      expect(decided.map((refund) => refund.status)).toEqual(["succeeded", "failed", "manual_review"]);
+      const [left] = await service.app.dataSource.query("SELECT count(*) AS n FROM jobs WHERE merchant_id = $1 AND object_id = ANY($2)", [
+        merchant.merchantId,
+        refunds.map((refund) => refund.refund_id),
+      ]);
+      expect(Number(left.n)).toBe(0);
+    });
   });
 
   describe("retrieve and ownership", () => {

@@ -22,7 +22,11 @@ export type JobHandler = (em: EntityManager, job: JobRow) => Promise<void>;
  */
 export interface LeasedJobHandler {
   readonly leaseMs: number;
-  run(job: JobRow): Promise<void>;
+  /**
+   * Runs the job; "ended" when the outcome it wrote already deleted the job (a final status ends the
+   * object's pending jobs in the same statement), so the runner need not send a delete of its own.
+   */
+  run(job: JobRow): Promise<"ended" | void>;
 }
 
 /** A job to schedule. */
@@ -260,8 +264,7 @@ export class JobRunner implements JobWaker {
       const handler = this.handlers.get(job.kind);
       if (handler === undefined) throw new Error(`no handler for job kind ${job.kind}`);
       if (typeof handler !== "function") {
-        await handler.run(job);
-        await endLeasedJob(this.dataSource, job, leasedUntil);
+        if ((await handler.run(job)) !== "ended") await endLeasedJob(this.dataSource, job, leasedUntil);
         return true;
       }
       return await this.dataSource.transaction(async (em) => {

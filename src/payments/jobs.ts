@@ -23,17 +23,25 @@ const leaseMs = 60_000;
  * no transaction open, as the API does; a payment that moved on in the meantime is left alone.
  */
 export function paymentJobHandlers(deps: PaymentJobDependencies): Map<JobKind, LeasedJobHandler> {
-  /** Claims the job's payment if `operation` may still run on it, makes the move and writes its outcome. */
-  async function moveIfStillDue(job: JobRow, operation: PaymentOperation, move: (row: PaymentRow) => Promise<NewJob[]>): Promise<void> {
+  /**
+   * Claims the job's payment if `operation` may still run on it, makes the move and writes its
+   * outcome, which ends the job with the payment's other pending jobs when the move is final.
+   */
+  async function moveIfStillDue(
+    job: JobRow,
+    operation: PaymentOperation,
+    move: (row: PaymentRow) => Promise<NewJob[]>,
+  ): Promise<"ended" | undefined> {
     const claim = await claimObject(deps.dataSource, deps.clock, paymentResource, job, job.objectId, (row) =>
       paymentStates.allows(operation, row.status),
     );
-    if (claim === undefined) return;
+    if (claim === undefined) return undefined;
     const previous = claim.row.status;
     await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
       const jobs = await move(claim.row);
       await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
     });
+    return paymentStates.isFinal(claim.row.status) ? "ended" : undefined;
   }
 
   return new Map<JobKind, LeasedJobHandler>([

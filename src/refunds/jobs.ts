@@ -35,7 +35,7 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
           const claim = await claimObject(dataSource, clock, refundResource, job, job.objectId, (row) =>
             refundStates.allows("process", row.status),
           );
-          if (claim === undefined) return;
+          if (claim === undefined) return undefined;
           const row = claim.row;
           await finishClaimed(dataSource, refundResource, claim, async () => {
             const [payment] = await preparedQuery<{ processor: string | null; reference: string }>(
@@ -58,6 +58,8 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
             row.updated = clock.now();
             await writeClaimedChange(dataSource.manager, clock, refundResource, claim, "pending");
           });
+          // Every status a processor decides is final: the outcome's statement ended this job.
+          return refundStates.isFinal(row.status) ? "ended" : undefined;
         },
       },
     ],

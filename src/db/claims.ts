@@ -43,6 +43,14 @@ const releases = new ReleaseRetries();
 /** Thrown inside a transaction that met an object another operation holds; the transaction is tried again. */
 class ObjectClaimed extends Error {}
 
+/**
+ * The error that makes `waitingForClaims` try its attempt again after a pause: for an attempt that
+ * found the object held, or changed under it, by another operation.
+ */
+export function objectBusy(message: string): Error {
+  return new ObjectClaimed(message);
+}
+
 function isClaimed(row: ClaimableRow, now: Date): boolean {
   return row.claimToken !== null && row.claimedUntil !== null && row.claimedUntil > now;
 }

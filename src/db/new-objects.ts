@@ -156,11 +156,12 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
   }
 
   /**
-   * Writes the object in the next batch; two objects of one key never share a batch, so the second
-   * finds the key taken or, if the first was refused, free.
+   * Writes the object in the next batch; two objects of one key (or of one `batchKey`) never share a
+   * batch, so the second finds the key taken or, if the first was refused, free.
    */
   add(object: NewObject<Row>): Promise<Outcome> {
-    return this.batches.add(object, this.keyColumns.map((c) => String(c.getEntityValue(object.row))).join("\u0000"));
+    const key = this.resource.batchKey?.(object.row) ?? this.keyColumns.map((c) => String(c.getEntityValue(object.row))).join("\u0000");
+    return this.batches.add(object, key);
   }
 
   /** Writes a batch in a statement of its own, which commits it, and hands its webhook deliveries to this instance's sender. */

@@ -52,6 +52,11 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   guard?(alias: string): string;
   /** The error answering a new object the guard stopped, naming the field (looked up in `em`). */
   refusal?(em: EntityManager, row: Row): Promise<ApiError>;
+  /**
+   * What no two new objects in one batched statement may share, when the guard reads a row that
+   * writing the object changes (a refund's payment); by default the object's own key.
+   */
+  batchKey?(row: Row): string;
 }
 
 /** An object's key (its merchant, environment and id) as one string: no batch holds two writes of one key. */

@@ -6,7 +6,7 @@ import { lockPayment } from "../payments/store.js";
 import { DisputeRow } from "./dispute.entity.js";
 import { openDispute } from "./open.js";
 import { disputeStates } from "./states.js";
-import { lockDispute, writeDisputeChange } from "./store.js";
+import { lockDisputeWithPayment, writeDisputeChange } from "./store.js";
 
 /**
  * Dispute jobs: the sandbox network reporting the dispute of a payment made with the dispute test
@@ -25,7 +25,8 @@ export function disputeJobHandlers(deps: { readonly clock: Clock }): Map<JobKind
     [
       jobKinds.expireDispute,
       async (em, job) => {
-        const row = await lockDispute(em, job, job.objectId);
+        // Payment first, as every dispute change: the dispute's new status changes the payment's row.
+        const row = await lockDisputeWithPayment(em, job, job.objectId);
         if (!disputeStates.allows("expire", row.status)) return;
         disputeStates.move(row, "expire", "expired");
         row.updated = deps.clock.now();

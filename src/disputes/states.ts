@@ -7,9 +7,6 @@ export type DisputeOperation = "accept" | "submitEvidence" | "expire" | "resolve
 /** Statuses in which the dispute is still undecided. */
 export const openStatuses: readonly DisputeStatusWord[] = ["opened", "challenged"];
 
-/** Statuses in which the disputed money is gone for good: it cannot be refunded as well. */
-export const lostStatuses: readonly DisputeStatusWord[] = ["accepted", "lost", "expired"];
-
 /**
  * The dispute state machine (decisions §9): an open dispute is accepted, challenged with evidence,
  * or expires when evidence_due_by passes without any; the network decides a challenged one.

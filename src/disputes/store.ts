@@ -26,8 +26,9 @@ export function lockDispute(em: EntityManager, scope: Scope, disputeId: string):
 }
 
 /**
- * Locks a dispute together with its payment, payment first as refunds do, so accepting a dispute and
- * refunding the same payment are serialized and the refundable amount stays right.
+ * Locks a dispute together with its payment, payment first as a new refund does: a dispute that is
+ * decided changes what its payment can refund, on the payment's row (migration RefundHolds), so
+ * every change that decides one takes the payment first and two such changes never wait on each other.
  */
 export async function lockDisputeWithPayment(em: EntityManager, scope: Scope, disputeId: string): Promise<DisputeRow> {
   const found = await findObject(em, disputeResource, scope, disputeId);

@@ -12,21 +12,20 @@ import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
-import { invalidRequest, missingField, preconditionFailed, refundExceedsCaptured } from "../errors.js";
+import { ApiError, invalidRequest, missingField, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import { newId } from "../ids.js";
-import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
+import { lockUnclaimed, objectBusy, waitingForClaims } from "../db/claims.js";
 import { findObject } from "../db/resource.js";
+import type { NewObjectWriter } from "../db/new-objects.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { jobKinds } from "../jobs/kinds.js";
 import { jobFor, type JobWaker } from "../jobs/runner.js";
-import { paymentStates } from "../payments/states.js";
-import { paymentResource } from "../payments/store.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { positiveAmount } from "../validation/money.js";
 import { RefundRow } from "./refund.entity.js";
 import { refundStates } from "./states.js";
-import { refundable, refundResource, writeNewRefund, writeRefundChange } from "./store.js";
+import { refundablePayment, refundResource, writeRefundChange } from "./store.js";
 import { toRefund } from "./view.js";
 
 /** What the refunds API needs: the database, time, the job runner to wake, and how long scheduled refunds wait. */
@@ -34,6 +33,7 @@ export interface RefundDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly units: UnitOfWork;
+  readonly newObjects: NewObjectWriter;
   readonly jobs: JobWaker;
   readonly scheduledRefundDelayMs: number;
 }
@@ -43,8 +43,10 @@ function reasonWord(reason: RefundReason | undefined): string | null {
 }
 
 /**
- * Refunds (interface §4, decisions §9). Create locks the payment, checks the refundable amount and
- * commits the refund with its event and its processing job as the call's effect; the job runner
+ * Refunds (interface §4, decisions §9). Create reads what the payment has left to refund, then writes
+ * the refund with its event and its processing job in one statement that locks the payment and
+ * checks the amount again on its row (src/refunds/store.ts), batched with other calls' refunds unless
+ * the call's response is stored with it (an idempotency key); the job runner
  * sends it to the processor right after the commit (instant) or at the settlement run (scheduled).
  * A payment or refund that an operation holds while it calls the processor is waited for.
  */
@@ -55,43 +57,46 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
     async createRefund(req, ctx) {
       const caller = merchantOf(ctx);
       if (req.paymentId === undefined || req.paymentId === "") throw missingField("payment_id");
+      const paymentId = req.paymentId;
       const requested = req.amount === undefined ? undefined : positiveAmount("amount", req.amount);
       sentWord(RefundTypeSchema, req.refundType);
       const scheduled = req.refundType === RefundType.SCHEDULED;
-      const create = () =>
-        units.commit(ctx, async (em) => {
-          const payment = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId!);
-          paymentStates.guard("refund", payment.status);
-          const left = await refundable(em, caller, payment.paymentId, payment.amountReceived ?? 0n);
-          const amount = requested ?? left;
-          if (left === 0n || amount > left) throw refundExceedsCaptured(requested, left);
-          const now = clock.now();
-          const refund = Object.assign(new RefundRow(), {
-            merchantId: caller.merchantId,
-            livemode: caller.livemode,
-            refundId: newId("ref"),
-            paymentId: payment.paymentId,
-            profileId: payment.profileId,
-            status: "pending",
-            amount,
-            currency: payment.currency,
-            reason: reasonWord(req.reason),
-            refundType: scheduled ? "scheduled" : "instant",
-            errorCode: null,
-            errorMessage: null,
-            metadata: newMetadata("metadata", req.metadata),
-            processorReference: null,
-            created: now,
-            updated: now,
-            claimToken: null,
-            claimedUntil: null,
-          } satisfies RefundRow);
-          const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
-          await writeNewRefund(em, clock, refund, [
-            jobFor(jobKinds.processRefund, refund, refund.refundId, new Date(now.getTime() + delayMs)),
-          ]);
-          return toRefund(refund);
-        });
+      const create = async () => {
+        const now = clock.now();
+        const payment = await refundablePayment(dataSource.manager, caller, paymentId, now);
+        const amount = requested ?? payment.left;
+        if (payment.left === 0n || amount > payment.left) throw refundExceedsCaptured(requested, payment.left);
+        const refund = Object.assign(new RefundRow(), {
+          merchantId: caller.merchantId,
+          livemode: caller.livemode,
+          refundId: newId("ref"),
+          paymentId,
+          profileId: payment.profileId,
+          status: "pending",
+          amount,
+          currency: payment.currency,
+          reason: reasonWord(req.reason),
+          refundType: scheduled ? "scheduled" : "instant",
+          errorCode: null,
+          errorMessage: null,
+          metadata: newMetadata("metadata", req.metadata),
+          processorReference: null,
+          created: now,
+          updated: now,
+          claimToken: null,
+          claimedUntil: null,
+        } satisfies RefundRow);
+        const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
+        const job = jobFor(jobKinds.processRefund, refund, refund.refundId, new Date(now.getTime() + delayMs));
+        try {
+          return await deps.newObjects.create(ctx, refundResource, refund, [job]);
+        } catch (error) {
+          // "All that is left" shrank between the read and the write: read it again.
+          if (requested === undefined && error instanceof ApiError && error.code === "IR_13")
+            throw objectBusy("the refundable amount changed");
+          throw error;
+        }
+      };
       const refund = await waitingForClaims(create, ctx.signal);
       if (!scheduled) deps.jobs.wake();
       return refund;

@@ -16,6 +16,3 @@ export const refundStates = new StateMachine<RefundStatusWord, RefundOperation>(
   },
   ["succeeded", "failed", "cancelled", "manual_review"],
 );
-
-/** Refund statuses that hold money back from being refunded again. */
-export const countedStatuses: readonly RefundStatusWord[] = ["pending", "succeeded", "manual_review"];

@@ -1,15 +1,35 @@
 import type { EntityManager } from "typeorm";
-import { lostStatuses, openStatuses } from "../disputes/states.js";
-import { preconditionFailed } from "../errors.js";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { Clock } from "../clock.js";
-import { writeNewObject } from "../db/new-objects.js";
+import { objectBusy } from "../db/claims.js";
+import { holderGone } from "../db/liveness.js";
 import { preparedIn } from "../db/prepared.js";
-import { writeObjectChange, type Resource, type Scope } from "../db/resource.js";
-import type { NewJob } from "../jobs/runner.js";
+import { objectKey, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
+import { notFound, preconditionFailed, refundExceedsCaptured } from "../errors.js";
+import type { PaymentStatusWord } from "../payments/payment.entity.js";
+import { paymentStates } from "../payments/states.js";
 import { RefundRow, type RefundStatusWord } from "./refund.entity.js";
-import { countedStatuses, refundStates } from "./states.js";
+import { refundStates } from "./states.js";
 import { toRefund } from "./view.js";
+
+/** The payment statuses a refund may be taken from, as an SQL list. */
+const refundableStatuses = paymentStates.transitions.refund.from.map((status) => `'${status}'`).join(", ");
+
+/**
+ * Whether a new refund (the table `alias`) may be written, checked on its payment's row, which the
+ * check locks: the payment may be refunded (its status, no undecided dispute, no operation holding it)
+ * and has at least the refund's amount left. Everything checked lives on that row, where triggers keep
+ * what the payment's refunds and disputes hold back (migration RefundHolds): a refund that waits for
+ * another's lock is checked again on the row as the other left it.
+ */
+function refundableGuard(alias: string): string {
+  return (
+    `EXISTS (SELECT 1 FROM payments AS p WHERE p.merchant_id = ${alias}.merchant_id AND p.livemode = ${alias}.livemode ` +
+    `AND p.payment_id = ${alias}.payment_id AND p.status IN (${refundableStatuses}) AND p.disputes_open = 0 ` +
+    `AND (p.claim_token IS NULL OR p.claimed_until <= ${alias}.created OR ${holderGone("p.claimed_by")}) ` +
+    `AND ${alias}.amount <= coalesce(p.amount_received, 0) - p.amount_unrefundable FOR UPDATE OF p)`
+  );
+}
 
 /** How refunds are stored and reported. */
 export const refundResource: Resource<RefundRow, typeof RefundSchema> = {
@@ -20,45 +40,62 @@ export const refundResource: Resource<RefundRow, typeof RefundSchema> = {
   schema: RefundSchema,
   view: toRefund,
   states: refundStates,
+  guard: refundableGuard,
+  refusal: async (em, row) => {
+    const { left } = await refundablePayment(em, row, row.paymentId, row.created);
+    if (row.amount <= left) throw objectBusy(`payment ${row.paymentId} changed while the refund was written`);
+    return refundExceedsCaptured(row.amount, left);
+  },
+  // The guard reads the payment's row as the statement began: two refunds of one payment in one
+  // statement would both pass it.
+  batchKey: (row) => objectKey(row, row.paymentId),
 };
 
-/** Writes a new refund, its refund.pending event and its processing job in one statement. */
-export async function writeNewRefund(em: EntityManager, clock: Clock, row: RefundRow, jobs: NewJob[]): Promise<void> {
-  await writeNewObject(em, clock, refundResource, row, jobs);
+/** What `refundablePayment` reads of a payment. */
+interface Refundable {
+  status: PaymentStatusWord;
+  profile_id: string;
+  currency: string;
+  received: string | null;
+  unrefundable: string;
+  disputes_open: number;
+  claimed: boolean;
+}
+
+/** What a new refund takes from its payment: the amount still refundable, and the profile and currency it inherits. */
+export interface RefundablePayment {
+  readonly left: bigint;
+  readonly profileId: string;
+  readonly currency: string;
+}
+
+/**
+ * What is still refundable on a payment: what was captured minus its refunds that are pending,
+ * succeeded or in manual review, minus its disputes the merchant lost or accepted (decisions §4).
+ * Throws what stops any refund: no such payment (404), a status that cannot be refunded (IR_14), an
+ * undecided dispute (its money may still go to the cardholder), or an operation holding the payment
+ * at `now` (retried once it may be gone, inside `waitingForClaims`). A read, not a lock: the refund's
+ * own statement checks again on the locked row.
+ */
+export async function refundablePayment(em: EntityManager, scope: Scope, paymentId: string, now: Date): Promise<RefundablePayment> {
+  const [payment] = await preparedIn<Refundable>(
+    em,
+    `SELECT status, profile_id, currency, amount_received::text AS received, amount_unrefundable::text AS unrefundable, disputes_open,
+            claim_token IS NOT NULL AND claimed_until > $4 AND NOT ${holderGone("claimed_by")} AS claimed
+       FROM payments WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3`,
+    [scope.merchantId, scope.livemode, paymentId, now],
+  );
+  if (payment === undefined) throw notFound("Payment", paymentId, "payment_id");
+  if (payment.claimed) throw objectBusy(`payment ${paymentId} is claimed`);
+  paymentStates.guard("refund", payment.status);
+  if (payment.disputes_open > 0) {
+    throw preconditionFailed("This payment has an open dispute; it can be refunded once the dispute is decided");
+  }
+  const left = BigInt(payment.received ?? 0) - BigInt(payment.unrefundable);
+  return { left: left > 0n ? left : 0n, profileId: payment.profile_id, currency: payment.currency };
 }
 
 /** Writes a change to a locked refund, with the event of a new status and the end of its jobs once final. */
 export function writeRefundChange(em: EntityManager, clock: Clock, row: RefundRow, previous: RefundStatusWord): Promise<void> {
   return writeObjectChange(em, clock, refundResource, row, previous);
-}
-
-/** What `refundable` reads of a payment's refunds and disputes. */
-interface Sums {
-  refunded: string;
-  lost: string;
-  disputed: boolean;
-}
-
-/**
- * What is still refundable on a payment whose row the caller has locked: what was captured minus the
- * refunds that are pending, succeeded or in manual review, minus disputes the merchant lost or
- * accepted (decisions §4). An undecided dispute blocks refunds: its money may still go to the
- * cardholder. The payment lock is what makes concurrent refunds and dispute decisions see each other.
- */
-export async function refundable(em: EntityManager, scope: Scope, paymentId: string, received: bigint): Promise<bigint> {
-  const [{ refunded, lost, disputed }] = (await preparedIn<Sums>(
-    em,
-    `SELECT (SELECT coalesce(sum(amount), 0) FROM refunds
-              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($4))::text AS refunded,
-            (SELECT coalesce(sum(amount), 0) FROM disputes
-              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($5))::text AS lost,
-            EXISTS (SELECT 1 FROM disputes
-              WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND status = ANY($6)) AS disputed`,
-    [scope.merchantId, scope.livemode, paymentId, countedStatuses, lostStatuses, openStatuses],
-  )) as [Sums];
-  if (disputed) {
-    throw preconditionFailed("This payment has an open dispute; it can be refunded once the dispute is decided");
-  }
-  const left = received - BigInt(refunded) - BigInt(lost);
-  return left > 0n ? left : 0n;
 }

@@ -17,6 +17,7 @@ import { ListFilterIndexes1765300000000 } from "./1765300000000-list-filter-inde
 import { ListCounts1765400000000 } from "./1765400000000-list-counts.js";
 import { StatusChecks1765500000000 } from "./1765500000000-status-checks.js";
 import { JsonStatistics1765600000000 } from "./1765600000000-json-statistics.js";
+import { RefundHolds1765700000000 } from "./1765700000000-refund-holds.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -39,4 +40,5 @@ export const migrations = [
   ListCounts1765400000000,
   StatusChecks1765500000000,
   JsonStatistics1765600000000,
+  RefundHolds1765700000000,
 ];

@@ -419,6 +419,23 @@ async function backlog(db: pg.Client, merchantIds: string[]): Promise<Record<str
   return row!;
 }
 
+/** The rows `backlog` counts, with their leases and claims: what held a late drain up. */
+async function backlogRows(db: pg.Client, merchantIds: string[]): Promise<Record<string, unknown[]>> {
+  const [row] = await rows<Record<string, unknown[]>>(
+    db,
+    `SELECT
+       (SELECT json_agg(j) FROM (SELECT kind, object_id, run_at, leased_by, attempts, last_error, status, now() AS seen_at FROM jobs
+          WHERE run_at <= now() OR kind IN ('refund.process', 'payout.send', 'payment.capture_scheduled')) AS j) AS jobs,
+       (SELECT json_agg(r) FROM (SELECT refund_id, claim_token IS NOT NULL AS claimed, claimed_until, claimed_by FROM refunds
+          WHERE merchant_id = ANY($1) AND status = 'pending') AS r) AS pending_refunds,
+       (SELECT json_agg(p) FROM (SELECT payout_id, attempts FROM payouts WHERE merchant_id = ANY($1) AND status = 'pending') AS p) AS pending_payouts,
+       (SELECT json_agg(k) FROM (SELECT idempotency_key, state FROM idempotency_keys WHERE merchant_id = ANY($1) AND state = 'in_flight') AS k) AS keys_in_flight,
+       (SELECT json_agg(i) FROM live_instances() AS i) AS live_instances`,
+    [merchantIds],
+  );
+  return row!;
+}
+
 describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients retrying with their keys", () => {
   let db: pg.Client;
   let databaseUrl: string;
@@ -465,9 +482,12 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     await sampling;
     const backlogAtEnd = await backlog(db, merchantIds);
     let left = backlogAtEnd;
+    // What is still left once the drain is late, to say which job or object held it up.
+    let lateBacklog: unknown;
     while ((clientsDone === undefined || Object.values(left).some((n) => n > 0)) && Date.now() - deadline < 150_000) {
       await sleep(100);
       left = await backlog(db, merchantIds);
+      if (lateBacklog === undefined && Date.now() - deadline > drainLimitMs) lateBacklog = await backlogRows(db, merchantIds);
     }
     // From the end of the run: the killing stopped and no client starts another request.
     const drainMs = Date.now() - deadline;
@@ -646,6 +666,7 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
           peak_backlog: peakBacklog,
           backlog_at_end: backlogAtEnd,
           drain_s: drainMs / 1000,
+          late_backlog: lateBacklog,
           checked,
           objects: { payments: byStatus("payment"), refunds: byStatus("refund"), payouts: byStatus("payout") },
           violations: violations.length,

@@ -51,6 +51,14 @@ export function objectBusy(message: string): Error {
   return new ObjectClaimed(message);
 }
 
+/**
+ * SQL condition, true when no live claim holds the row of `table` (an alias) at `now` (an SQL
+ * expression): never claimed, its lease over, or its holder gone. What a claim statement waits out.
+ */
+export function unclaimedSql(table: string, now: string): string {
+  return `(${table}.claim_token IS NULL OR ${table}.claimed_until <= ${now} OR ${holderGone(`${table}.claimed_by`)})`;
+}
+
 function isClaimed(row: ClaimableRow, now: Date): boolean {
   return row.claimToken !== null && row.claimedUntil !== null && row.claimedUntil > now;
 }
@@ -89,7 +97,7 @@ function statementsOf<Row extends ClaimableRow>(dataSource: DataSource, resource
         `WITH input AS (SELECT * FROM unnest(${keyColumns.map((column, i) => `$${i + 1}::${sqlType(column)}[]`).join(", ")}, $4::varchar[]) ` +
         `WITH ORDINALITY AS input(${names.join(", ")}, token, batch_position)),\n` +
         `claimed AS (UPDATE ${table} AS t SET claim_token = input.token, claimed_until = $5, claimed_by = $7::integer FROM input ` +
-        `WHERE ${joined("t")} AND (t.claim_token IS NULL OR t.claimed_until <= $6 OR ${holderGone("t.claimed_by")}) ` +
+        `WHERE ${joined("t")} AND ${unclaimedSql("t", "$6")} ` +
         `RETURNING input.batch_position AS claimed_position, t.*)\n` +
         `SELECT input.batch_position, claimed.claimed_position IS NOT NULL AS won, ` +
         `claimed.claimed_position IS NULL AND NOT EXISTS (SELECT 1 FROM ${table} AS o WHERE ${joined("o")}) AS missing, claimed.* ` +

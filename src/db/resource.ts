@@ -231,7 +231,9 @@ const claimedChangeBatches = new BatchesByResource<ClaimedChange<StatusRow>, boo
  * does, releasing the claim in the same statement: in `em`'s transaction when it has one, else in a
  * batch with the outcomes other operations write at the same time. Nothing is written when the claim
  * is no longer this operation's: its lease ran out mid-call and another operation took the object, so
- * this outcome must not overwrite what that one did: the request is answered IK_01.
+ * this outcome must not overwrite what that one did: the request is answered IK_01. "ended" when the
+ * status is final, so the same statement ended the object's pending jobs (a job writing its own
+ * object's outcome need not delete itself again).
  */
 export async function writeClaimedChange<
   Row extends StatusRow & { claimToken: string | null; claimedUntil: Date | null },
@@ -243,7 +245,7 @@ export async function writeClaimedChange<
   claimed: { readonly row: Row; readonly token: string },
   previousStatus: Row["status"],
   jobs: readonly NewJob[] = [],
-): Promise<void> {
+): Promise<"ended" | undefined> {
   const { row, token } = claimed;
   row.claimToken = null;
   row.claimedUntil = null;
@@ -264,6 +266,7 @@ export async function writeClaimedChange<
           .add(change, objectKey(row, idOf(resource, row)))
       : (await writeClaimedChanges(em, clock, generic, [change]))[0]!;
   if (!written) throw claimLost(resource.name, idOf(resource, row));
+  return change.final ? "ended" : undefined;
 }
 
 /** Adds the follow-ups to a change's statement and runs it; how many object rows it wrote. */

@@ -37,11 +37,10 @@ export function paymentJobHandlers(deps: PaymentJobDependencies): Map<JobKind, L
     );
     if (claim === undefined) return undefined;
     const previous = claim.row.status;
-    await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
+    return finishClaimed(deps.dataSource, paymentResource, claim, async () => {
       const jobs = await move(claim.row);
-      await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
+      return writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
     });
-    return paymentStates.isFinal(claim.row.status) ? "ended" : undefined;
   }
 
   return new Map<JobKind, LeasedJobHandler>([

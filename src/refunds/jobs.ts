@@ -37,7 +37,7 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
           );
           if (claim === undefined) return undefined;
           const row = claim.row;
-          await finishClaimed(dataSource, refundResource, claim, async () => {
+          return finishClaimed(dataSource, refundResource, claim, async () => {
             const [payment] = await preparedQuery<{ processor: string | null; reference: string }>(
               dataSource,
               `SELECT processor, processor_reference AS reference FROM payments WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3`,
@@ -56,10 +56,8 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
               row.errorMessage = result.errorMessage;
             }
             row.updated = clock.now();
-            await writeClaimedChange(dataSource.manager, clock, refundResource, claim, "pending");
+            return writeClaimedChange(dataSource.manager, clock, refundResource, claim, "pending");
           });
-          // Every status a processor decides is final: the outcome's statement ended this job.
-          return refundStates.isFinal(row.status) ? "ended" : undefined;
         },
       },
     ],

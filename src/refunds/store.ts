@@ -1,8 +1,7 @@
 import type { EntityManager } from "typeorm";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { Clock } from "../clock.js";
-import { objectBusy } from "../db/claims.js";
-import { holderGone } from "../db/liveness.js";
+import { objectBusy, unclaimedSql } from "../db/claims.js";
 import { preparedIn } from "../db/prepared.js";
 import { objectKey, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
 import { notFound, preconditionFailed, refundExceedsCaptured } from "../errors.js";
@@ -26,7 +25,7 @@ function refundableGuard(alias: string): string {
   return (
     `EXISTS (SELECT 1 FROM payments AS p WHERE p.merchant_id = ${alias}.merchant_id AND p.livemode = ${alias}.livemode ` +
     `AND p.payment_id = ${alias}.payment_id AND p.status IN (${refundableStatuses}) AND p.disputes_open = 0 ` +
-    `AND (p.claim_token IS NULL OR p.claimed_until <= ${alias}.created OR ${holderGone("p.claimed_by")}) ` +
+    `AND ${unclaimedSql("p", `${alias}.created`)} ` +
     `AND ${alias}.amount <= coalesce(p.amount_received, 0) - p.amount_unrefundable FOR UPDATE OF p)`
   );
 }
@@ -81,8 +80,8 @@ export async function refundablePayment(em: EntityManager, scope: Scope, payment
   const [payment] = await preparedIn<Refundable>(
     em,
     `SELECT status, profile_id, currency, amount_received::text AS received, amount_unrefundable::text AS unrefundable, disputes_open,
-            claim_token IS NOT NULL AND claimed_until > $4 AND NOT ${holderGone("claimed_by")} AS claimed
-       FROM payments WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3`,
+            NOT ${unclaimedSql("p", "$4")} AS claimed
+       FROM payments AS p WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3`,
     [scope.merchantId, scope.livemode, paymentId, now],
   );
   if (payment === undefined) throw notFound("Payment", paymentId, "payment_id");

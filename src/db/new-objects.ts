@@ -5,8 +5,8 @@ import { alreadyExists, type ApiError } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
-import type { DeliveryHandOff } from "../webhooks/delivery-thread.js";
-import { deliveriesSql, handedOverEventsReturning, handedOverSql } from "../webhooks/schedule.js";
+import type { DeliveryHandOff, HandedOver } from "../webhooks/delivery-thread.js";
+import { deliveriesSql, eventsReturning, handedOver, handedOverSql } from "../webhooks/schedule.js";
 import { jobRowOf } from "./follow-ups.js";
 import { rejectedByDatabase, StatementBatches } from "./batches.js";
 import { preparedIn, preparedQuery } from "./prepared.js";
@@ -55,11 +55,11 @@ function statementText<Row extends StatusRow, Desc extends DescMessage>(em: Enti
     `allowed AS (SELECT * FROM input${resource.guard === undefined ? "" : ` WHERE ${resource.guard("input")}`}),\n` +
     `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM allowed ON CONFLICT (${key}) DO NOTHING RETURNING ${key}),\n` +
     `written AS (SELECT allowed.position FROM allowed JOIN object USING (${key})),\n` +
-    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position) RETURNING ${handedOverEventsReturning}),\n` +
+    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position) RETURNING ${eventsReturning}),\n` +
     `delivery AS (${deliveriesSql("event", `$${leaseParam}::timestamptz`)}),\n` +
     `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT ${qualifiedNames(job, "j")} FROM ${unnestOf(job, "j", jobParam, "array")} JOIN written USING (position))\n` +
     `SELECT position, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written, ` +
-    `CASE WHEN position = 1 AND $${leaseParam}::timestamptz IS NOT NULL THEN (${handedOverSql("delivery", "event")}) END AS deliveries ` +
+    `CASE WHEN position = 1 AND $${leaseParam}::timestamptz IS NOT NULL THEN (${handedOverSql("delivery")}) END AS deliveries ` +
     `FROM input LEFT JOIN allowed USING (position) LEFT JOIN written USING (position)`;
   texts.set(resource, text);
   return text;
@@ -77,7 +77,7 @@ interface Verdict {
 /**
  * Writes new objects of one resource, no two with one key, in one statement with `query`, their
  * webhook deliveries leased until `lease` when given: the outcome of each, in order, and the
- * deliveries as `handedOverSql` describes them. Throws when PostgreSQL rejects the statement, which then wrote nothing.
+ * deliveries it wrote with what sending them needs. Throws when PostgreSQL rejects the statement, which then wrote nothing.
  */
 async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
   em: EntityManager,
@@ -86,14 +86,13 @@ async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
   objects: readonly NewObject<Row>[],
   lease: string | undefined,
   query: (text: string, params: unknown[]) => Promise<Verdict[]>,
-): Promise<{ outcomes: Outcome[]; deliveries: string | null }> {
+): Promise<{ outcomes: Outcome[]; deliveries: HandedOver[] }> {
   const rows = objects.map((o) => o.row);
+  const events = rows.map((row) => eventOf(resource, row, clock));
+  const eventArrays = arraysOf(em.connection.getMetadata(EventRow), events);
   const params = [
     ...arraysOf(em.connection.getMetadata(resource.entity), rows),
-    ...arraysOf(
-      em.connection.getMetadata(EventRow),
-      rows.map((row) => eventOf(resource, row, clock)),
-    ),
+    ...eventArrays,
     ...arraysOf(
       em.connection.getMetadata(JobRow),
       objects.flatMap((o) => o.jobs.map((job) => jobRowOf(job, clock))),
@@ -106,7 +105,14 @@ async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
     const verdict = verdicts.get(i + 1)!;
     return verdict.written ? "written" : verdict.allowed ? "taken" : "refused";
   });
-  return { outcomes, deliveries: verdicts.get(1)?.deliveries ?? null };
+  const deliveries = verdicts.get(1)?.deliveries;
+  if (deliveries === null || deliveries === undefined) return { outcomes, deliveries: [] };
+  return { outcomes, deliveries: handedOver(deliveries, events, eventArrays[eventDataColumn(em)] as string[]) };
+}
+
+/** Where the events' data (as JSON) sits among `arraysOf` the events. */
+function eventDataColumn(em: EntityManager): number {
+  return insertShapeOf(em.connection.getMetadata(EventRow)).columns.findIndex((column) => column.propertyName === "data");
 }
 
 /** One object's answer: written (true) or refused by the guard (false); a taken id is HE_01. */
@@ -176,7 +182,7 @@ class Queue<Row extends StatusRow, Desc extends DescMessage> {
       if (lease !== undefined && !rejectedByDatabase(error)) this.webhooks.abandon(lease);
       throw error;
     }
-    if (lease !== undefined && written.deliveries !== null) this.webhooks.adopt(written.deliveries, lease);
+    if (lease !== undefined && written.deliveries.length > 0) this.webhooks.adopt(written.deliveries, lease);
     return written.outcomes;
   }
 }

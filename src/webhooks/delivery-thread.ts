@@ -4,6 +4,21 @@ import type { DatabaseTimeouts } from "../db/pool.js";
 import { log } from "../log.js";
 import { newLease } from "./lease.js";
 
+/** What sending a delivery needs, as its writer hands it over at commit. */
+export interface HandedOver {
+  readonly event_id: string;
+  readonly livemode: boolean;
+  readonly profile_id: string;
+  readonly type: string;
+  readonly created: Date;
+  /** The event's data as its writer sent it to the database, in JSON. */
+  readonly data_json: string;
+  readonly webhook_url: string | null;
+  readonly webhook_secret: string;
+  readonly previous_webhook_secret: string | null;
+  readonly previous_webhook_secret_until: Date | null;
+}
+
 /**
  * How the writers of new events give their deliveries straight to this instance's sender: written
  * already leased to it, and handed over with what sending them needs once they commit, so a fresh
@@ -13,8 +28,8 @@ import { newLease } from "./lease.js";
 export interface DeliveryHandOff {
   /** The lease to write new deliveries with, or undefined when this instance's sender is not taking any. */
   leaseForNew(now: Date): string | undefined;
-  /** Hands over deliveries that committed leased with `lease` (from `leaseForNew`): a JSON array from `handedOverSql`. */
-  adopt(deliveries: string, lease: string): void;
+  /** Hands over deliveries that committed leased with `lease` (from `leaseForNew`). */
+  adopt(deliveries: readonly HandedOver[], lease: string): void;
   /**
    * Says that the write with `lease` got no answer (the connection was lost): whatever it may have
    * committed is given back once the database answers, rather than waiting for the lease to end.
@@ -45,7 +60,7 @@ export interface DeliveryThreadSettings {
 /** A message from the host to the thread. */
 export type ToThread =
   | { readonly type: "deliver-due"; readonly id: number }
-  | { readonly type: "adopt"; readonly deliveries: string; readonly lease: string }
+  | { readonly type: "adopt"; readonly deliveries: readonly HandedOver[]; readonly lease: string }
   | { readonly type: "abandon"; readonly lease: string }
   | { readonly type: "stop" };
 
@@ -92,7 +107,7 @@ export class DeliveryThread implements WebhookSender {
     return this.taking ? newLease(now) : undefined;
   }
 
-  adopt(deliveries: string, lease: string): void {
+  adopt(deliveries: readonly HandedOver[], lease: string): void {
     this.worker?.postMessage({ type: "adopt", deliveries, lease } satisfies ToThread);
   }
 

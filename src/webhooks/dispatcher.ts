@@ -5,7 +5,8 @@ import { FailureStreak, log } from "../log.js";
 import { leaseMs, newLease } from "./lease.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, post } from "./sender.js";
-import type { WebhookSender } from "./delivery-thread.js";
+import { webhookBody } from "./body.js";
+import type { HandedOver, WebhookSender } from "./delivery-thread.js";
 import { signatureHeaders } from "./signature.js";
 
 /** How often to look for due deliveries when there was nothing to do. */
@@ -22,27 +23,23 @@ const maxHeld = 2000;
 /** How soon outcomes the database refused are written again: it may be back from a restart by then. */
 const rewriteAfterMs = 250;
 
+/** What sending a delivery needs besides its event, however it came to this instance. */
+type Destined = Omit<HandedOver, "type" | "created" | "data_json">;
+
 /** A delivery this instance has taken, with what sending it needs. */
-interface Taken {
-  readonly event_id: string;
-  readonly livemode: boolean;
-  readonly profile_id: string;
-  readonly type: string;
-  readonly created: Date;
-  readonly data: unknown;
-  readonly webhook_url: string | null;
-  readonly webhook_secret: string;
-  readonly previous_webhook_secret: string | null;
-  readonly previous_webhook_secret_until: Date | null;
+interface Taken extends Destined {
+  /** What is POSTed (body.ts). */
+  readonly body: string;
   /** Until when this instance holds it (newLease): the token its outcome is written with. */
   readonly lease: string;
 }
 
-/** A delivery as it is handed over when it commits (`handedOverSql`): JSON, so its times are strings. */
-type HandedOver = Omit<Taken, "created" | "previous_webhook_secret_until" | "lease"> & {
-  readonly created: string;
-  readonly previous_webhook_secret_until: string | null;
-};
+/** A delivery as a look reads it, with its event as stored. */
+interface Looked extends Destined {
+  readonly type: string;
+  readonly created: Date;
+  readonly data: unknown;
+}
 
 /**
  * What became of one taken delivery, written back while its lease still holds: an attempt, or none
@@ -133,11 +130,6 @@ const giveBackTake = `
 UPDATE webhook_deliveries SET leased_until = NULL
  WHERE status = 'pending' AND ${takeableAt("")} = $1::timestamptz AND leased_until = $1::timestamptz`;
 
-/** The body of an event's webhook: the event as retrieve shows it, without its delivery state. */
-function bodyOf(delivery: Taken): string {
-  return JSON.stringify({ event_id: delivery.event_id, type: delivery.type, created: delivery.created.toISOString(), data: delivery.data });
-}
-
 /**
  * Sends every event to its profile's webhook_url (docs/events.md), from the deliveries written with
  * the events. Any number of instances run side by side: a delivery is taken with `FOR UPDATE SKIP
@@ -208,16 +200,10 @@ export class WebhookDispatcher implements WebhookSender {
    * them: a profile already holding a batch, an instance holding its most or a dispatcher that has
    * stopped gives them back, for a look of any instance to take.
    */
-  adopt(deliveries: string, lease: string): void {
+  adopt(deliveries: readonly HandedOver[], lease: string): void {
     const over: Taken[] = [];
-    for (const handed of JSON.parse(deliveries) as HandedOver[]) {
-      const delivery: Taken = {
-        ...handed,
-        created: new Date(handed.created),
-        previous_webhook_secret_until:
-          handed.previous_webhook_secret_until === null ? null : new Date(handed.previous_webhook_secret_until),
-        lease,
-      };
+    for (const { type, created, data_json, ...handed } of deliveries) {
+      const delivery: Taken = { ...handed, body: webhookBody(handed.event_id, type, created, JSON.parse(data_json)), lease };
       const waiting = this.endpoints.get(delivery.profile_id)?.waiting.length ?? 0;
       if (!this.started || this.held >= maxHeld || waiting >= this.perEndpointBatch) over.push(delivery);
       else this.hold(delivery);
@@ -313,14 +299,16 @@ export class WebhookDispatcher implements WebhookSender {
     const now = this.clock.now();
     const full = [...this.endpoints].filter(([, e]) => e.waiting.length + e.sending >= perEndpointBatch).map(([id]) => id);
     const lease = newLease(now);
-    let rows: Omit<Taken, "lease">[];
+    let rows: Looked[];
     try {
       [rows] = await this.dataSource.query(takeDue, [now, full, room, perEndpointBatch, lease]);
     } catch (error) {
       this.lostTakes.add(lease, () => this.dataSource.query(giveBackTake, [lease]), leaseMs);
       throw error;
     }
-    for (const row of rows) this.hold({ ...row, lease });
+    for (const { type, created, data, ...row } of rows) {
+      this.hold({ ...row, body: webhookBody(row.event_id, type, created, data), lease });
+    }
     return rows.length;
   }
 
@@ -359,14 +347,13 @@ export class WebhookDispatcher implements WebhookSender {
   private async send(delivery: Taken): Promise<Outcome> {
     const base = { eventId: delivery.event_id, lease: delivery.lease, attemptedAt: this.clock.now() };
     if (delivery.webhook_url === null) return { ...base, attempt: undefined, finishedAt: base.attemptedAt };
-    const body = bodyOf(delivery);
     const secrets = [delivery.webhook_secret];
     if (delivery.previous_webhook_secret !== null && delivery.previous_webhook_secret_until! > base.attemptedAt) {
       secrets.push(delivery.previous_webhook_secret);
     }
     // Receivers hold the timestamp against their own clock, so it is the real time, not the sandbox test clock's.
-    const headers = signatureHeaders(delivery.event_id, body, secrets, Math.floor(Date.now() / 1000));
-    const attempt = await post({ url: delivery.webhook_url, livemode: delivery.livemode }, headers, body);
+    const headers = signatureHeaders(delivery.event_id, delivery.body, secrets, Math.floor(Date.now() / 1000));
+    const attempt = await post({ url: delivery.webhook_url, livemode: delivery.livemode }, headers, delivery.body);
     return { ...base, attempt, finishedAt: this.clock.now() };
   }
 

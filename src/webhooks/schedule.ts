@@ -1,4 +1,6 @@
 import type { EntityManager } from "typeorm";
+import type { EventRow } from "../events/event.entity.js";
+import type { HandedOver } from "./delivery-thread.js";
 
 /** How long a failing delivery is retried before it is marked failed (decisions §8: 3 days). */
 export const retryWindowMs = 3 * 86_400_000;
@@ -42,23 +44,43 @@ export function deliveriesSql(events: string, leasedUntil = "NULL"): string {
 export const eventsReturning = "event_id, merchant_id, livemode, profile_id, created";
 
 /**
- * What the CTE writing events returns for `deliveriesSql` and `handedOverSql` too: the type and data
- * only a statement that hands its deliveries over reads, so a status change does not return them.
+ * A JSON array (as text) of what sending each delivery the CTE `deliveries` wrote needs besides its
+ * event, which its writer holds already: the event's id, and its profile's webhook_url and secrets
+ * as they are now (`handedOver`). The event's data is never read back: building its JSON again
+ * cost the database more than writing the delivery did.
  */
-export const handedOverEventsReturning = `${eventsReturning}, type, data`;
+export function handedOverSql(deliveries: string): string {
+  return (
+    `SELECT json_agg(json_build_array(d.event_id, p.webhook_url, p.webhook_secret, p.previous_webhook_secret, p.previous_webhook_secret_until))::text ` +
+    `FROM ${deliveries} AS d JOIN profiles AS p ON p.profile_id = d.profile_id`
+  );
+}
+
+/** A delivery's row of `handedOverSql`. */
+type HandedOverRow = [eventId: string, url: string | null, secret: string, previousSecret: string | null, previousUntil: string | null];
 
 /**
- * A JSON array (as text) of what sending each delivery the CTE `deliveries` wrote needs, from the CTE
- * `events` that wrote their events (returning `handedOverEventsReturning`) and their profiles as they are now: the same fields a look for due
- * deliveries reads (`HandedOver`), so that the sender this instance hands them to reads nothing.
+ * The deliveries a statement wrote (`answer`, from `handedOverSql`) with what sending them needs:
+ * each one's event among `events`, the ones the statement wrote, whose data were sent as `dataJson`.
  */
-export function handedOverSql(deliveries: string, events: string): string {
-  return (
-    `SELECT json_agg(json_build_object('event_id', e.event_id, 'livemode', e.livemode, 'profile_id', e.profile_id, ` +
-    `'type', e.type, 'created', e.created, 'data', e.data, 'webhook_url', p.webhook_url, 'webhook_secret', p.webhook_secret, ` +
-    `'previous_webhook_secret', p.previous_webhook_secret, 'previous_webhook_secret_until', p.previous_webhook_secret_until))::text ` +
-    `FROM ${deliveries} AS d JOIN ${events} AS e ON e.event_id = d.event_id JOIN profiles AS p ON p.profile_id = d.profile_id`
-  );
+export function handedOver(answer: string, events: readonly EventRow[], dataJson: readonly string[]): HandedOver[] {
+  const place = new Map(events.map((event, i) => [event.eventId, i]));
+  return (JSON.parse(answer) as HandedOverRow[]).map(([eventId, url, secret, previousSecret, previousUntil]) => {
+    const i = place.get(eventId)!;
+    const event = events[i]!;
+    return {
+      event_id: eventId,
+      livemode: event.livemode,
+      profile_id: event.profileId!,
+      type: event.type,
+      created: event.created,
+      data_json: dataJson[i]!,
+      webhook_url: url,
+      webhook_secret: secret,
+      previous_webhook_secret: previousSecret,
+      previous_webhook_secret_until: previousUntil === null ? null : new Date(previousUntil),
+    };
+  });
 }
 
 /**

@@ -43,9 +43,16 @@ const destinations = new Map<string, Destination>();
 /** Beyond this many, the destinations are worked out afresh: a handful of receivers are in use at a time. */
 const destinationsKept = 10_000;
 
+/** A refusal before any connection: production needs https, and an address literal is checked as one. */
+function refusalBeforeConnecting(url: URL, livemode: boolean): string | undefined {
+  if (livemode && url.protocol !== "https:") return "production events go to https URLs only";
+  const host = hostOf(url);
+  return isIP(host) === 0 ? undefined : refusalOf(host, livemode);
+}
+
 /**
- * Where an attempt for this environment goes: production needs https, and an address literal is
- * judged as one before any connection (a name is judged as it resolves, by `checkedLookup`).
+ * Where an attempt for this environment goes, worked out once per URL; a name (rather than an
+ * address literal) is judged as it resolves, by `checkedLookup`.
  */
 function destinationOf(target: string, livemode: boolean): Destination {
   const key = `${livemode ? "live" : "test"} ${target}`;
@@ -57,13 +64,7 @@ function destinationOf(target: string, livemode: boolean): Destination {
   } catch {
     return { refusal: "webhook_url is not a valid URL" };
   }
-  const host = hostOf(url);
-  const refusal =
-    livemode && url.protocol !== "https:"
-      ? "production events go to https URLs only"
-      : isIP(host) === 0
-        ? undefined
-        : refusalOf(host, livemode);
+  const refusal = refusalBeforeConnecting(url, livemode);
   destination = refusal === undefined ? { origin: url.origin, path: `${url.pathname}${url.search}` } : { refusal };
   if (destinations.size >= destinationsKept) destinations.clear();
   destinations.set(key, destination);

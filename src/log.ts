@@ -1,11 +1,12 @@
 import { pino, stdTimeFunctions } from "pino";
 import { redactCardNumbers } from "./card-numbers.js";
+import { redacted } from "./log-redaction.js";
 import { logLevels, type LogLevel } from "./config.js";
 
 /**
  * Structured logging with pino: one JSON object per line on stdout (time, level, pid, message and the
  * fields), so log shippers need no parser. Callers pass identifiers and outcomes only — never request
- * bodies, which may hold card data; the logger's own configuration redacts what slips through anyway.
+ * bodies, which may hold card data; what slips through anyway is redacted (log-redaction.ts).
  */
 type Fields = Record<string, unknown>;
 
@@ -39,36 +40,6 @@ const stdoutBatches = {
   },
 };
 
-/**
- * Names under which a secret would travel (keys, authorization headers, card fields): censored by
- * pino's `redact` wherever a caller's fields hold them, at the top or one level down.
- */
-const secretKeys = [
-  "api_key",
-  "apiKey",
-  "admin_api_key",
-  "authorization",
-  "secret",
-  "client_secret",
-  "password",
-  "card_number",
-  "cardNumber",
-  "card_cvc",
-  "cardCvc",
-  "cvc",
-  "headers",
-];
-
-/** Card numbers in any string of the fields, however deep: an error message may quote what a client sent. */
-function withoutCardNumbers(value: unknown): unknown {
-  if (typeof value === "string") return redactCardNumbers(value);
-  if (Array.isArray(value)) return value.map(withoutCardNumbers);
-  if (typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withoutCardNumbers(item)]));
-  }
-  return value;
-}
-
 /** The level named by LOG_LEVEL; an unknown one logs at info until configuration refuses it at start. */
 function levelFromEnvironment(): LogLevel {
   const value = process.env.LOG_LEVEL?.trim() ?? "";
@@ -83,9 +54,8 @@ const logger = pino(
     timestamp: stdTimeFunctions.isoTime,
     formatters: {
       level: (label) => ({ level: label }),
-      log: (fields) => withoutCardNumbers(fields) as Fields,
+      log: (fields) => redacted(fields) as Fields,
     },
-    redact: { paths: secretKeys.flatMap((key) => [key, `*.${key}`]), censor: "[redacted]" },
   },
   stdoutBatches,
 );

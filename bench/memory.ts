@@ -3,9 +3,8 @@
  * realistic mix with no growth over 10 minutes. Written up by hand in docs/performance.md
  * ("Memory through the mix").
  *
- * Starts the production build (one worker, as `npm start` runs it: tsx's loader alone adds about
- * 120 MB) on DATABASE_URL, by default a `memory_bench` database in the local PostgreSQL created
- * afresh, and drives bench/mix.ts's mix with BENCH_CONNECTIONS (50) connections for
+ * Starts the production build (one worker, as `npm start` runs it) on DATABASE_URL, by default a
+ * `memory_bench` database in the local PostgreSQL created afresh, and drives bench/mix.ts's mix with BENCH_CONNECTIONS (50) connections for
  * BENCH_MEMORY_SECONDS (600), reading the instance's RSS every MEMORY_SAMPLE_SECONDS (30). The
  * verdict is the soak's (bench/service.ts, memoryVerdict): every sample under 300 MB, and the peak of
  * the last third within 10 % of the peak from the second minute to the end of the first third.
@@ -21,7 +20,7 @@ const rssLimitMb = 300;
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@localhost/memory_bench?host=/var/run/postgresql";
   await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
-  const { url, adminKey, child } = await startServer(databaseUrl, "1", {}, true);
+  const { url, adminKey, child } = await startServer(databaseUrl, "1");
   try {
     const samples: { t: number; rssMb: number }[] = [];
     const started = Date.now();

@@ -24,17 +24,17 @@ export async function prepareDatabase(url: string, fresh: boolean): Promise<void
 
 /**
  * Starts the service of this checkout with `workers` workers on `databaseUrl`, with `env` on top of
- * the benchmark's settings; resolves once it listens. `built` runs the production build as `npm
- * start` does (building it if stale), which the memory figures need: tsx's loader adds about 120 MB.
+ * the benchmark's settings; resolves once it listens. It runs the production build as `npm start`
+ * does (building it if stale): what production runs, not tsx's loader, which adds about 120 MB and
+ * its own helpers on the hot path.
  */
 export async function startServer(
   databaseUrl: string,
   workers: string,
   env: Record<string, string> = {},
-  built = false,
 ): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
   const adminKey = "bench-admin-api-key";
-  const child = spawn(process.execPath, built ? ["src/start.mjs"] : ["--import", "tsx", "src/server.ts"], {
+  const child = spawn(process.execPath, ["src/start.mjs"], {
     env: {
       ...process.env,
       WORKERS: workers,

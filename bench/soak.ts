@@ -280,17 +280,12 @@ async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@localhost/soak_bench?host=/var/run/postgresql";
   await prepareDatabase(databaseUrl, process.env.DATABASE_URL === undefined);
   const opsPort = await freePort();
-  const { url, adminKey, child } = await startServer(
-    databaseUrl,
-    "1",
-    {
-      SANDBOX_TEST_CLOCK: String(jumpSeconds > 0),
-      EVENT_RETENTION_DAYS: String(retentionDays),
-      SCHEDULED_REFUND_DELAY_SECONDS: String(scheduledRefundDelaySeconds),
-      OPS_PORT: String(opsPort),
-    },
-    true,
-  );
+  const { url, adminKey, child } = await startServer(databaseUrl, "1", {
+    SANDBOX_TEST_CLOCK: String(jumpSeconds > 0),
+    EVENT_RETENTION_DAYS: String(retentionDays),
+    SCHEDULED_REFUND_DELAY_SECONDS: String(scheduledRefundDelaySeconds),
+    OPS_PORT: String(opsPort),
+  });
   const receiver = await startReceiver();
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();

@@ -26,7 +26,7 @@ export interface LeasedJobHandler {
    * Runs the job; "ended" when the outcome it wrote already deleted the job (a final status ends the
    * object's pending jobs in the same statement), so the runner need not send a delete of its own.
    */
-  run(job: JobRow): Promise<"ended" | void>;
+  run(job: JobRow): Promise<"ended" | undefined>;
 }
 
 /** A job to schedule. */

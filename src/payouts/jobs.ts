@@ -135,7 +135,7 @@ async function recordOutcome(deps: PayoutJobDependencies, job: JobRow, attemptId
  * over to the next processor. A processor that does not answer (throws) leaves the attempt pending
  * and the job is retried with backoff, re-sending the same attempt.
  */
-async function sendPayout(deps: PayoutJobDependencies, job: JobRow): Promise<void> {
+async function sendPayout(deps: PayoutJobDependencies, job: JobRow): Promise<undefined> {
   for (;;) {
     const planned = await planAttempt(deps, job);
     if (planned === undefined) return;

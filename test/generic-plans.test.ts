@@ -154,16 +154,17 @@ describe.skipIf(!onPostgres)("instances that find the same stale table at once",
         db.query<{ analyses: string; changed: string }>(
           "SELECT analyze_count AS analyses, n_mod_since_analyze AS changed FROM pg_stat_user_tables WHERE relname = 'merchants'",
         );
-      // More than a tenth of the table the first test left (50,001 merchants, analyzed).
+      // More than the whole table the first test left (50,001 merchants, analyzed seconds ago): a
+      // table analyzed within the minute is analyzed again only once it has doubled.
       await onFileDatabase((db) =>
-        db.query("INSERT INTO merchants SELECT 'mer_stale_' || i, NULL, 'pro_stale_' || i, now() FROM generate_series(1, 10000) AS i"),
+        db.query("INSERT INTO merchants SELECT 'mer_stale_' || i, NULL, 'pro_stale_' || i, now() FROM generate_series(1, 60000) AS i"),
       );
       const before = await waitUntil(
         async () => {
           await sleep(200);
           return (await onFileDatabase(analyses)).rows[0]!;
         },
-        (stats) => Number(stats.changed) >= 10000,
+        (stats) => Number(stats.changed) >= 60000,
         100,
       );
       const analyzed = (await Promise.all(instances.map((instance) => refreshStatistics(instance)))).flat();
@@ -171,6 +172,38 @@ describe.skipIf(!onPostgres)("instances that find the same stale table at once",
       expect(Number((await onFileDatabase(analyses)).rows[0]!.analyses) - Number(before.analyses)).toBe(1);
     } finally {
       await Promise.all(instances.map((instance) => instance.destroy()));
+    }
+  });
+});
+
+describe.skipIf(!onPostgres)("a table analyzed within the last minute", () => {
+  const changed = (db: pg.Client) =>
+    db.query<{ changed: string }>("SELECT n_mod_since_analyze AS changed FROM pg_stat_user_tables WHERE relname = 'merchants'");
+  /** Adds `count` merchants and waits until PostgreSQL's counters show the table changed by at least `atLeast` rows since its analysis. */
+  async function addMerchants(prefix: string, count: number, atLeast: number): Promise<void> {
+    await onFileDatabase((db) =>
+      db.query(`INSERT INTO merchants SELECT '${prefix}' || i, NULL, 'pro_${prefix}' || i, now() FROM generate_series(1, ${count}) AS i`),
+    );
+    await waitUntil(
+      async () => {
+        await sleep(200);
+        return Number((await onFileDatabase(changed)).rows[0]!.changed);
+      },
+      (rows) => rows >= atLeast,
+      100,
+    );
+  }
+
+  it("is not analyzed again for growing by a tenth, and is once it has doubled", async () => {
+    const dataSource = await new DataSource({ type: "postgres", url: (await fileDatabaseUrl())!, entities, logging: false }).initialize();
+    try {
+      // The test above analyzed merchants moments ago, at 110,001 rows; a fifth more is past a tenth.
+      await addMerchants("mer_fifth_", 22000, 22000);
+      expect(await refreshStatistics(dataSource)).not.toContain("merchants");
+      await addMerchants("mer_double_", 100000, 122000);
+      expect(await refreshStatistics(dataSource)).toContain("merchants");
+    } finally {
+      await dataSource.destroy();
     }
   });
 });

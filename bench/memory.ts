@@ -4,8 +4,9 @@
  * ("Memory through the mix").
  *
  * Starts the production build (one worker, as `npm start` runs it) on DATABASE_URL, by default a
- * `memory_bench` database in the local PostgreSQL created afresh, and drives bench/mix.ts's mix with BENCH_CONNECTIONS (50) connections for
- * BENCH_MEMORY_SECONDS (600), reading the instance's RSS every MEMORY_SAMPLE_SECONDS (30). The
+ * `memory_bench` database in the local PostgreSQL created afresh, and drives bench/mix.ts's mix
+ * with BENCH_CONNECTIONS (50) connections for BENCH_MEMORY_SECONDS (600), reading the instance's
+ * RSS every MEMORY_SAMPLE_SECONDS (30). The
  * verdict is the soak's (bench/service.ts, memoryVerdict): every sample under 300 MB, and the peak of
  * the last third within 10 % of the peak from the second minute to the end of the first third.
  */

@@ -7,7 +7,8 @@ import type { DataSource, EntityManager } from "typeorm";
  * statement's generic plan scans the table it thinks small. Autovacuum analyzes a table once a
  * tenth of it changed, but only where it is on, and a minute or more behind a table that grows by
  * thousands of rows a second or was bulk-loaded. So the service checks for itself, with
- * autovacuum's own thresholds, and analyzes the tables that passed them.
+ * autovacuum's own thresholds, and analyzes the tables that passed them: no more often than
+ * autovacuum's naptime, unless a table doubled.
  */
 
 /** How often each instance looks for stale statistics: a look is one read of PostgreSQL's table counters. */
@@ -54,9 +55,8 @@ async function staleTables(em: EntityManager, tables: readonly string[]): Promis
 /**
  * Analyzes each of the service's tables that changed by more rows than autovacuum waits for (50 and
  * a tenth of the table) since its last analysis, at most once a minute unless it doubled, and
- * returns their names. An ANALYZE reads a sample,
- * takes no lock that blocks reads or writes, and makes PostgreSQL plan every cached statement on the
- * table again on every connection.
+ * returns their names. An ANALYZE reads a sample, takes no lock that blocks reads or writes, and
+ * makes PostgreSQL plan every cached statement on the table again on every connection.
  */
 export async function refreshStatistics(dataSource: DataSource): Promise<string[]> {
   const tables = dataSource.entityMetadatas.map((metadata) => metadata.tableName);

@@ -177,8 +177,11 @@ describe.skipIf(!onPostgres)("instances that find the same stale table at once",
 });
 
 describe.skipIf(!onPostgres)("a table analyzed within the last minute", () => {
-  const changed = (db: pg.Client) =>
-    db.query<{ changed: string }>("SELECT n_mod_since_analyze AS changed FROM pg_stat_user_tables WHERE relname = 'merchants'");
+  const merchants = (db: pg.Client) =>
+    db.query<{ changed: string; rows: string }>(
+      `SELECT s.n_mod_since_analyze AS changed, c.reltuples::bigint AS rows FROM pg_stat_user_tables AS s
+         JOIN pg_class AS c ON c.oid = s.relid WHERE s.relname = 'merchants'`,
+    );
   /** Adds `count` merchants and waits until PostgreSQL's counters show the table changed by at least `atLeast` rows since its analysis. */
   async function addMerchants(prefix: string, count: number, atLeast: number): Promise<void> {
     await onFileDatabase((db) =>
@@ -187,7 +190,7 @@ describe.skipIf(!onPostgres)("a table analyzed within the last minute", () => {
     await waitUntil(
       async () => {
         await sleep(200);
-        return Number((await onFileDatabase(changed)).rows[0]!.changed);
+        return Number((await onFileDatabase(merchants)).rows[0]!.changed);
       },
       (rows) => rows >= atLeast,
       100,
@@ -197,10 +200,16 @@ describe.skipIf(!onPostgres)("a table analyzed within the last minute", () => {
   it("is not analyzed again for growing by a tenth, and is once it has doubled", async () => {
     const dataSource = await new DataSource({ type: "postgres", url: (await fileDatabaseUrl())!, entities, logging: false }).initialize();
     try {
-      // The test above analyzed merchants moments ago, at 110,001 rows; a fifth more is past a tenth.
-      await addMerchants("mer_fifth_", 22000, 22000);
+      // A table large enough that a fifth of it is far more than the 50 rows autovacuum adds to its
+      // share, its rows counted before it is analyzed (counted after, they would count as changes).
+      await addMerchants("mer_base_", 10000, 10000);
+      await onFileDatabase((db) => db.query("ANALYZE merchants"));
+      const analyzedRows = Number((await onFileDatabase(merchants)).rows[0]!.rows);
+      // A fifth more is past a tenth; then as many again as it had, and it has doubled.
+      const fifth = Math.ceil(analyzedRows / 5) + 100;
+      await addMerchants("mer_fifth_", fifth, fifth);
       expect(await refreshStatistics(dataSource)).not.toContain("merchants");
-      await addMerchants("mer_double_", 100000, 122000);
+      await addMerchants("mer_double_", analyzedRows, fifth + analyzedRows);
       expect(await refreshStatistics(dataSource)).toContain("merchants");
     } finally {
       await dataSource.destroy();

@@ -159,12 +159,20 @@ function databaseTimeouts(config: Config): DatabaseTimeouts {
   };
 }
 
+/** What tests give openApp beside the configuration. */
+export interface OpenOptions {
+  /** The clock, instead of the shared sandbox test clock or the system clock. */
+  readonly clock?: Clock;
+  /** A snapshot (EmbeddedDatabase.snapshot) an in-memory embedded database starts from. */
+  readonly embeddedTemplate?: Blob;
+}
+
 /**
  * Opens the database (starting the embedded one if needed) and runs pending migrations, or with
- * MIGRATE_ON_START=false refuses to open one that has any. Time comes
- * from `injected` (tests), else the shared sandbox test clock when enabled, else the system clock.
+ * MIGRATE_ON_START=false refuses to open one that has any. Time comes from `options.clock`
+ * (tests), else the shared sandbox test clock when enabled, else the system clock.
  */
-export async function openApp(config: Config, injected?: Clock): Promise<App> {
+export async function openApp(config: Config, options: OpenOptions = {}): Promise<App> {
   // First: the pg instrumentation must patch pg before the pool makes its first connection.
   const tracing = await startTracing(config.tracesEndpoint);
   const embeddedDataDir = config.databaseUrl === undefined ? config.dataDir : undefined;
@@ -179,16 +187,19 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     ...config.dataEncryptionPreviousKeys,
     ...(config.dataEncryptionNextKey === undefined ? [] : [config.dataEncryptionNextKey]),
   ].map((key) => dataEncryptionKey.parse(key));
-  const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize) : undefined;
+  const embedded =
+    config.databaseUrl === undefined
+      ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize, options.embeddedTemplate)
+      : undefined;
   try {
     const timeouts = databaseTimeouts(config);
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts, config.migrateOnStart);
     if (embedded === undefined) useNamedStatements(dataSource);
     const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
-    const testClock = injected === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
+    const testClock = options.clock === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
     await testClock?.refresh();
-    const clock = injected ?? testClock ?? systemClock;
+    const clock = options.clock ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
     const metrics = new ServiceMetrics(dataSource, clock);
     const jobs = new JobRunner(
@@ -202,7 +213,7 @@ export async function openApp(config: Config, injected?: Clock): Promise<App> {
     );
     // An injected clock (tests) lives in this thread's memory, so its dispatcher runs here to read it.
     const webhooks =
-      injected === undefined
+      options.clock === undefined
         ? new DeliveryThread({
             databaseUrl: config.databaseUrl ?? embedded!.url,
             namedStatements: embedded === undefined,

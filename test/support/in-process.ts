@@ -11,7 +11,7 @@ import { ProcessorRegistry } from "../../src/processors/registry.js";
 import { sandboxPayoutRails } from "../../src/processors/sandbox-payouts.js";
 import routes, { type ServiceDependencies } from "../../src/routes.js";
 import { TestClock } from "./clock.js";
-import { fileDatabaseUrl } from "./database.js";
+import { embeddedTemplate, fileDatabaseUrl } from "./database.js";
 import { testConfig } from "./service.js";
 
 /*
@@ -80,7 +80,7 @@ export async function startInProcess(processor: Processor, clock = new TestClock
       SANDBOX_TEST_CLOCK: "",
       PUBLIC_BASE_URL: "https://pay.example.test",
     }),
-    clock,
+    { clock, embeddedTemplate: await embeddedTemplate() },
   );
   const deps: InProcessDependencies = { ...app, processors: new ProcessorRegistry(processor, sandboxPayoutRails(app.dataSource)) };
   registerJobs(deps.jobs, deps);

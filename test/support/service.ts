@@ -2,7 +2,7 @@ import { closeApp, openApp, serve, type App, type ShutdownTiming } from "../../s
 import { loadConfig, type Config } from "../../src/config.js";
 import type { Clock } from "../../src/clock.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
-import { fileDatabaseUrl } from "./database.js";
+import { embeddedTemplate, fileDatabaseUrl } from "./database.js";
 import { startLoadBalancer, type LoadBalancer } from "./load-balancer.js";
 import { freePort } from "./ports.js";
 
@@ -103,7 +103,10 @@ export const instancesBehindLoadBalancer = 3;
  */
 export async function startInstance(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<TestService> {
   const databaseUrl = await fileDatabaseUrl();
-  const app = await openApp(testConfig({ ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }), ...overrides }), clock);
+  const app = await openApp(testConfig({ ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }), ...overrides }), {
+    clock,
+    embeddedTemplate: await embeddedTemplate(),
+  });
   const running = await serve(app);
   return {
     url: running.url,

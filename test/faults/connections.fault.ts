@@ -425,8 +425,9 @@ describe("connections and slow clients", () => {
 
       const uploads = { restUpload, connectUpload, restOverHttp2, grpcUpload };
       // The answer leaves at once; how much more the client has sent by the time it reads it depends on
-      // how busy the machine is (4–8 MiB on a quiet one, 28 once under load): far from the whole body.
-      for (const upload of Object.values(uploads)) expect(upload.sentWhenAnswered).toBeLessThan(uploadBytes / 4);
+      // how busy the machine is (1–8 MiB on a quiet one, 28 once under load, 77 once in CI): far from
+      // the whole body.
+      for (const [name, upload] of Object.entries(uploads)) expect(upload.sentWhenAnswered, name).toBeLessThan(uploadBytes / 2);
       await within(rest(server.url, "GET", "/health"), servedWithinMs, "the health check after the uploads");
       const growth = peak - baseline;
       // Four 200 MB uploads: had any been buffered whole, the server would have grown by at least its

@@ -2,7 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach } from "vitest";
 import { MerchantService } from "../../gen/paymentservice/v1/merchant_pb.js";
-import { apiInterceptors, closeApp, openApp, registerJobs, routerOptions, type App } from "../../src/app.js";
+import { apiInterceptors, closeApp, registerJobs, routerOptions, type App } from "../../src/app.js";
 import { callerKey, type Caller, type MerchantCaller } from "../../src/auth/caller.js";
 import { newId } from "../../src/ids.js";
 import type { JobRunner } from "../../src/jobs/runner.js";
@@ -11,8 +11,7 @@ import { ProcessorRegistry } from "../../src/processors/registry.js";
 import { sandboxPayoutRails } from "../../src/processors/sandbox-payouts.js";
 import routes, { type ServiceDependencies } from "../../src/routes.js";
 import { TestClock } from "./clock.js";
-import { embeddedTemplate, fileDatabaseUrl } from "./database.js";
-import { testConfig } from "./service.js";
+import { openTestApp } from "./service.js";
 
 /*
  * The services in-process, without a port (connect's createRouterTransport, as connect-es tests its
@@ -71,16 +70,14 @@ function asCaller(caller: Caller): Interceptor {
  * does, and serves the routes through the app's interceptors, in serve()'s order.
  */
 export async function startInProcess(processor: Processor, clock = new TestClock()): Promise<InProcessServices> {
-  const databaseUrl = await fileDatabaseUrl();
-  const app = await openApp(
-    testConfig({
-      ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
+  const app = await openTestApp(
+    {
       // Nothing here goes through admission, so the rate limiter (Redis when set) is never asked.
       REDIS_URL: "",
       SANDBOX_TEST_CLOCK: "",
       PUBLIC_BASE_URL: "https://pay.example.test",
-    }),
-    { clock, embeddedTemplate: await embeddedTemplate() },
+    },
+    clock,
   );
   const deps: InProcessDependencies = { ...app, processors: new ProcessorRegistry(processor, sandboxPayoutRails(app.dataSource)) };
   registerJobs(deps.jobs, deps);

@@ -98,15 +98,23 @@ function topologyOf(value: string | undefined): "single" | "haproxy" {
 export const instancesBehindLoadBalancer = 3;
 
 /**
+ * Opens the app of a test (testConfig with these overrides) on the test file's database: its clone
+ * on PostgreSQL, or an in-memory copy of the embedded template.
+ */
+export async function openTestApp(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<App> {
+  const databaseUrl = await fileDatabaseUrl();
+  return openApp(testConfig({ ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }), ...overrides }), {
+    clock,
+    embeddedTemplate: await embeddedTemplate(),
+  });
+}
+
+/**
  * Starts one instance of the real service (database, migrations, port) as `npm start` does, whatever
  * the topology: for the tests that must talk to one instance and say why where they call it.
  */
 export async function startInstance(overrides: NodeJS.ProcessEnv = {}, clock?: Clock): Promise<TestService> {
-  const databaseUrl = await fileDatabaseUrl();
-  const app = await openApp(testConfig({ ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }), ...overrides }), {
-    clock,
-    embeddedTemplate: await embeddedTemplate(),
-  });
+  const app = await openTestApp(overrides, clock);
   const running = await serve(app);
   return {
     url: running.url,

@@ -12,7 +12,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { SandboxTestClock } from "./sandbox/test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
-import { type DatabaseTimeouts, waitingForConnections } from "./db/pool.js";
+import { type DatabaseTimeouts, poolOf, waitingForConnections } from "./db/pool.js";
 import { InstanceLiveness } from "./db/liveness.js";
 import { NewObjectWriter } from "./db/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
@@ -197,7 +197,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
     if (embedded === undefined) useNamedStatements(dataSource);
     const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
-    const testClock = options.clock === undefined && config.sandboxTestClock ? new SandboxTestClock(dataSource) : undefined;
+    const testClock = options.clock === undefined && config.sandboxTestClock ? new SandboxTestClock(poolOf(dataSource)) : undefined;
     await testClock?.refresh();
     const clock = options.clock ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
@@ -216,12 +216,11 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
       options.clock === undefined
         ? new DeliveryThread({
             databaseUrl: config.databaseUrl ?? embedded!.url,
-            namedStatements: embedded === undefined,
             sandboxTestClock: config.sandboxTestClock,
             perEndpoint: config.webhookEndpointConcurrency,
             timeouts,
           })
-        : new WebhookDispatcher(dataSource, clock, config.webhookEndpointConcurrency);
+        : new WebhookDispatcher(poolOf(dataSource), clock, config.webhookEndpointConcurrency);
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter =
       config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter, () => metrics.rateLimitFellBack());

@@ -71,7 +71,12 @@ export function poolOptions(timeouts: DatabaseTimeouts, max: number): Record<str
   };
 }
 
+/** The pg pool under a data source: for statements that need no entity and no transaction of TypeORM's. */
+export function poolOf(dataSource: DataSource): pg.Pool {
+  return (dataSource.driver as PostgresDriver).master as pg.Pool;
+}
+
 /** How many calls are waiting for a connection of the data source's pool now. */
 export function waitingForConnections(dataSource: DataSource): number {
-  return ((dataSource.driver as PostgresDriver).master as pg.Pool).waitingCount;
+  return poolOf(dataSource).waitingCount;
 }

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { DataSource, EntityManager } from "typeorm";
-import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import type { PostgresQueryRunner } from "typeorm/driver/postgres/PostgresQueryRunner.js";
+import { poolOf } from "./pool.js";
 
 const names = new Map<string, string>();
 
@@ -38,9 +38,8 @@ export async function preparedQuery<Row extends pg.QueryResultRow>(
   text: string,
   values: unknown[],
 ): Promise<Row[]> {
-  const pool = (dataSource.driver as PostgresDriver).master as pg.Pool;
   const name = sessionPerConnection.has(dataSource) ? nameOf(text) : undefined;
-  const result = await pool.query<Row>({ name, text, values });
+  const result = await poolOf(dataSource).query<Row>({ name, text, values });
   return result.rows;
 }
 

@@ -1,6 +1,5 @@
-import type { DataSource } from "typeorm";
+import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { preparedQuery } from "../db/prepared.js";
 
 /**
  * The latest time the test clock may show. Objects take times later than their clock's (an
@@ -19,7 +18,8 @@ export const testClockEnd = new Date("9000-01-01T00:00:00Z");
 export class SandboxTestClock implements Clock {
   private offsetMs = 0;
 
-  constructor(private readonly dataSource: DataSource) {}
+  /** `pool`, a pg pool rather than a data source, is also the webhook delivery thread's, which loads no TypeORM. */
+  constructor(private readonly pool: pg.Pool) {}
 
   now(): Date {
     return new Date(Date.now() + this.offsetMs);
@@ -27,11 +27,9 @@ export class SandboxTestClock implements Clock {
 
   /** Reads the shared offset. */
   async refresh(): Promise<void> {
-    const [row] = await preparedQuery<{ offset: string }>(
-      this.dataSource,
-      `SELECT offset_ms::text AS offset FROM sandbox_clock WHERE id = 1`,
-      [],
-    );
+    const {
+      rows: [row],
+    } = await this.pool.query<{ offset: string }>(`SELECT offset_ms::text AS offset FROM sandbox_clock WHERE id = 1`);
     this.offsetMs = Number(row!.offset);
   }
 
@@ -41,8 +39,9 @@ export class SandboxTestClock implements Clock {
    * at once to several instances cannot pass it together.
    */
   async advance(seconds: number): Promise<Date | undefined> {
-    const [row] = await preparedQuery<{ offset: string }>(
-      this.dataSource,
+    const {
+      rows: [row],
+    } = await this.pool.query<{ offset: string }>(
       `UPDATE sandbox_clock SET offset_ms = offset_ms + $1 WHERE id = 1 AND $2::bigint + offset_ms + $1 <= $3::bigint
         RETURNING offset_ms::text AS offset`,
       [seconds * 1000, Date.now(), testClockEnd.getTime()],

@@ -50,8 +50,6 @@ export interface WebhookSender extends DeliveryHandOff {
 /** What the delivery thread needs to open its own connections and clock (all of it cloneable). */
 export interface DeliveryThreadSettings {
   readonly databaseUrl: string;
-  /** Whether DATABASE_URL is real PostgreSQL, where statements may be named per connection. */
-  readonly namedStatements: boolean;
   readonly sandboxTestClock: boolean;
   readonly perEndpoint: number;
   readonly timeouts: DatabaseTimeouts;

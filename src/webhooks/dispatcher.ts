@@ -1,4 +1,4 @@
-import type { DataSource } from "typeorm";
+import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { ReleaseRetries } from "../db/release-retries.js";
 import { FailureStreak, log } from "../log.js";
@@ -157,12 +157,13 @@ export class WebhookDispatcher implements WebhookSender {
   private readonly lostTakes = new ReleaseRetries();
 
   /**
-   * `perEndpoint` attempts at most go out at once to one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY),
+   * Its statements run on `pool`, a pg pool rather than a data source, so that the delivery thread
+   * opens one of its own without loading TypeORM. `perEndpoint` attempts at most go out at once to one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY),
    * and twice as many of its deliveries are taken at a time; `beforePass` runs before each look for due
    * deliveries (the sandbox test clock re-reads its offset there).
    */
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly pool: pg.Pool,
     private readonly clock: Clock,
     private readonly perEndpoint: number,
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
@@ -212,14 +213,14 @@ export class WebhookDispatcher implements WebhookSender {
   }
 
   abandon(lease: string): void {
-    this.lostTakes.add(lease, () => this.dataSource.query(giveBackTake, [lease]), leaseMs);
+    this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), leaseMs);
   }
 
   /** Ends the leases of deliveries taken but not sent, so that a look (of any instance) takes them at once. */
   private async giveBack(deliveries: readonly Taken[]): Promise<void> {
     if (deliveries.length === 0) return;
     try {
-      await this.dataSource.query(giveBack, [deliveries.map((d) => d.event_id), deliveries.map((d) => d.lease)]);
+      await this.pool.query(giveBack, [deliveries.map((d) => d.event_id), deliveries.map((d) => d.lease)]);
     } catch (error) {
       log.error("webhook deliveries not given back; they are sent when their leases end", {
         count: deliveries.length,
@@ -301,9 +302,9 @@ export class WebhookDispatcher implements WebhookSender {
     const lease = newLease(now);
     let rows: Looked[];
     try {
-      [rows] = await this.dataSource.query(takeDue, [now, full, room, perEndpointBatch, lease]);
+      ({ rows } = await this.pool.query<Looked>(takeDue, [now, full, room, perEndpointBatch, lease]));
     } catch (error) {
-      this.lostTakes.add(lease, () => this.dataSource.query(giveBackTake, [lease]), leaseMs);
+      this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), leaseMs);
       throw error;
     }
     for (const { type, created, data, ...row } of rows) {
@@ -378,7 +379,7 @@ export class WebhookDispatcher implements WebhookSender {
       this.outcomes = [];
       const o = batch.map((b) => b.outcome);
       try {
-        await this.dataSource.query(writeOutcomes, [
+        await this.pool.query(writeOutcomes, [
           o.map((x) => x.eventId),
           o.map((x) => x.lease),
           o.map((x) => x.attempt?.error === null),

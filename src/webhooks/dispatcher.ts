@@ -158,9 +158,10 @@ export class WebhookDispatcher implements WebhookSender {
 
   /**
    * Its statements run on `pool`, a pg pool rather than a data source, so that the delivery thread
-   * opens one of its own without loading TypeORM. `perEndpoint` attempts at most go out at once to one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY),
-   * and twice as many of its deliveries are taken at a time; `beforePass` runs before each look for due
-   * deliveries (the sandbox test clock re-reads its offset there).
+   * opens one of its own without loading TypeORM. `perEndpoint` attempts at most go out at once to
+   * one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY), and twice as many of its deliveries are
+   * taken at a time; `beforePass` runs before each look for due deliveries (the sandbox test clock
+   * re-reads its offset there).
    */
   constructor(
     private readonly pool: pg.Pool,

@@ -71,7 +71,10 @@ export function poolOptions(timeouts: DatabaseTimeouts, max: number): Record<str
   };
 }
 
-/** The pg pool under a data source: for statements that need no entity and no transaction of TypeORM's. */
+/**
+ * The pg pool under a data source: for statements that need no entity and no transaction of TypeORM's.
+ * The one place that reaches into TypeORM's driver for it; once the data source is destroyed there is none.
+ */
 export function poolOf(dataSource: DataSource): pg.Pool {
   return (dataSource.driver as PostgresDriver).master as pg.Pool;
 }

@@ -1,8 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type pg from "pg";
 import type { DataSource } from "typeorm";
-import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import type { Clock } from "../clock.js";
+import { poolOf } from "../db/pool.js";
 import type { RequestRecord } from "../transport/request-record.js";
 import { DatabaseGauges } from "./database-gauges.js";
 
@@ -65,7 +65,7 @@ export class ServiceMetrics {
       registers,
     });
     // The pg pool behind TypeORM, read at each scrape; absent once the data source is destroyed.
-    const pool = () => (dataSource.driver as PostgresDriver).master as pg.Pool | undefined;
+    const pool = (): pg.Pool | undefined => poolOf(dataSource);
     const poolGauge = (name: string, help: string, read: (counts: pg.Pool) => number) =>
       new Gauge({
         name: `${prefix}${name}`,

@@ -11,7 +11,8 @@ import { preparedQuery } from "./prepared.js";
 import { ReleaseRetries } from "./release-retries.js";
 import { BatchesByResource } from "./batches.js";
 import { sqlType } from "./statement.js";
-import { idOf, lockObject, objectKey, type Resource, type Scope, type StatusRow } from "./resource.js";
+import { idOf, lockObject, type Resource, type StatusRow } from "./resource.js";
+import { objectKey, type Scope } from "./scope.js";
 
 /*
  * Claims let an operation call a processor without holding a transaction (and a pooled connection)

@@ -1,5 +1,5 @@
 import type { DataSource } from "typeorm";
-import type { Scope } from "./resource.js";
+import type { Scope } from "./scope.js";
 
 /*
  * A merchant's exact number of payments per environment and status, and of events per environment

@@ -9,21 +9,20 @@ function fromDatabase(transformer: ValueTransformer | ValueTransformer[] | undef
 }
 
 /**
- * Reads one row by its key (`FOR UPDATE` when `locking`, in the caller's transaction): a named
- * statement built from the entity's metadata and mapped through it, without the query builder's
- * cost, planned once per connection (planning cost PostgreSQL more than running it: 0.08 against
- * 0.04 ms). Its generic plan is only as good as the table's statistics: made while a table was
- * empty and never analyzed, it could read a merchant's rows through another index that holds the
- * key's columns; the service's statistics check (src/db/statistics.ts) analyzes a table within
- * seconds of its first rows, which re-plans the statement on every connection. The columns are
- * named, not `*`, so that a column a later migration adds does not change the result of a
- * statement an older instance has prepared.
+ * Reads one row by its key and locks it until the caller's transaction ends: the same result as a
+ * locking findOne, from a named statement built from the entity's metadata and mapped through it,
+ * without the query builder's cost, planned once per connection (planning cost PostgreSQL more than
+ * running it: 0.08 against 0.04 ms). Its generic plan is only as good as the table's statistics:
+ * made while a table was empty and never analyzed, it could read a merchant's rows through another
+ * index that holds the key's columns; the service's statistics check (src/db/statistics.ts) analyzes
+ * a table within seconds of its first rows, which re-plans the statement on every connection. The
+ * columns are named, not `*`, so that a column a later migration adds does not change the result of
+ * a statement an older instance has prepared.
  */
-async function rowByKey<Row extends ObjectLiteral>(
+export async function lockRow<Row extends ObjectLiteral>(
   em: EntityManager,
   entity: EntityTarget<Row>,
   key: Partial<Row>,
-  locking: boolean,
 ): Promise<Row | null> {
   const metadata = em.connection.getMetadata(entity);
   const keyColumns = Object.keys(key).map((property) => {
@@ -35,21 +34,11 @@ async function rowByKey<Row extends ObjectLiteral>(
   const columns = metadata.columns.map((column) => `"${column.databaseName}"`).join(", ");
   const rows = await preparedIn<Record<string, unknown>>(
     em,
-    `SELECT ${columns} FROM "${metadata.tableName}" WHERE ${where}${locking ? " FOR UPDATE" : ""}`,
+    `SELECT ${columns} FROM "${metadata.tableName}" WHERE ${where} FOR UPDATE`,
     keyColumns.map((column) => column.getEntityValue(key, true)),
   );
   const raw = rows[0];
   return raw === undefined ? null : rowFromDatabase(metadata, raw);
-}
-
-/** Reads one row by its key and locks it until the caller's transaction ends: the same result as a locking findOne. */
-export function lockRow<Row extends ObjectLiteral>(em: EntityManager, entity: EntityTarget<Row>, key: Partial<Row>): Promise<Row | null> {
-  return rowByKey(em, entity, key, true);
-}
-
-/** Reads one row by its key (a retrieve, on the hot path of every client that polls). */
-export function readRow<Row extends ObjectLiteral>(em: EntityManager, entity: EntityTarget<Row>, key: Partial<Row>): Promise<Row | null> {
-  return rowByKey(em, entity, key, false);
 }
 
 /**

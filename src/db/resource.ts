@@ -10,15 +10,11 @@ import type { NewJob } from "../jobs/runner.js";
 import type { StateMachine } from "../state-machine.js";
 import { BatchesByResource } from "./batches.js";
 import { addEndOfJobs, addFollowUps, jobRowOf } from "./follow-ups.js";
-import { lockRow, readRow } from "./lock.js";
+import { BatchedReads } from "./batched-reads.js";
+import { lockRow, rowFromDatabase } from "./lock.js";
 import { preparedIn } from "./prepared.js";
+import { objectKey, type Scope } from "./scope.js";
 import { arraysOf, insertShapeOf, qualifiedNames, Statement, unnestOf } from "./statement.js";
-
-/** Which merchant and environment a call acts in: the partition every object lives in. */
-export interface Scope {
-  readonly merchantId: string;
-  readonly livemode: boolean;
-}
 
 /** A stored object with a status, owned by one merchant in one environment. */
 export interface StatusRow {
@@ -59,11 +55,6 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   batchKey?(row: Row): string;
 }
 
-/** An object's key (its merchant, environment and id) as one string: no batch holds two writes of one key. */
-export function objectKey(scope: Scope, id: string): string {
-  return `${scope.merchantId}\u0000${scope.livemode}\u0000${id}`;
-}
-
 /** The object's own id, e.g. its payment_id. */
 export function idOf<Row extends StatusRow>(resource: Resource<Row, DescMessage>, row: Row): string {
   return row[resource.idProperty] as string;
@@ -85,17 +76,34 @@ export async function lockObject<Row extends StatusRow, Desc extends DescMessage
   return row;
 }
 
-/** Loads an object of the caller's merchant and environment without locking it (reads). */
+/** Each resource's reads by key, made on first use. */
+const readsByResource = new WeakMap<object, BatchedReads<Record<string, unknown>>>();
+
+/**
+ * Loads an object of the caller's merchant and environment without locking it (a retrieve, on the
+ * hot path of every client that polls), batched with other calls' reads of the same resource. The
+ * columns are named, not `*`, so that a column a later migration adds does not change the result of
+ * a statement an older instance has prepared.
+ */
 export async function findObject<Row extends StatusRow, Desc extends DescMessage>(
   em: EntityManager,
   resource: Resource<Row, Desc>,
   scope: Scope,
   id: string,
 ): Promise<Row> {
-  const key = { merchantId: scope.merchantId, livemode: scope.livemode, [resource.idProperty]: id } as Partial<Row>;
-  const row = await readRow(em, resource.entity, key);
-  if (row === null) throw notFound(resource.label, id);
-  return row;
+  const metadata = em.connection.getMetadata(resource.entity);
+  let reads = readsByResource.get(resource);
+  if (reads === undefined) {
+    const idColumn = metadata.findColumnWithPropertyName(resource.idProperty)!.databaseName;
+    reads = new BatchedReads(
+      `SELECT ${qualifiedNames(metadata, "t")} FROM "${metadata.tableName}" AS t ` +
+        `WHERE t.merchant_id = k.merchant_id AND t.livemode = k.livemode AND t."${idColumn}" = k.id`,
+    );
+    readsByResource.set(resource, reads);
+  }
+  const raw = await reads.read(em, scope, id);
+  if (raw === undefined) throw notFound(resource.label, id);
+  return rowFromDatabase(metadata, raw);
 }
 
 /** The `<resource>.<status>` event of the status the object is in now. */

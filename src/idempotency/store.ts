@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from "typeorm";
 import { holderGone, holderOf } from "../db/liveness.js";
-import type { Scope } from "../db/resource.js";
+import type { Scope } from "../db/scope.js";
 import { type ApiError, idempotencyConflict } from "../errors.js";
 import { randomBase62 } from "../ids.js";
 

@@ -1,7 +1,7 @@
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
 import { claimObject, finishClaimed } from "../db/claims.js";
-import { preparedQuery } from "../db/prepared.js";
+import { BatchedReads } from "../db/batched-reads.js";
 import { writeClaimedChange } from "../db/resource.js";
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";
@@ -18,6 +18,11 @@ export interface RefundJobDependencies {
 
 /** How long a refund job is leased: as long as the claim it takes on the refund. */
 const leaseMs = 60_000;
+
+/** A refund's payment as its processor knows it: the jobs of one claim read theirs in one statement. */
+const paymentsAtProcessor = new BatchedReads<{ processor: string | null; reference: string }>(
+  "SELECT processor, processor_reference AS reference FROM payments AS p WHERE p.merchant_id = k.merchant_id AND p.livemode = k.livemode AND p.payment_id = k.id",
+);
 
 /**
  * Sends a pending refund to the processor of its payment and records the outcome: succeeded, failed
@@ -38,11 +43,7 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
           if (claim === undefined) return undefined;
           const row = claim.row;
           return finishClaimed(dataSource, refundResource, claim, async () => {
-            const [payment] = await preparedQuery<{ processor: string | null; reference: string }>(
-              dataSource,
-              `SELECT processor, processor_reference AS reference FROM payments WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3`,
-              [row.merchantId, row.livemode, row.paymentId],
-            );
+            const payment = await paymentsAtProcessor.read(dataSource.manager, row, row.paymentId);
             const result = await deps.processors.ofPayment({ paymentId: row.paymentId, processor: payment!.processor }).refund({
               idempotencyKey: `${row.merchantId}:${row.refundId}:refund`,
               reference: payment!.reference,

@@ -2,8 +2,9 @@ import type { EntityManager } from "typeorm";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { Clock } from "../clock.js";
 import { objectBusy, unclaimedSql } from "../db/claims.js";
-import { preparedIn } from "../db/prepared.js";
-import { objectKey, writeObjectChange, type Resource, type Scope } from "../db/resource.js";
+import { BatchedReads } from "../db/batched-reads.js";
+import { writeObjectChange, type Resource } from "../db/resource.js";
+import { objectKey, type Scope } from "../db/scope.js";
 import { notFound, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import type { PaymentStatusWord } from "../payments/payment.entity.js";
 import { paymentStates } from "../payments/states.js";
@@ -61,6 +62,13 @@ interface Refundable {
   claimed: boolean;
 }
 
+/** Payments as a new refund reads them, batched with other calls' reads. */
+const refundables = new BatchedReads<Refundable>(
+  `SELECT status, profile_id, currency, amount_received::text AS received, amount_unrefundable::text AS unrefundable, disputes_open,
+          NOT ${unclaimedSql("p", "k.at")} AS claimed
+     FROM payments AS p WHERE p.merchant_id = k.merchant_id AND p.livemode = k.livemode AND p.payment_id = k.id`,
+);
+
 /** What a new refund takes from its payment: the amount still refundable, and the profile and currency it inherits. */
 export interface RefundablePayment {
   readonly left: bigint;
@@ -77,13 +85,7 @@ export interface RefundablePayment {
  * own statement checks again on the locked row.
  */
 export async function refundablePayment(em: EntityManager, scope: Scope, paymentId: string, now: Date): Promise<RefundablePayment> {
-  const [payment] = await preparedIn<Refundable>(
-    em,
-    `SELECT status, profile_id, currency, amount_received::text AS received, amount_unrefundable::text AS unrefundable, disputes_open,
-            NOT ${unclaimedSql("p", "$4")} AS claimed
-       FROM payments AS p WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3`,
-    [scope.merchantId, scope.livemode, paymentId, now],
-  );
+  const payment = await refundables.read(em, scope, paymentId, now);
   if (payment === undefined) throw notFound("Payment", paymentId, "payment_id");
   if (payment.claimed) throw objectBusy(`payment ${paymentId} is claimed`);
   paymentStates.guard("refund", payment.status);

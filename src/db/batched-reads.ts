@@ -1,0 +1,64 @@
+import type { DataSource, EntityManager } from "typeorm";
+import { StatementBatches } from "./batches.js";
+import { preparedIn, preparedQuery } from "./prepared.js";
+import { objectKey, type Scope } from "./scope.js";
+
+/** One read: the row of `id` in a merchant's environment, as it stands at `at` when the lookup asks. */
+interface KeyRead extends Scope {
+  readonly id: string;
+  readonly at: Date | null;
+}
+
+/**
+ * Reads of one row each, by merchant, environment and id, that calls make at about the same time go
+ * to PostgreSQL as one statement (src/db/batches.ts): a statement costs the database a wake-up and
+ * this instance a round trip whatever its rows, and these reads come in bursts (the jobs of one claim
+ * each read their payment in the same turn of the event loop). `lookup` is the SELECT of one key's
+ * row over `k.merchant_id`, `k.livemode`, `k.id` and `k.at` (the time the read is made for, when given), run as a lateral
+ * subquery once per key: each key is read by its own index condition whatever the batch's size, so
+ * no plan, custom or generic, turns the batch into a scan of the table.
+ */
+export class BatchedReads<Row extends object> {
+  private readonly text: string;
+  private readonly batches = new WeakMap<DataSource, StatementBatches<KeyRead, Row | undefined>>();
+
+  constructor(lookup: string) {
+    this.text =
+      "SELECT k.position, r.* FROM unnest($1::varchar[], $2::boolean[], $3::varchar[], $4::timestamptz[]) WITH ORDINALITY " +
+      `AS k(merchant_id, livemode, id, at, position) CROSS JOIN LATERAL (${lookup}) AS r`;
+  }
+
+  /**
+   * The row of `id` in `scope` as `lookup` selects it (at `at`), undefined when there is none. Inside
+   * `em`'s transaction when it has one (what it reads must be what that transaction sees), else
+   * batched with other calls' reads.
+   */
+  read(em: EntityManager, scope: Scope, id: string, at?: Date): Promise<Row | undefined> {
+    const key: KeyRead = { merchantId: scope.merchantId, livemode: scope.livemode, id, at: at ?? null };
+    if (em.queryRunner !== undefined) return this.readAll((text, params) => preparedIn(em, text, params), [key]).then(([row]) => row);
+    return this.batchesOf(em.connection).add(key, objectKey(scope, id));
+  }
+
+  private batchesOf(dataSource: DataSource): StatementBatches<KeyRead, Row | undefined> {
+    let batches = this.batches.get(dataSource);
+    if (batches === undefined) {
+      batches = new StatementBatches((batch) => this.readAll((text, params) => preparedQuery(dataSource, text, params), batch));
+      this.batches.set(dataSource, batches);
+    }
+    return batches;
+  }
+
+  private async readAll(
+    query: (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>,
+    keys: readonly KeyRead[],
+  ): Promise<(Row | undefined)[]> {
+    const rows = await query(this.text, [
+      keys.map((k) => k.merchantId),
+      keys.map((k) => k.livemode),
+      keys.map((k) => k.id),
+      keys.map((k) => k.at),
+    ]);
+    const byPosition = new Map(rows.map(({ position, ...row }) => [Number(position), row as Row]));
+    return keys.map((_, i) => byPosition.get(i + 1));
+  }
+}

@@ -14,9 +14,9 @@ interface KeyRead extends Scope {
  * to PostgreSQL as one statement (src/db/batches.ts): a statement costs the database a wake-up and
  * this instance a round trip whatever its rows, and these reads come in bursts (the jobs of one claim
  * each read their payment in the same turn of the event loop). `lookup` is the SELECT of one key's
- * row over `k.merchant_id`, `k.livemode`, `k.id` and `k.at` (the time the read is made for, when given), run as a lateral
- * subquery once per key: each key is read by its own index condition whatever the batch's size, so
- * no plan, custom or generic, turns the batch into a scan of the table.
+ * row over `k.merchant_id`, `k.livemode`, `k.id` and `k.at` (the time the read is made for, when
+ * given), run as a lateral subquery once per key: each key is read by its own index condition
+ * whatever the batch's size, so no plan, custom or generic, turns the batch into a scan of the table.
  */
 export class BatchedReads<Row extends object> {
   private readonly text: string;

@@ -95,8 +95,9 @@ export async function findObject<Row extends StatusRow, Desc extends DescMessage
   let reads = readsByResource.get(resource);
   if (reads === undefined) {
     const idColumn = metadata.findColumnWithPropertyName(resource.idProperty)!.databaseName;
+    const columns = metadata.columns.map((column) => `t."${column.databaseName}"`).join(", ");
     reads = new BatchedReads(
-      `SELECT ${qualifiedNames(metadata, "t")} FROM "${metadata.tableName}" AS t ` +
+      `SELECT ${columns} FROM "${metadata.tableName}" AS t ` +
         `WHERE t.merchant_id = k.merchant_id AND t.livemode = k.livemode AND t."${idColumn}" = k.id`,
     );
     readsByResource.set(resource, reads);

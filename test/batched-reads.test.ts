@@ -40,7 +40,8 @@ describe("reads made in one burst", () => {
 
     type Expected = { status: 200; body: Record<string, unknown> } | { status: 404; id: string };
     const calls: { merchant: TestMerchant; path: string; expected: Expected }[] = [
-      ...[...paid, ...paid.slice(0, 3)].map((p) => ({
+      // A payment polled by many clients at once is read as often as it is asked for, in one batch or several.
+      ...[...paid, ...paid.slice(0, 3), ...Array.from({ length: 12 }, () => paid[1]!)].map((p) => ({
         merchant: owner,
         path: `/payments/${p.payment_id}`,
         expected: { status: 200, body: { payment_id: p.payment_id, amount: p.amount, status: "succeeded" } } as Expected,

@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from "typeorm";
 import { StatementBatches } from "./batches.js";
 import { preparedIn, preparedQuery } from "./prepared.js";
-import { objectKey, type Scope } from "./scope.js";
+import type { Scope } from "./scope.js";
 
 /** One read: the row of `id` in a merchant's environment, as it stands at `at` when the lookup asks. */
 interface KeyRead extends Scope {
@@ -36,7 +36,7 @@ export class BatchedReads<Row extends object> {
   read(em: EntityManager, scope: Scope, id: string, at?: Date): Promise<Row | undefined> {
     const key: KeyRead = { merchantId: scope.merchantId, livemode: scope.livemode, id, at: at ?? null };
     if (em.queryRunner !== undefined) return this.readAll((text, params) => preparedIn(em, text, params), [key]).then(([row]) => row);
-    return this.batchesOf(em.connection).add(key, objectKey(scope, id));
+    return this.batchesOf(em.connection).add(key);
   }
 
   private batchesOf(dataSource: DataSource): StatementBatches<KeyRead, Row | undefined> {

@@ -19,8 +19,8 @@ const largestBatch = 200;
 
 interface Waiting<Item, Result> {
   readonly item: Item;
-  /** The key of the row the item writes: no batch holds two items of one key. */
-  readonly key: string;
+  /** The key of the row the item writes: no batch holds two items of one key. None for a read. */
+  readonly key: string | undefined;
   resolve(result: Result): void;
   reject(error: unknown): void;
 }
@@ -38,8 +38,11 @@ export class StatementBatches<Item, Result> {
 
   constructor(private readonly write: (batch: readonly Item[]) => Promise<Result[]>) {}
 
-  /** Writes `item` in the next batch that holds no other item of its row `key`; its result. */
-  add(item: Item, key: string): Promise<Result> {
+  /**
+   * Writes `item` in the next batch that holds no other item of its row `key`; its result. A read
+   * has no key: any number of reads of one row may share a batch, or be on their way at once.
+   */
+  add(item: Item, key?: string): Promise<Result> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ item, key, resolve, reject });
       this.schedule();
@@ -64,15 +67,16 @@ export class StatementBatches<Item, Result> {
    * The oldest waiting items, up to `largestBatch`, no two with one key and none with the key of a
    * batch on its way: an item whose row is already in a batch (two calls choosing one payment_id, two
    * claims on one payment) waits for a later one, and meets there what the first one did. So two
-   * batches in flight never write one row, and cannot deadlock on each other's row locks.
+   * batches in flight never write one row, and cannot deadlock on each other's row locks. Reads,
+   * which have no key, are never held back.
    */
   private nextBatch(): Waiting<Item, Result>[] {
     const keys = this.keysInFlight;
     const batch: Waiting<Item, Result>[] = [];
     const later: Waiting<Item, Result>[] = [];
     for (const waiting of this.waiting) {
-      if (batch.length < largestBatch && !keys.has(waiting.key)) {
-        keys.add(waiting.key);
+      if (batch.length < largestBatch && (waiting.key === undefined || !keys.has(waiting.key))) {
+        if (waiting.key !== undefined) keys.add(waiting.key);
         batch.push(waiting);
       } else {
         later.push(waiting);
@@ -97,7 +101,7 @@ export class StatementBatches<Item, Result> {
       }
     } finally {
       this.inFlight--;
-      for (const waiting of batch) this.keysInFlight.delete(waiting.key);
+      for (const waiting of batch) if (waiting.key !== undefined) this.keysInFlight.delete(waiting.key);
       this.schedule();
     }
   }

@@ -11,7 +11,9 @@ function recordingStatement() {
       batches.push([...batch]);
       pending.push(() => resolve(batch.map((n) => 2 * n)));
     });
-  const releaseAll = () => pending.splice(0).forEach((release) => release());
+  const releaseAll = () => {
+    for (const release of pending.splice(0)) release();
+  };
   return { batches, write, releaseAll };
 }
 

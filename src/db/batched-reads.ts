@@ -13,23 +13,24 @@ interface KeyRead extends Scope {
  * Reads of one row each, by merchant, environment and id, that calls make at about the same time go
  * to PostgreSQL as one statement (src/db/batches.ts): a statement costs the database a wake-up and
  * this instance a round trip whatever its rows, and these reads come in bursts (the jobs of one claim
- * each read their payment in the same turn of the event loop). `lookup` is the SELECT of one key's
- * row over `k.merchant_id`, `k.livemode`, `k.id` and `k.at` (the time the read is made for, when
- * given), run as a lateral subquery once per key: each key is read by its own index condition
- * whatever the batch's size, so no plan, custom or generic, turns the batch into a scan of the table.
+ * each read their payment in the same turn of the event loop). Each key's row of `table` (alias `t`)
+ * is selected by a lateral subquery on its key columns, so each key is read by its own index
+ * condition whatever the batch's size and no plan, custom or generic, turns the batch into a scan of
+ * the table; `columns`, the select list, may use `k.at`, the time the read is made for when given.
  */
 export class BatchedReads<Row extends object> {
   private readonly text: string;
   private readonly batches = new WeakMap<DataSource, StatementBatches<KeyRead, Row | undefined>>();
 
-  constructor(lookup: string) {
+  constructor(table: string, idColumn: string, columns: string) {
     this.text =
       "SELECT k.position, r.* FROM unnest($1::varchar[], $2::boolean[], $3::varchar[], $4::timestamptz[]) WITH ORDINALITY " +
-      `AS k(merchant_id, livemode, id, at, position) CROSS JOIN LATERAL (${lookup}) AS r`;
+      `AS k(merchant_id, livemode, id, at, position) CROSS JOIN LATERAL (SELECT ${columns} FROM "${table}" AS t ` +
+      `WHERE t.merchant_id = k.merchant_id AND t.livemode = k.livemode AND t."${idColumn}" = k.id) AS r`;
   }
 
   /**
-   * The row of `id` in `scope` as `lookup` selects it (at `at`), undefined when there is none. Inside
+   * The row of `id` in `scope` as `columns` select it (at `at`), undefined when there is none. Inside
    * `em`'s transaction when it has one (what it reads must be what that transaction sees), else
    * batched with other calls' reads.
    */

@@ -1,5 +1,5 @@
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import type { DataSource, EntityManager, EntityTarget } from "typeorm";
+import type { DataSource, EntityManager, EntityMetadata, EntityTarget } from "typeorm";
 import type { Clock } from "../clock.js";
 import { claimLost, notFound, type ApiError } from "../errors.js";
 import { EventRow } from "../events/event.entity.js";
@@ -76,8 +76,8 @@ export async function lockObject<Row extends StatusRow, Desc extends DescMessage
   return row;
 }
 
-/** Each resource's reads by key, made on first use. */
-const readsByResource = new WeakMap<object, BatchedReads<Record<string, unknown>>>();
+/** Each resource's reads by key and the entity they map to, made on first use. */
+const readsByResource = new WeakMap<object, { reads: BatchedReads<Record<string, unknown>>; metadata: EntityMetadata }>();
 
 /**
  * Loads an object of the caller's merchant and environment without locking it (a retrieve, on the
@@ -91,20 +91,17 @@ export async function findObject<Row extends StatusRow, Desc extends DescMessage
   scope: Scope,
   id: string,
 ): Promise<Row> {
-  const metadata = em.connection.getMetadata(resource.entity);
-  let reads = readsByResource.get(resource);
-  if (reads === undefined) {
+  let byKey = readsByResource.get(resource);
+  if (byKey === undefined) {
+    const metadata = em.connection.getMetadata(resource.entity);
     const idColumn = metadata.findColumnWithPropertyName(resource.idProperty)!.databaseName;
     const columns = metadata.columns.map((column) => `t."${column.databaseName}"`).join(", ");
-    reads = new BatchedReads(
-      `SELECT ${columns} FROM "${metadata.tableName}" AS t ` +
-        `WHERE t.merchant_id = k.merchant_id AND t.livemode = k.livemode AND t."${idColumn}" = k.id`,
-    );
-    readsByResource.set(resource, reads);
+    byKey = { reads: new BatchedReads(metadata.tableName, idColumn, columns), metadata };
+    readsByResource.set(resource, byKey);
   }
-  const raw = await reads.read(em, scope, id);
+  const raw = await byKey.reads.read(em, scope, id);
   if (raw === undefined) throw notFound(resource.label, id);
-  return rowFromDatabase(metadata, raw);
+  return rowFromDatabase(byKey.metadata, raw);
 }
 
 /** The `<resource>.<status>` event of the status the object is in now. */

@@ -21,7 +21,9 @@ const leaseMs = 60_000;
 
 /** A refund's payment as its processor knows it: the jobs of one claim read theirs in one statement. */
 const paymentsAtProcessor = new BatchedReads<{ processor: string | null; reference: string }>(
-  "SELECT processor, processor_reference AS reference FROM payments AS p WHERE p.merchant_id = k.merchant_id AND p.livemode = k.livemode AND p.payment_id = k.id",
+  "payments",
+  "payment_id",
+  "t.processor, t.processor_reference AS reference",
 );
 
 /**

@@ -64,9 +64,10 @@ interface Refundable {
 
 /** Payments as a new refund reads them, batched with other calls' reads. */
 const refundables = new BatchedReads<Refundable>(
-  `SELECT status, profile_id, currency, amount_received::text AS received, amount_unrefundable::text AS unrefundable, disputes_open,
-          NOT ${unclaimedSql("p", "k.at")} AS claimed
-     FROM payments AS p WHERE p.merchant_id = k.merchant_id AND p.livemode = k.livemode AND p.payment_id = k.id`,
+  "payments",
+  "payment_id",
+  `t.status, t.profile_id, t.currency, t.amount_received::text AS received, t.amount_unrefundable::text AS unrefundable,
+   t.disputes_open, NOT ${unclaimedSql("t", "k.at")} AS claimed`,
 );
 
 /** What a new refund takes from its payment: the amount still refundable, and the profile and currency it inherits. */

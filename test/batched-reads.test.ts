@@ -1,8 +1,11 @@
+import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
+import { RefundService } from "../gen/paymentservice/v1/refund_pb.js";
 import { visaCard as card } from "./support/cards.js";
-import { rest, type RestResponse } from "./support/clients.js";
+import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { expectRestError } from "./support/errors.js";
+import { expectRestError, expectRpcError } from "./support/errors.js";
 import { newMerchant, type TestMerchant } from "./support/merchant.js";
 import { createPayment } from "./support/payments.js";
 import { runningService } from "./support/running.js";
@@ -95,4 +98,41 @@ describe("reads made in one burst", () => {
       expect(res.body).toMatchObject({ refund_id: refunds[i]!.body.refund_id, amount: paid[i]!.amount, status: "succeeded" });
     }
   });
+
+  for (const protocol of ["connect", "grpc", "grpc-web"] as RpcProtocol[]) {
+    it(`${protocol}: retrieves in one burst each get their own object, or their own refusal (missing, another merchant's, empty, NUL, huge)`, async () => {
+      const [owner, other] = await Promise.all([newMerchant(service.url), newMerchant(service.url)]);
+      const paid = await paidPayments(owner, 6);
+      const refund = await post(owner, "/refunds", { payment_id: paid[0]!.payment_id, amount: 100 });
+      expect(refund.status, JSON.stringify(refund.body)).toBe(200);
+      const payments = rpcClient(PaymentService, service.url, protocol, { apiKey: owner.apiKey });
+      const strangers = rpcClient(PaymentService, service.url, protocol, { apiKey: other.apiKey });
+      const refunds = rpcClient(RefundService, service.url, protocol, { apiKey: owner.apiKey });
+
+      const checks: Promise<unknown>[] = [
+        ...[...paid, ...Array.from({ length: 6 }, () => paid[1]!)].map(async (p) => {
+          const got = await payments.retrievePayment({ paymentId: p.payment_id });
+          expect({ paymentId: got.paymentId, amount: got.amount }).toEqual({ paymentId: p.payment_id, amount: BigInt(p.amount) });
+        }),
+        ...paid.slice(0, 2).map(async (p) => {
+          expect(await expectRpcError(strangers.retrievePayment({ paymentId: p.payment_id }), Code.NotFound, "HE_02")).toContain(
+            p.payment_id,
+          );
+        }),
+        expectRpcError(payments.retrievePayment({ paymentId: "pay_missing" }), Code.NotFound, "HE_02"),
+        expectRpcError(payments.retrievePayment({ paymentId: `pay_${"x".repeat(5000)}` }), Code.NotFound, "HE_02"),
+        expectRpcError(payments.retrievePayment({ paymentId: "" }), Code.InvalidArgument, "IR_04"),
+        expectRpcError(payments.retrievePayment({ paymentId: "pay_\u0000abc" }), Code.InvalidArgument, "IR_06"),
+        (async () => {
+          const got = await refunds.retrieveRefund({ refundId: refund.body.refund_id });
+          expect({ refundId: got.refundId, paymentId: got.paymentId, amount: got.amount }).toEqual({
+            refundId: refund.body.refund_id,
+            paymentId: paid[0]!.payment_id,
+            amount: 100n,
+          });
+        })(),
+      ];
+      await Promise.all(checks);
+    });
+  }
 });

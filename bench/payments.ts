@@ -16,7 +16,8 @@
  * run starts from the same state. BENCH_CONNECTIONS (50) and BENCH_SECONDS (10) size each scenario;
  * BENCH_ROUNDS (3) runs every scenario that many times, interleaved, and reports the median round,
  * because on a shared virtual machine the same code measures ±20 % from one minute to the next.
- * BENCH_MIX_SECONDS (60) is the mix's length; it runs once. A run shorter than these defaults marks
+ * BENCH_MIX_SECONDS (60) is the mix's length; it runs once. BENCH_REPORT=- prints the report without
+ * writing docs/performance.md (or names another file to write). A run shorter than these defaults marks
  * its figures in the document as a validation run. The gRPC scenario needs h2load (Debian's
  * nghttp2-client). The scale-out scenario starts instances of its own, so it runs only without BENCH_URL.
  */
@@ -286,7 +287,16 @@ median round of each. The delay runs from an event's \`created\` (just before it
 Deliveries: ${delivery.delivered} events arrived, ${delivery.duplicates} twice; delay p50 ${delivery.delayP50} ms, p99 ${delivery.delayP99} ms, max ${delivery.delayMax} ms; the last arrived ${delivery.drainMs} ms after the load stopped. Target (issue 16), delay p99 < 1 s: ${verdict(delivery.delayP99 < 1000)}.`;
 }
 
-const reportFile = new URL("../docs/performance.md", import.meta.url);
+/**
+ * Where the report goes: docs/performance.md unless BENCH_REPORT names another file, or is "-" to
+ * print it only, so that a run made to check a change does not replace the committed figures.
+ */
+const reportFile =
+  process.env.BENCH_REPORT === undefined
+    ? new URL("../docs/performance.md", import.meta.url)
+    : process.env.BENCH_REPORT === "-"
+      ? undefined
+      : process.env.BENCH_REPORT;
 const startMarker = "<!-- bench:start -->";
 const endMarker = "<!-- bench:end -->";
 const scaleOutStart = "<!-- bench:scale-out:start -->";
@@ -350,7 +360,8 @@ ${
     : grownReport(grown, results.find((r) => r.scenario === "create with confirm" && r.protocol === "REST")!.paymentsPerSecond, seconds)
 }
 ${endMarker}`;
-  let report = replaceBetween(await readFile(reportFile, "utf8").catch(() => "# Performance\n"), startMarker, endMarker, measured);
+  const current = reportFile === undefined ? "# Performance\n" : await readFile(reportFile, "utf8").catch(() => "# Performance\n");
+  let report = replaceBetween(current, startMarker, endMarker, measured);
   if (scaleOut !== undefined) {
     const options = { connections, seconds, rounds: roundCount };
     const scaled = `${scaleOutStart}${validation}
@@ -361,7 +372,7 @@ ${scaleOutEnd}`;
     report = replaceBetween(report, scaleOutStart, scaleOutEnd, scaled);
     console.log(scaled);
   }
-  await writeFile(reportFile, report);
+  if (reportFile !== undefined) await writeFile(reportFile, report);
   console.log(measured);
 }
 

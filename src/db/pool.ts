@@ -73,10 +73,13 @@ export function poolOptions(timeouts: DatabaseTimeouts, max: number): Record<str
 
 /**
  * The pg pool under a data source: for statements that need no entity and no transaction of TypeORM's.
- * The one place that reaches into TypeORM's driver for it; once the data source is destroyed there is none.
+ * The one place that reaches into TypeORM's driver for it. Once the data source is destroyed there is
+ * none, and a statement sent then fails with that said rather than with a TypeError.
  */
 export function poolOf(dataSource: DataSource): pg.Pool {
-  return (dataSource.driver as PostgresDriver).master as pg.Pool;
+  const pool = (dataSource.driver as PostgresDriver).master as pg.Pool | undefined;
+  if (pool === undefined) throw new Error("the database's connection pool is closed");
+  return pool;
 }
 
 /** How many calls are waiting for a connection of the data source's pool now. */

@@ -65,7 +65,7 @@ export class ServiceMetrics {
       registers,
     });
     // The pg pool behind TypeORM, read at each scrape; absent once the data source is destroyed.
-    const pool = (): pg.Pool | undefined => poolOf(dataSource);
+    const pool = (): pg.Pool | undefined => (dataSource.isInitialized ? poolOf(dataSource) : undefined);
     const poolGauge = (name: string, help: string, read: (counts: pg.Pool) => number) =>
       new Gauge({
         name: `${prefix}${name}`,

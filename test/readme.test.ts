@@ -88,7 +88,8 @@ describe("README: Try it", () => {
     expect(errors).toEqual(["IR_01", "HE_02"]);
     // buf curl reports a failed call on stderr; the only ones are the two streams, stopped.
     expect([...stderr.matchAll(/"code":\s*"(\w+)"/g)].map((match) => match[1])).toEqual(["canceled", "canceled"]);
-    // `field` of an answer without that field prints undefined; every id the tour reads exists.
+    // `field` prints undefined for a field the answer lacks: none is shown, and an id read that way
+    // would have made the next call's 404 one of the errors above.
     expect(output).not.toMatch(/^undefined$/m);
     expect(stdout).toMatch(/"status":"requires_capture"/);
     expect(stdout).toMatch(/"amount_received":2000/);

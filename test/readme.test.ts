@@ -1,9 +1,10 @@
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "./support/ports.js";
 import { type ServerProcess, spawnServer } from "./support/server-process.js";
+import { until } from "./support/wait.js";
 
 /*
  * The README's "Try it" section, run as a reader runs it: every shell block in order, in one bash,
@@ -32,15 +33,6 @@ function tryItBlocks(): string[] {
     .filter((block) => !block.includes("npm start") && !block.includes("apt-get"));
 }
 
-/** A port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** The value printed beside `name` in the start-up's sandbox merchant block. */
 function printed(output: string, name: string): string {
   const value = new RegExp(`^\\s+${name}\\s+(\\S+)$`, "m").exec(output)?.[1];
@@ -53,9 +45,7 @@ describe("README: Try it", () => {
 
   beforeAll(async () => {
     server = await spawnServer({ DATA_DIR: ":memory:", ADMIN_API_KEY: tourAdminKey, SANDBOX_TEST_CLOCK: "true" });
-    for (let waited = 0; !server.output().includes("api_key") && waited < 5_000; waited += 50) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await until("the start-up's sandbox merchant", () => server.output().includes("api_key"), 5_000);
   });
 
   afterAll(async () => {

@@ -175,23 +175,24 @@ export interface OpenOptions {
 export async function openApp(config: Config, options: OpenOptions = {}): Promise<App> {
   // First: the pg instrumentation must patch pg before the pool makes its first connection.
   const tracing = await startTracing(config.tracesEndpoint);
-  const embeddedDataDir = config.databaseUrl === undefined ? config.dataDir : undefined;
-  const hashSecret = await resolveServerSecret(apiKeyHashSecret, config.apiKeyHashSecret, embeddedDataDir);
-  const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
-  // A rotation's other secrets come only beside configured current ones (loadConfig), so are parsed as they are.
-  const rotatingHashSecrets = {
-    previous: config.apiKeyHashPreviousSecret === undefined ? undefined : apiKeyHashSecret.parse(config.apiKeyHashPreviousSecret),
-    next: config.apiKeyHashNextSecret === undefined ? undefined : apiKeyHashSecret.parse(config.apiKeyHashNextSecret),
-  };
-  const decryptOnlyKeys = [
-    ...config.dataEncryptionPreviousKeys,
-    ...(config.dataEncryptionNextKey === undefined ? [] : [config.dataEncryptionNextKey]),
-  ].map((key) => dataEncryptionKey.parse(key));
+  // Before anything is written under DATA_DIR: the embedded database takes its owner lock first.
   const embedded =
     config.databaseUrl === undefined
       ? await startEmbeddedDatabase(config.dataDir, config.databasePoolSize, options.embeddedTemplate)
       : undefined;
   try {
+    const embeddedDataDir = config.databaseUrl === undefined ? config.dataDir : undefined;
+    const hashSecret = await resolveServerSecret(apiKeyHashSecret, config.apiKeyHashSecret, embeddedDataDir);
+    const dataKey = await resolveServerSecret(dataEncryptionKey, config.dataEncryptionKey, embeddedDataDir);
+    // A rotation's other secrets come only beside configured current ones (loadConfig), so are parsed as they are.
+    const rotatingHashSecrets = {
+      previous: config.apiKeyHashPreviousSecret === undefined ? undefined : apiKeyHashSecret.parse(config.apiKeyHashPreviousSecret),
+      next: config.apiKeyHashNextSecret === undefined ? undefined : apiKeyHashSecret.parse(config.apiKeyHashNextSecret),
+    };
+    const decryptOnlyKeys = [
+      ...config.dataEncryptionPreviousKeys,
+      ...(config.dataEncryptionNextKey === undefined ? [] : [config.dataEncryptionNextKey]),
+    ].map((key) => dataEncryptionKey.parse(key));
     const timeouts = databaseTimeouts(config);
     const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts, config.migrateOnStart);
     if (embedded === undefined) useNamedStatements(dataSource);

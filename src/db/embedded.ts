@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { lockDataDir, type DataDirLock } from "./data-dir-lock.js";
 
 /** A running embedded PostgreSQL, reachable with an ordinary connection string. */
 export interface EmbeddedDatabase {
@@ -23,15 +24,26 @@ export interface EmbeddedDatabase {
  * An in-memory database starts as a copy of `template` (a snapshot) when one is given, instead of an
  * empty cluster: creating a cluster takes seconds (initdb), loading a copy under one, so the test
  * suite starts each of its many in-memory databases from one migrated snapshot.
+ *
+ * A database on disk has one owner: DATA_DIR's lock is taken first, and a second process on the
+ * same directory gets DataDirInUseError instead of a copy of its own (data-dir-lock.ts).
  */
 export async function startEmbeddedDatabase(dataDir: string, poolSize: number, template?: Blob): Promise<EmbeddedDatabase> {
   let db: PGlite;
+  let lock: DataDirLock | undefined;
   if (dataDir === ":memory:") {
     db = await PGlite.create(template === undefined ? {} : { loadDataDir: template });
   } else {
-    const dir = path.resolve(dataDir, "pgdata");
-    await mkdir(dir, { recursive: true });
-    db = await PGlite.create({ dataDir: dir });
+    await mkdir(dataDir, { recursive: true });
+    lock = await lockDataDir(dataDir);
+    try {
+      const dir = path.resolve(dataDir, "pgdata");
+      await mkdir(dir, { recursive: true });
+      db = await PGlite.create({ dataDir: dir });
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
   }
   const server = new PGLiteSocketServer({ db: withBatchAffinity(db), host: "127.0.0.1", port: 0, maxConnections: 2 * poolSize });
   await server.start();
@@ -41,6 +53,7 @@ export async function startEmbeddedDatabase(dataDir: string, poolSize: number, t
     async close() {
       await server.stop();
       await db.close();
+      await lock?.release();
     },
   };
 }

@@ -26,6 +26,8 @@ function problem(env: NodeJS.ProcessEnv): string {
 
 const hashSecret = "0123456789abcdef0123456789abcdef";
 const dataKey = "ab".repeat(32);
+/** The secrets that must come with DATABASE_URL, for tests of other rules. */
+const sharedSecrets = { API_KEY_HASH_SECRET: hashSecret, DATA_ENCRYPTION_KEY: dataKey };
 
 describe("loadConfig", () => {
   it("takes an empty environment: the embedded database, generated secrets, info logs, migrations on start", () => {
@@ -66,11 +68,29 @@ describe("loadConfig", () => {
 
   describe("DATABASE_URL", () => {
     it.each(["postgres://u@h/db", "postgresql://u:p@h:5433/db", "postgresql:///db?host=/var/run/postgresql"])("takes %s", (url) => {
-      expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+      expect(loadConfig({ DATABASE_URL: url, ...sharedSecrets }).databaseUrl).toBe(url);
+    });
+
+    it("needs both shared secrets, and names every one missing in the one report", () => {
+      expect(problems({ DATABASE_URL: "postgres://u@h/db" })).toEqual([
+        "API_KEY_HASH_SECRET must be set when DATABASE_URL is set (every instance sharing the database needs the same value), e.g. the output of `openssl rand -hex 32`",
+        "DATA_ENCRYPTION_KEY must be set when DATABASE_URL is set (every instance sharing the database needs the same value), e.g. the output of `openssl rand -hex 32`",
+      ]);
+      expect(problem({ DATABASE_URL: "postgres://u@h/db", API_KEY_HASH_SECRET: hashSecret })).toMatch(/^DATA_ENCRYPTION_KEY must be set/);
+    });
+
+    it("needs neither secret for a process that uses none (npm run migrate)", () => {
+      expect(loadConfig({ DATABASE_URL: "postgres://u@h/db" }, { sharedSecrets: false }).apiKeyHashSecret).toBeUndefined();
+    });
+
+    it("names the missing secrets beside a malformed DATABASE_URL and a malformed secret", () => {
+      const found = problems({ DATABASE_URL: "mysql://db/payments", DATA_ENCRYPTION_KEY: "abc" });
+      expect(found.map((p) => p.split(" ")[0])).toEqual(["DATABASE_URL", "API_KEY_HASH_SECRET", "DATA_ENCRYPTION_KEY"]);
+      expect(found[2]).toContain("must be exactly 64 hex digits");
     });
 
     it("refuses a value that is not a URL without showing it (it may hold a password)", () => {
-      const message = problem({ DATABASE_URL: "host=db password=hunter2" });
+      const message = problem({ DATABASE_URL: "host=db password=hunter2", ...sharedSecrets });
       expect(message).toMatch(
         /^DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL, e\.g\. postgres:\/\/user:password@host:5432\/database/,
       );
@@ -79,11 +99,11 @@ describe("loadConfig", () => {
     });
 
     it("refuses a URL without a host", () => {
-      expect(problem({ DATABASE_URL: "postgres:///payments" })).toContain("(the value set names no host)");
+      expect(problem({ DATABASE_URL: "postgres:///payments", ...sharedSecrets })).toContain("(the value set names no host)");
     });
 
     it("refuses another scheme, naming the scheme only", () => {
-      const message = problem({ DATABASE_URL: "mysql://root:hunter2@db/payments" });
+      const message = problem({ DATABASE_URL: "mysql://root:hunter2@db/payments", ...sharedSecrets });
       expect(message).toContain("DATABASE_URL must be a postgres:// or postgresql:// URL");
       expect(message).toContain("mysql://");
       expect(message).not.toContain("hunter2");
@@ -309,7 +329,7 @@ describe("loadConfig", () => {
   });
 
   it("reports every unusable value at once, in one message an operator reads in the log", () => {
-    const env = { DATABASE_URL: "localhost", ADMIN_API_KEY: "admin", LOG_LEVEL: "loud", PORT: "http" };
+    const env = { DATABASE_URL: "localhost", ADMIN_API_KEY: "admin", LOG_LEVEL: "loud", PORT: "http", ...sharedSecrets };
     expect(problems(env)).toEqual([
       'PORT must be an integer from 0 to 65535, got "http"',
       "DATABASE_URL must be a postgres:// or postgresql:// URL, e.g. postgres://user:password@host:5432/database (the value set is not a URL; it is not shown as it may hold a password)",

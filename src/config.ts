@@ -134,11 +134,20 @@ export class ConfigError extends Error {
   }
 }
 
+/** What the process reading the configuration will do with it. */
+export interface ConfigUse {
+  /**
+   * Whether it uses the shared secrets (API_KEY_HASH_SECRET, DATA_ENCRYPTION_KEY), which DATABASE_URL
+   * then requires; `npm run migrate` touches no key nor stored secret, so its job needs neither.
+   */
+  readonly sharedSecrets: boolean;
+}
+
 /**
  * Reads and checks the configuration; throws a ConfigError listing every unusable value, each named
  * with what it expects, before anything is opened.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, use: ConfigUse = { sharedSecrets: true }): Config {
   const problems: string[] = [];
   const check = <T>(read: () => T, fallback: T): T => {
     try {
@@ -159,10 +168,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: text(env, "DATA_DIR") ?? "./.data",
     redisUrl: check(() => url(env, "REDIS_URL", ["redis:", "rediss:"], "redis://host:6379"), undefined),
     adminApiKey: check(() => secret(env, "ADMIN_API_KEY", minAdminApiKeyLength), undefined),
-    apiKeyHashSecret: check(() => secret(env, "API_KEY_HASH_SECRET", minHashSecretLength), undefined),
+    apiKeyHashSecret: check(
+      () => sharedSecret(env, use, "API_KEY_HASH_SECRET", secret(env, "API_KEY_HASH_SECRET", minHashSecretLength)),
+      undefined,
+    ),
     apiKeyHashPreviousSecret: check(() => rotatingHashSecret(env, "API_KEY_HASH_PREVIOUS_SECRET"), undefined),
     apiKeyHashNextSecret: check(() => rotatingHashSecret(env, "API_KEY_HASH_NEXT_SECRET"), undefined),
-    dataEncryptionKey: check(() => hexKey(env, "DATA_ENCRYPTION_KEY"), undefined),
+    dataEncryptionKey: check(() => sharedSecret(env, use, "DATA_ENCRYPTION_KEY", hexKey(env, "DATA_ENCRYPTION_KEY")), undefined),
     dataEncryptionPreviousKeys: check(() => previousDataKeys(env), []),
     dataEncryptionNextKey: check(() => nextDataKey(env), undefined),
     rateLimitPerMinute: int("RATE_LIMIT_PER_MINUTE", 6000, 1, 1_000_000_000),
@@ -270,6 +282,19 @@ function secret(env: NodeJS.ProcessEnv, name: string, minLength: number): string
   if (value !== undefined && value.length < minLength) {
     throw new Error(
       `${name} must be at least ${minLength} characters (the value set has ${value.length}), e.g. the output of \`openssl rand -hex 32\``,
+    );
+  }
+  return value;
+}
+
+/**
+ * A secret every instance sharing a PostgreSQL database must hold alike, so it must be configured
+ * with DATABASE_URL (the embedded database generates its own and keeps it in DATA_DIR).
+ */
+function sharedSecret(env: NodeJS.ProcessEnv, use: ConfigUse, name: string, value: string | undefined): string | undefined {
+  if (value === undefined && use.sharedSecrets && text(env, "DATABASE_URL") !== undefined) {
+    throw new Error(
+      `${name} must be set when DATABASE_URL is set (every instance sharing the database needs the same value), e.g. the output of \`openssl rand -hex 32\``,
     );
   }
   return value;

@@ -33,4 +33,23 @@ describe("a server started with unusable settings", () => {
     );
     expect(log).not.toContain("hunter2");
   });
+
+  it("names both shared secrets when DATABASE_URL comes without them, in the one line", async () => {
+    const error: Error = await spawnServer({
+      DATABASE_URL: "postgres://payments@127.0.0.1:1/payments",
+      API_KEY_HASH_SECRET: "",
+      DATA_ENCRYPTION_KEY: "",
+    }).then(
+      () => {
+        throw new Error("the server started");
+      },
+      (refused: Error) => refused,
+    );
+    const failures = error.message.split("\n").filter((line) => line.includes('"start failed"'));
+    expect(failures, error.message).toHaveLength(1);
+    const { error: reason } = JSON.parse(failures[0]!) as { error: string };
+    expect(reason).toMatch(
+      /^invalid configuration: API_KEY_HASH_SECRET must be set when DATABASE_URL is set .*; DATA_ENCRYPTION_KEY must be set when DATABASE_URL is set /,
+    );
+  });
 });

@@ -25,7 +25,7 @@ export async function migrate(config: Config): Promise<string[]> {
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   try {
-    const applied = await migrate(loadConfig());
+    const applied = await migrate(loadConfig(process.env, { sharedSecrets: false }));
     log.info("migrated", { applied, count: applied.length });
   } catch (error) {
     log.error("migrate failed", { error: error instanceof Error ? error.message : String(error) });

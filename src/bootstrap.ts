@@ -11,7 +11,7 @@ try {
   const config = loadConfig();
   const app = await openApp(config);
   try {
-    process.stdout.write(describeSandboxStart(await bootstrapSandbox(app), `http://localhost:${config.port}`));
+    process.stdout.write(describeSandboxStart(await bootstrapSandbox(app), app.publicBaseUrl));
   } finally {
     await closeApp(app);
   }

@@ -6,12 +6,14 @@ import { createProbePages } from "./health/probes.js";
 import { log } from "./log.js";
 import { clusterMetrics, reportToPrimary } from "./metrics/cluster-metrics.js";
 import { openOpsListener } from "./transport/ops-listener.js";
+import { signalExitCode, StopSignals } from "./stop-signals.js";
 import { MerchantRow } from "./merchants/merchant.entity.js";
 import { bootstrapSandbox, describeSandboxStart } from "./merchants/bootstrap.js";
 
 /**
  * Starts the service from the environment. On an empty embedded database it first creates a sandbox
- * merchant and prints its key, so a new user can call the API straight away.
+ * merchant and prints its key, so a new user can call the API straight away; on an empty PostgreSQL
+ * database it says how to make one.
  */
 export async function main(): Promise<RunningService> {
   const loaded = loadConfig();
@@ -21,29 +23,36 @@ export async function main(): Promise<RunningService> {
   if (cluster.isWorker) reportToPrimary(app.metrics.registry);
   const service = await serve(app);
   // Handled from the moment it listens: until then a signal ends the process at once, unlogged.
-  const stop = async (signal: NodeJS.Signals) => {
-    // SIGTERM comes from an orchestrator or a load balancer's peer, which must see the instance
-    // unready before it goes; SIGINT from someone at a terminal, who wants it gone now.
-    const drainDelayMs = signal === "SIGTERM" ? config.shutdownDelayMs : 0;
-    log.info("stopping", { signal, drain_delay_ms: drainDelayMs, grace_ms: config.shutdownGraceMs });
-    await service.close({ drainDelayMs, graceMs: config.shutdownGraceMs });
-    await closeApp(app);
-    log.info("stopped", { signal });
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  new StopSignals(Date.now, {
+    async stop(signal) {
+      // SIGTERM comes from an orchestrator or a load balancer's peer, which must see the instance
+      // unready before it goes; SIGINT from someone at a terminal, who wants it gone now.
+      const drainDelayMs = signal === "SIGTERM" ? config.shutdownDelayMs : 0;
+      log.info("stopping", { signal, drain_delay_ms: drainDelayMs, grace_ms: config.shutdownGraceMs });
+      await service.close({ drainDelayMs, graceMs: config.shutdownGraceMs });
+      await closeApp(app);
+      log.info("stopped", { signal });
+      process.exit(0);
+    },
+    force: forceExit,
+  }).listen();
   log.info("listening", {
     url: service.url,
     ops_url: service.opsUrl,
     database: config.databaseUrl === undefined ? `embedded (${config.dataDir})` : "postgresql",
   });
-  if (app.embedded !== undefined && (await app.dataSource.getRepository(MerchantRow).count()) === 0) {
-    const start = await bootstrapSandbox(app);
-    process.stdout.write(describeSandboxStart(start, service.url));
+  if ((await app.dataSource.getRepository(MerchantRow).count()) === 0) {
+    if (app.embedded !== undefined) process.stdout.write(describeSandboxStart(await bootstrapSandbox(app), service.url));
+    // On PostgreSQL a key printed here would land in a deployment's shared logs, and every instance
+    // starting at once would make a merchant: the operator runs the bootstrap once instead.
+    else log.warn(noMerchantYet);
   }
   return service;
 }
+
+/** What a first start on an empty PostgreSQL database says, so a new user knows the way in. */
+const noMerchantYet =
+  "no merchant in the database yet: run `npm run bootstrap` (in the image: node dist/src/bootstrap.js) with this instance's environment; it creates a sandbox merchant, its profile and a secret key, and prints them";
 
 /** A worker that lived this long was healthy: its exit does not count towards the backoff. */
 const healthyLifetimeMs = 30_000;
@@ -79,14 +88,24 @@ async function supervise(workers: number, opsPort: number | undefined): Promise<
       if (!stopping) fork();
     }, delayMs);
   });
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
+  new StopSignals(Date.now, {
+    stop(signal) {
       stopping = true;
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
       // The workers' exits end the primary, once its own port is closed too.
       void ops?.close();
-    });
-  }
+    },
+    force(signal) {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGKILL");
+      forceExit(signal);
+    },
+  }).listen();
+}
+
+/** Ends the process at once on a signal that came while a graceful stop was under way, saying so. */
+function forceExit(signal: NodeJS.Signals): void {
+  log.warn("stopping at once: another signal came during the graceful stop; calls in flight are cut", { signal });
+  process.exit(signalExitCode(signal));
 }
 
 /**

@@ -23,9 +23,11 @@ interface Started {
   output(): string;
 }
 
-async function npmStart(): Promise<Started> {
+/** Starts `npm start`; `ownGroup` puts npm and the server in a process group of their own, as a terminal's foreground job. */
+async function npmStart(ownGroup = false): Promise<Started> {
   const npm = spawn("npm", ["start"], {
     cwd: repositoryRoot,
+    detached: ownGroup,
     env: {
       ...process.env,
       DATABASE_URL: "",
@@ -57,9 +59,9 @@ async function npmStart(): Promise<Started> {
  * Sends SIGTERM to npm itself, as a container runtime or an operator would, and waits for npm to
  * exit. npm forwards the signal to the script and, once it has ended, ends itself by the same signal.
  */
-/** Whether the server logged that it stopped on a SIGTERM (the `stopped` line, whatever its fields' order). */
-function stoppedBySigterm(output: string): boolean {
-  return output.split("\n").some((line) => line.includes('"message":"stopped"') && line.includes('"signal":"SIGTERM"'));
+/** Whether the server logged that it stopped on `signal` (the `stopped` line, whatever its fields' order). */
+function stoppedBy(output: string, signal: "SIGTERM" | "SIGINT"): boolean {
+  return output.split("\n").some((line) => line.includes('"message":"stopped"') && line.includes(`"signal":"${signal}"`));
 }
 
 async function terminate({ npm }: Started): Promise<void> {
@@ -81,7 +83,7 @@ describe("npm start", () => {
     } finally {
       await terminate(first);
     }
-    expect(stoppedBySigterm(first.output())).toBe(true);
+    expect(stoppedBy(first.output(), "SIGTERM")).toBe(true);
     await expect(fetch(`${first.url}/livez`)).rejects.toThrow();
 
     const second = await npmStart();
@@ -91,8 +93,19 @@ describe("npm start", () => {
     } finally {
       await terminate(second);
     }
-    expect(stoppedBySigterm(second.output())).toBe(true);
+    expect(stoppedBy(second.output(), "SIGTERM")).toBe(true);
     await expect(fetch(`${second.url}/livez`)).rejects.toThrow();
     // A build compiles the whole service: minutes on a busy two-core machine.
   }, 240_000);
+
+  it("stops cleanly on one Ctrl-C, which a terminal sends to npm and the server alike (and npm forwards again)", async () => {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const started = await npmStart(true);
+      const exited = once(started.npm, "exit");
+      process.kill(-started.npm.pid!, "SIGINT");
+      await exited;
+      expect(stoppedBy(started.output(), "SIGINT"), started.output()).toBe(true);
+      expect(started.output()).not.toContain("stopping at once");
+    }
+  }, 120_000);
 });

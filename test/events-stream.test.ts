@@ -156,6 +156,8 @@ function expectReceived(received: readonly Event[], expected: readonly JsonBody[
 /** A consumer of one stream, keeping every event it received in order. */
 interface Consumer {
   readonly received: Event[];
+  /** Resolves when the stream's response headers arrive: from then on, every event committed reaches it. */
+  readonly live: Promise<void>;
   /** Why the stream ended without stop(): its error, or that it ended by itself; undefined while it runs. */
   failure(): unknown;
   /** Resolves once the stream has ended, however. */
@@ -170,9 +172,16 @@ function consume(url: string, protocol: RpcProtocol, apiKey: string, afterEventI
   const controller = new AbortController();
   const received: Event[] = [];
   let failure: unknown;
+  let headersArrived = () => {};
+  const live = new Promise<void>((resolve) => {
+    headersArrived = resolve;
+  });
   const ended = (async () => {
     try {
-      for await (const event of client.streamEvents(afterEventId === undefined ? {} : { afterEventId }, { signal: controller.signal })) {
+      for await (const event of client.streamEvents(afterEventId === undefined ? {} : { afterEventId }, {
+        signal: controller.signal,
+        onHeader: () => headersArrived(),
+      })) {
         received.push(event);
       }
       failure = new Error("the stream ended by itself");
@@ -182,6 +191,7 @@ function consume(url: string, protocol: RpcProtocol, apiKey: string, afterEventI
   })();
   return {
     received,
+    live,
     failure: () => failure,
     ended,
     async stop() {
@@ -245,6 +255,19 @@ async function expectStreamed(consumer: Consumer, expected: readonly JsonBody[])
   expectReceived(consumer.received, expected);
 }
 
+/** Resolves with `promise`, or fails naming `what` when it takes longer than `seconds`. */
+async function withinSeconds(promise: Promise<void>, seconds: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${seconds} s`)), seconds * 1000);
+  });
+  try {
+    await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** How a stream that should be refused fails: rejects with its error; resolves (so expectError fails) on an event. */
 async function firstOutcome(url: string, protocol: RpcProtocol, apiKey: string, afterEventId: string): Promise<Event> {
   const controller = new AbortController();
@@ -305,30 +328,30 @@ describe.each(protocols)("StreamEvents over %s", { timeout: 120_000 }, (protocol
     expect(consumer.failure()).toBeUndefined();
   });
 
-  it("without after_event_id: from now on, every new event in order (the first may be a little older than the call)", async () => {
+  it("without after_event_id: headers at once, then every event committed after them, in order", async () => {
     const merchant = await newMerchant(service.url);
     const consumer = tracked(consume(service.url, protocol, merchant.apiKey));
-    // The stream starts once the server has taken its place: write until it shows an event.
-    await waitUntil(
-      async () => {
-        await createPayment(service.url, merchant);
-        await sleep(200);
-        expectRunning(consumer);
-        return consumer.received.length;
-      },
-      (n) => n > 0,
-      300,
-    );
+    await withinSeconds(consumer.live, 5, "the stream's headers");
+    await createPayment(service.url, merchant);
     const last = await paidPayment(service.url, merchant);
     await settledRefund(service.url, merchant, (await createRefund(service.url, merchant, last.payment_id, 500)).refund_id);
 
+    // The merchant's every event was committed after the headers arrived: the stream has them all.
     const listed = await listedOldestFirst(service.url, merchant.apiKey);
-    await receivedUpTo(consumer, listed.at(-1)!.event_id);
-    await sleep(1500);
-    expectRunning(consumer);
-    // What it received is the end of the list, without a gap, from the first event it got.
-    expectReceived(consumer.received, listed.slice(listed.length - consumer.received.length));
+    await expectStreamed(consumer, listed);
     await consumer.stop();
+  });
+
+  it("an event committed the moment the headers arrive is always the first streamed, round after round", async () => {
+    const merchant = await newMerchant(service.url);
+    for (let round = 0; round < 5; round++) {
+      const consumer = tracked(consume(service.url, protocol, merchant.apiKey));
+      await withinSeconds(consumer.live, 5, "the stream's headers");
+      const payment = await createPayment(service.url, merchant);
+      const [first] = await receivedAtLeast(consumer, 1);
+      expect(first!.data?.object).toMatchObject({ payment_id: payment.payment_id });
+      await consumer.stop();
+    }
   });
 
   describe("scope", () => {

@@ -7,6 +7,7 @@ import { fetchPage, scopedQuery } from "../db/list-query.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { deadlineExceeded, notFound, preconditionFailed } from "../errors.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
+import { sendStreamHead } from "../stream-head.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { DeliveryRow } from "../webhooks/delivery.entity.js";
 import { redeliver } from "../webhooks/schedule.js";
@@ -103,6 +104,8 @@ export function eventService(deps: EventDependencies): ServiceImpl<typeof EventS
     async *streamEvents(req, ctx) {
       const caller = merchantOf(ctx);
       let cursor = await startOf(caller, req.afterEventId);
+      // The stream is live from here: an event committed after the client has its headers is sent.
+      sendStreamHead(ctx);
       while (!ctx.signal.aborted) {
         const rows = (await dataSource.query(eventsAfter, [caller.merchantId, caller.livemode, cursor.txid, cursor.seq])) as (Pick<
           EventRow,

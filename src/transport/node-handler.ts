@@ -31,6 +31,7 @@ import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
 import { RestRouter } from "./rest/router.js";
 import type { Tracing } from "../traces/tracing.js";
+import { sendStreamHeadKey } from "../stream-head.js";
 
 /** Browser pages served beside the API (e.g. the 3DS challenge), by path prefix. */
 export interface Pages {
@@ -188,6 +189,7 @@ export function createNodeHandler({
       return connectUnary.serve({ method: handler.method, req, res, record, values });
     }
     const viaConnect = async (body?: Uint8Array): Promise<void> => {
+      values.set(sendStreamHeadKey, (header) => sendHeadNow(res, header));
       const request = universalRequestFromNodeRequest(req, res, undefined, values);
       const answer = await handler(body === undefined ? request : { ...request, body: createAsyncIterable([body]) });
       // Connect answers once it has read the request, or has given up reading it (a refusal).
@@ -221,6 +223,18 @@ export function createNodeHandler({
       else refuse(res, record, reason);
     });
   };
+}
+
+/**
+ * Sends a streaming call's status and headers now (connect would send them with its first message);
+ * connect's own writeHead, once that message comes, then has nothing left to do.
+ */
+function sendHeadNow(res: NodeResponse, header: Headers): void {
+  if (res.headersSent) return;
+  res.writeHead(200, Object.fromEntries(header));
+  // HTTP/1.1 holds a head back until the body's first write; HTTP/2 sends it in writeHead.
+  if ("flushHeaders" in res) res.flushHeaders();
+  res.writeHead = (() => res) as typeof res.writeHead;
 }
 
 /** A refusal of the port's own, with the HTTP status when HTTP has a more precise one than the code's. */

@@ -217,19 +217,6 @@ function expectRunning(consumer: Consumer): void {
   if (consumer.failure() !== undefined) throw consumer.failure();
 }
 
-/** Waits until the last event the consumer received is `eventId`. */
-async function receivedUpTo(consumer: Consumer, eventId: string): Promise<void> {
-  await waitUntil(
-    async () => {
-      await sleep(50);
-      expectRunning(consumer);
-      return consumer.received.at(-1)?.eventId;
-    },
-    (id) => id === eventId,
-    1200,
-  );
-}
-
 /** Waits until the consumer has received at least `count` events (failing at once if its stream broke); returns them. */
 async function receivedAtLeast(consumer: Consumer, count: number): Promise<Event[]> {
   await waitUntil(

@@ -176,6 +176,11 @@ export function createNodeHandler({
     const protocol = rpcProtocolOf(req.method, req.headers["content-type"]);
     record.protocol = protocol ?? "connect";
     if (protocol === undefined) {
+      // An OPTIONS (a preflight from an origin not allowed, or none configured) or another method the
+      // RPC never takes says no protocol: the method is what is wrong, as on a REST path.
+      if (!handler.allowedMethods.includes(req.method ?? "")) {
+        return refuse(res, record, new MethodNotAllowedError(req.method ?? "", handler.requestPath, handler.allowedMethods));
+      }
       const { error, status } = unsupportedContentType(req);
       return refuse(res, record, error, status);
     }

@@ -1,5 +1,6 @@
 import {
   getOption,
+  hasOption,
   ScalarType,
   type DescEnum,
   type DescEnumValue,
@@ -57,12 +58,13 @@ export function openApiDocument(files: readonly DescFile[]): JsonObject {
   const extensions = files.flatMap((file) => file.extensions);
   const httpOption = extensions.find((e) => e.typeName === "google.api.http");
   const accessOption = extensions.find((e) => e.typeName === "paymentservice.v1.access");
-  if (httpOption === undefined || accessOption === undefined) {
-    throw new Error("google.api.http and paymentservice.v1.access must be among the protos");
+  const rulesOption = extensions.find((e) => e.typeName === "paymentservice.v1.rules");
+  if (httpOption === undefined || accessOption === undefined || rulesOption === undefined) {
+    throw new Error("google.api.http, paymentservice.v1.access and paymentservice.v1.rules must be among the protos");
   }
   const services = files.flatMap((file) => file.services);
   const bindings = services.flatMap((service) => service.methods.flatMap((method) => bindingsOf(method, httpOption)));
-  const schemas = new Schemas();
+  const schemas = new Schemas(new FieldRulesReader(rulesOption));
   const paths: Record<string, JsonObject> = {};
   const tags = new Map<DescService, JsonObject>();
   for (const binding of bindings) {
@@ -159,10 +161,9 @@ const accessNotes: Record<string, string> = {
   ACCESS_SANDBOX_SECRET_KEY: "Needs a merchant's sandbox secret key (`snd_…`).",
 };
 
-/** `/api-keys/{key_id}` → `Api keys`: the first segment names the resource a service serves. */
+/** `/api-keys/{key_id}` → `API keys`: the first segment names the resource a service serves. */
 function tagName(template: string): string {
-  const first = template.split("/")[1]!.replaceAll("-", " ");
-  return first[0]!.toUpperCase() + first.slice(1);
+  return sentence(template.split("/")[1]!.split("-"));
 }
 
 function operation(binding: Binding, tag: string, access: string, schemas: Schemas): JsonObject {
@@ -174,25 +175,35 @@ function operation(binding: Binding, tag: string, access: string, schemas: Schem
   if (!binding.body) {
     for (const field of method.input.fields) {
       if (pathFields.includes(field)) continue;
-      parameters.push(withDescription({ name: field.name, in: "query", required: false, schema: queryValue(field, schemas) }, field));
+      const parameter: JsonObject = {
+        name: field.name,
+        in: "query",
+        required: schemas.rules.of(field)?.required === true,
+        schema: queryValue(field, schemas),
+      };
+      parameters.push(withDescription(parameter, field));
     }
   }
   const changes = httpMethod !== "get";
   if (changes) parameters.push({ $ref: "#/components/parameters/IdempotencyKey" });
-  const summary = commentOf(method)?.split("\n")[0] ?? method.name;
   const result: JsonObject = {
     tags: [tag],
     operationId: `${method.name}${binding.suffix}`,
-    summary: summary.length > 80 ? method.name.replace(/([a-z])([A-Z])/g, "$1 $2") : summary,
+    summary: titleOf(method),
     description: `${commentOf(method) ?? ""}\n\n${accessNotes[access] ?? accessNotes.ACCESS_UNSPECIFIED}`.trim(),
     security:
       access === adminOnly ? [{ adminApiKey: [] }] : access === adminOrSecret ? [{ apiKey: [] }, { adminApiKey: [] }] : [{ apiKey: [] }],
   };
   if (parameters.length > 0) result.parameters = parameters;
   if (binding.body) {
+    const bodyFields = method.input.fields.filter((f) => !pathFields.includes(f));
+    const media: JsonObject = { schema: schemas.request(method.input, pathFields) };
+    const example = schemas.rules.exampleOf(bodyFields);
+    if (example !== undefined) media.example = example;
     result.requestBody = {
-      required: false,
-      content: { "application/json": { schema: schemas.request(method.input, pathFields) } },
+      // A body without a required field is refused, and so is no body at all.
+      required: bodyFields.some((f) => schemas.rules.of(f)?.required === true),
+      content: { "application/json": media },
     };
   }
   const success: JsonObject = {
@@ -210,14 +221,87 @@ function operation(binding: Binding, tag: string, access: string, schemas: Schem
     "429": { $ref: "#/components/responses/TooManyRequests" },
     "500": { $ref: "#/components/responses/ServerError" },
     "501": { $ref: "#/components/responses/NotImplemented" },
+    "503": { $ref: "#/components/responses/Unavailable" },
   };
   return result;
+}
+
+/** Words of an operation's title that are acronyms, written as such: `ListApiKeys` is "List API keys". */
+const acronyms = new Set(["api", "url", "id"]);
+
+/** An operation's title, a short sentence made from the method's name: `CreatePayment` is "Create payment". */
+function titleOf(method: DescMethod): string {
+  return sentence(method.name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").split(" "));
+}
+
+/** Words as a title: the first capitalised, acronyms in capitals, the rest in lower case. */
+function sentence(words: readonly string[]): string {
+  const title = words.map((word) => (acronyms.has(word.toLowerCase()) ? word.toUpperCase() : word.toLowerCase())).join(" ");
+  return title[0]!.toUpperCase() + title.slice(1);
 }
 
 /** A query parameter's value, as src/transport/rest/params.ts reads it (scalars, enum words, timestamps, lists of these). */
 function queryValue(field: DescField, schemas: Schemas): Json {
   if (field.fieldKind === "list") return { type: "array", items: schemas.value(field, "request") };
-  return schemas.value(field, "request");
+  const value = schemas.value(field, "request") as JsonObject;
+  const rules = schemas.rules.of(field);
+  return rules === undefined ? value : { ...value, ...schemas.rules.schemaOf(rules) };
+}
+
+/** paymentservice.v1.FieldRules (options.proto) as the descriptors buf hands the plugin carry it. */
+interface FieldRules {
+  readonly required: boolean;
+  readonly minimum?: bigint;
+  readonly maximum?: bigint;
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  readonly pattern?: string;
+  readonly example?: string;
+}
+
+/** Reads the `(rules)` of request fields, and says them in JSON Schema: what the service checks, and a value it takes. */
+class FieldRulesReader {
+  constructor(private readonly option: DescExtension) {}
+
+  /** The field's rules, undefined when it declares none. */
+  of(field: DescField): FieldRules | undefined {
+    const option = this.option as GenExtension;
+    return hasOption(field, option) ? (getOption(field, option) as unknown as FieldRules) : undefined;
+  }
+
+  /** The schema keywords of `rules`, laid over the field's own schema (bounds replace the int64 range). */
+  schemaOf(rules: FieldRules): JsonObject {
+    const schema: JsonObject = {};
+    if (rules.minimum !== undefined) schema.minimum = Number(rules.minimum);
+    if (rules.maximum !== undefined) schema.maximum = Number(rules.maximum);
+    if (rules.minLength !== undefined) schema.minLength = rules.minLength;
+    if (rules.maxLength !== undefined) schema.maxLength = rules.maxLength;
+    if (rules.pattern !== undefined) schema.pattern = rules.pattern;
+    const example = rules.example === undefined ? null : (JSON.parse(rules.example) as Json);
+    if (example !== null) schema.examples = [example];
+    return schema;
+  }
+
+  /**
+   * A request object made of the examples of `fields` and of the messages they hold, as a reader
+   * would send it; undefined when none has an example.
+   */
+  exampleOf(fields: readonly DescField[]): JsonObject | undefined {
+    const example: JsonObject = {};
+    for (const field of fields) {
+      const own = this.of(field)?.example;
+      const value =
+        own !== undefined
+          ? (JSON.parse(own) as Json)
+          : field.fieldKind === "message" && field.message.typeName !== "google.protobuf.Timestamp"
+            ? this.exampleOf(field.message.fields)
+            : undefined;
+      // null: the field is left out of examples (options.proto).
+      if (value === undefined || value === null) continue;
+      example[field.name] = value;
+    }
+    return Object.keys(example).length === 0 ? undefined : example;
+  }
 }
 
 /** The rate-limit headers of docs/rate-limits.md, on every response to an authenticated call and on every 429. */
@@ -268,6 +352,10 @@ function errorResponses(): JsonObject {
     ),
     ServerError: response("HE_00: an unexpected failure; the message quotes the request id, and nothing else is said."),
     NotImplemented: response("IR_00: the operation is defined in the API but not built yet."),
+    Unavailable: response(
+      "SU_01: the service cannot reach its database right now (or is shutting down); nothing was changed. " +
+        "Retry, with the same `X-Idempotency-Key` for a call that changes something.",
+    ),
   };
 }
 
@@ -330,6 +418,8 @@ class Schemas {
   private readonly built = new Map<string, Json>();
   private readonly owners = new Map<string, string>();
 
+  constructor(readonly rules: FieldRulesReader) {}
+
   /** Every component schema made so far, by name. */
   all(): Record<string, Json> {
     return Object.fromEntries(this.built);
@@ -377,6 +467,10 @@ class Schemas {
     const description = commentOf(message);
     if (description !== undefined) schema.description = description;
     if (side === "response") schema.required = fields.map((f) => f.name);
+    else {
+      const required = fields.filter((f) => this.rules.of(f)?.required === true).map((f) => f.name);
+      if (required.length > 0) schema.required = required;
+    }
     schema.additionalProperties = false;
     schema.properties = properties;
     return schema;
@@ -397,11 +491,13 @@ class Schemas {
       return { type: "object", additionalProperties: item };
     }
     const value = this.value(field, side) as JsonObject;
+    const rules = side === "request" ? this.rules.of(field) : undefined;
+    if (rules !== undefined) Object.assign(value, this.rules.schemaOf(rules));
+    // A request's null is the field left out: fine unless the field is required.
     const nullable =
-      side === "request" ||
-      field.fieldKind === "enum" ||
-      field.fieldKind === "message" ||
-      field.presence !== FeatureSet_FieldPresence.IMPLICIT;
+      (side === "request" && rules?.required !== true) ||
+      (side === "response" &&
+        (field.fieldKind === "enum" || field.fieldKind === "message" || field.presence !== FeatureSet_FieldPresence.IMPLICIT));
     if (!nullable) return value;
     if ("$ref" in value) return { oneOf: [value, { type: "null" }] };
     return { ...value, type: [value.type as string, "null"] };

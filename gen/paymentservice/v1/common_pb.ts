@@ -4,16 +4,18 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_paymentservice_v1_options } from "./options_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file paymentservice/v1/common.proto.
  */
 export const file_paymentservice_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Ch5wYXltZW50c2VydmljZS92MS9jb21tb24ucHJvdG8SEXBheW1lbnRzZXJ2aWNlLnYxIssBCgdBZGRyZXNzEhIKBWxpbmUxGAEgASgJSACIAQESEgoFbGluZTIYAiABKAlIAYgBARIRCgRjaXR5GAMgASgJSAKIAQESEgoFc3RhdGUYBCABKAlIA4gBARIYCgtwb3N0YWxfY29kZRgFIAEoCUgEiAEBEhQKB2NvdW50cnkYBiABKAlIBYgBAUIICgZfbGluZTFCCAoGX2xpbmUyQgcKBV9jaXR5QggKBl9zdGF0ZUIOCgxfcG9zdGFsX2NvZGVCCgoIX2NvdW50cnkqXwoLRW52aXJvbm1lbnQSGwoXRU5WSVJPTk1FTlRfVU5TUEVDSUZJRUQQABIXChNFTlZJUk9OTUVOVF9TQU5EQk9YEAESGgoWRU5WSVJPTk1FTlRfUFJPRFVDVElPThACYgZwcm90bzM");
+  fileDesc("Ch5wYXltZW50c2VydmljZS92MS9jb21tb24ucHJvdG8SEXBheW1lbnRzZXJ2aWNlLnYxIr4CCgdBZGRyZXNzEiwKBWxpbmUxGAEgASgJQhji8xgUKMgBQg8iMSBNYWluIFN0cmVldCJIAIgBARIbCgVsaW5lMhgCIAEoCUIH4vMYAyjIAUgBiAEBEigKBGNpdHkYAyABKAlCFeLzGBEoZEINIlNwcmluZ2ZpZWxkIkgCiAEBEhoKBXN0YXRlGAQgASgJQgbi8xgCKGRIA4gBARIpCgtwb3N0YWxfY29kZRgFIAEoCUIP4vMYCygUQgciNjI3MDEiSASIAQESNAoHY291bnRyeRgGIAEoCUIe4vMYGjISXig/OltBLVphLXpdezJ9KT8kQgQiVVMiSAWIAQFCCAoGX2xpbmUxQggKBl9saW5lMkIHCgVfY2l0eUIICgZfc3RhdGVCDgoMX3Bvc3RhbF9jb2RlQgoKCF9jb3VudHJ5Kl8KC0Vudmlyb25tZW50EhsKF0VOVklST05NRU5UX1VOU1BFQ0lGSUVEEAASFwoTRU5WSVJPTk1FTlRfU0FOREJPWBABEhoKFkVOVklST05NRU5UX1BST0RVQ1RJT04QAmIGcHJvdG8z", [file_paymentservice_v1_options]);
 
 /**
- * A postal address, as used by customers, payouts and billing details.
+ * A postal address, as used by customers, payouts and billing details. In a request, "" is the same
+ * as an absent part.
  *
  * @generated from message paymentservice.v1.Address
  */
@@ -44,7 +46,7 @@ export type Address = Message<"paymentservice.v1.Address"> & {
   postalCode?: string | undefined;
 
   /**
-   * Two-letter ISO 3166-1 country code, upper-case.
+   * Two-letter ISO 3166-1 country code: upper-case in responses, any case in requests.
    *
    * @generated from field: optional string country = 6;
    */

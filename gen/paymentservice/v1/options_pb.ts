@@ -2,16 +2,80 @@
 // @generated from file paymentservice/v1/options.proto (package paymentservice.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenExtension, GenFile } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, extDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FieldOptions, MethodOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file paymentservice/v1/options.proto.
  */
 export const file_paymentservice_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSq2AQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAUSHQoZQUNDRVNTX1NBTkRCT1hfU0VDUkVUX0tFWRAGOlMKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yGS5wYXltZW50c2VydmljZS52MS5BY2Nlc3NSBmFjY2VzczpNChJpbnZhbGlkX3ZhbHVlX2NvZGUSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAlSEGludmFsaWRWYWx1ZUNvZGU6PgoKc2hvd25fb25jZRIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYu44DIAEoCFIJc2hvd25PbmNlYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSL2AQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBIUCgdtaW5pbXVtGAIgASgDSACIAQESFAoHbWF4aW11bRgDIAEoA0gBiAEBEhcKCm1pbl9sZW5ndGgYBCABKA1IAogBARIXCgptYXhfbGVuZ3RoGAUgASgNSAOIAQESFAoHcGF0dGVybhgGIAEoCUgEiAEBEhQKB2V4YW1wbGUYCCABKAlIBYgBAUIKCghfbWluaW11bUIKCghfbWF4aW11bUINCgtfbWluX2xlbmd0aEINCgtfbWF4X2xlbmd0aEIKCghfcGF0dGVybkIKCghfZXhhbXBsZSq2AQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAUSHQoZQUNDRVNTX1NBTkRCT1hfU0VDUkVUX0tFWRAGOlMKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yGS5wYXltZW50c2VydmljZS52MS5BY2Nlc3NSBmFjY2VzczpNChJpbnZhbGlkX3ZhbHVlX2NvZGUSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAlSEGludmFsaWRWYWx1ZUNvZGU6PgoKc2hvd25fb25jZRIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYu44DIAEoCFIJc2hvd25PbmNlOlQKBXJ1bGVzEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi8jgMgASgLMh0ucGF5bWVudHNlcnZpY2UudjEuRmllbGRSdWxlc1IFcnVsZXNiBnByb3RvMw", [file_google_protobuf_descriptor]);
+
+/**
+ * What a request may carry in a field, as the service checks it. The OpenAPI document states each
+ * rule (so generated clients refuse what the service would) and shows the example, which
+ * test/openapi.test.ts sends. Declared only where the service enforces it on every request.
+ *
+ * @generated from message paymentservice.v1.FieldRules
+ */
+export type FieldRules = Message<"paymentservice.v1.FieldRules"> & {
+  /**
+   * A request without the field (or with null) is refused with IR_04.
+   *
+   * @generated from field: bool required = 1;
+   */
+  required: boolean;
+
+  /**
+   * Inclusive bounds of an integer field (IR_05 outside them).
+   *
+   * @generated from field: optional int64 minimum = 2;
+   */
+  minimum?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 maximum = 3;
+   */
+  maximum?: bigint | undefined;
+
+  /**
+   * Bounds of a string field's length in characters (IR_05 outside them).
+   *
+   * @generated from field: optional uint32 min_length = 4;
+   */
+  minLength?: number | undefined;
+
+  /**
+   * @generated from field: optional uint32 max_length = 5;
+   */
+  maxLength?: number | undefined;
+
+  /**
+   * An ECMAScript regular expression the string matches (IR_05 otherwise); anchor it to match it whole.
+   *
+   * @generated from field: optional string pattern = 6;
+   */
+  pattern?: string | undefined;
+
+  /**
+   * A value the service accepts, written as JSON (a string in double quotes). A message field's
+   * example is made from its own fields' examples unless it sets one here: "null" leaves the field
+   * out of every example (fields a request refuses, kept only to name them in the error).
+   *
+   * @generated from field: optional string example = 8;
+   */
+  example?: string | undefined;
+};
+
+/**
+ * Describes the message paymentservice.v1.FieldRules.
+ * Use `create(FieldRulesSchema)` to create a new message.
+ */
+export const FieldRulesSchema: GenMessage<FieldRules> = /*@__PURE__*/
+  messageDesc(file_paymentservice_v1_options, 0);
 
 /**
  * Who may call an RPC. Declared on each method so that the authentication interceptor enforces the
@@ -102,4 +166,12 @@ export const invalid_value_code: GenExtension<FieldOptions, string> = /*@__PURE_
  */
 export const shown_once: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
   extDesc(file_paymentservice_v1_options, 2);
+
+/**
+ * Rules of a request field; see FieldRules.
+ *
+ * @generated from extension: paymentservice.v1.FieldRules rules = 51004;
+ */
+export const rules: GenExtension<FieldOptions, FieldRules> = /*@__PURE__*/
+  extDesc(file_paymentservice_v1_options, 3);
 

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file paymentservice/v1/payment.proto.
  */
 export const file_paymentservice_v1_payment: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9wYXltZW50LnByb3RvEhFwYXltZW50c2VydmljZS52MSK3CQoHUGF5bWVudBISCgpwYXltZW50X2lkGAEgASgJEhMKC21lcmNoYW50X2lkGAIgASgJEhIKCnByb2ZpbGVfaWQYAyABKAkSMAoGc3RhdHVzGAQgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudFN0YXR1cxIOCgZhbW91bnQYBSABKAMSHAoPYW1vdW50X3JlY2VpdmVkGAYgASgDSACIAQESGQoRYW1vdW50X2NhcHR1cmFibGUYByABKAMSEAoIY3VycmVuY3kYCCABKAkSOAoOY2FwdHVyZV9tZXRob2QYCSABKA4yIC5wYXltZW50c2VydmljZS52MS5DYXB0dXJlTWV0aG9kEi4KCmNhcHR1cmVfb24YCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDnBheW1lbnRfbWV0aG9kGAsgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZEgBiAEBEiAKE3BheW1lbnRfbWV0aG9kX3R5cGUYDCABKAlIAogBARJFChNwYXltZW50X21ldGhvZF9kYXRhGA0gASgLMigucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZERhdGFWaWV3EhgKC2N1c3RvbWVyX2lkGA4gASgJSAOIAQESEgoFZW1haWwYDyABKAlIBIgBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgFiAEBEiEKFHN0YXRlbWVudF9kZXNjcmlwdG9yGBEgASgJSAaIAQESGgoNY2xpZW50X3NlY3JldBgSIAEoCUgHiAEBEhcKCnJldHVybl91cmwYEyABKAlICIgBARIyCgtuZXh0X2FjdGlvbhgUIAEoCzIdLnBheW1lbnRzZXJ2aWNlLnYxLk5leHRBY3Rpb24SFwoKZXJyb3JfY29kZRgVIAEoCUgJiAEBEhoKDWVycm9yX21lc3NhZ2UYFiABKAlICogBARIgChNjYW5jZWxsYXRpb25fcmVhc29uGBcgASgJSAuIAQESOgoIbWV0YWRhdGEYGCADKAsyKC5wYXltZW50c2VydmljZS52MS5QYXltZW50Lk1ldGFkYXRhRW50cnkSKwoHY3JlYXRlZBgZIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbW9kaWZpZWRfYXQYGiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUISChBfYW1vdW50X3JlY2VpdmVkQhEKD19wYXltZW50X21ldGhvZEIWChRfcGF5bWVudF9tZXRob2RfdHlwZUIOCgxfY3VzdG9tZXJfaWRCCAoGX2VtYWlsQg4KDF9kZXNjcmlwdGlvbkIXChVfc3RhdGVtZW50X2Rlc2NyaXB0b3JCEAoOX2NsaWVudF9zZWNyZXRCDQoLX3JldHVybl91cmxCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2VCFgoUX2NhbmNlbGxhdGlvbl9yZWFzb24ibwoKTmV4dEFjdGlvbhIvCgR0eXBlGAEgASgOMiEucGF5bWVudHNlcnZpY2UudjEuTmV4dEFjdGlvblR5cGUSHAoPcmVkaXJlY3RfdG9fdXJsGAIgASgJSACIAQFCEgoQX3JlZGlyZWN0X3RvX3VybCJEChZQYXltZW50TWV0aG9kRGF0YUlucHV0EioKBGNhcmQYASABKAsyHC5wYXltZW50c2VydmljZS52MS5DYXJkSW5wdXQi6wEKCUNhcmRJbnB1dBIYCgtjYXJkX251bWJlchgBIAEoCUgAiAEBEhsKDmNhcmRfZXhwX21vbnRoGAIgASgJSAGIAQESGgoNY2FyZF9leHBfeWVhchgDIAEoCUgCiAEBEhUKCGNhcmRfY3ZjGAQgASgJSAOIAQESHQoQY2FyZF9ob2xkZXJfbmFtZRgFIAEoCUgEiAEBQg4KDF9jYXJkX251bWJlckIRCg9fY2FyZF9leHBfbW9udGhCEAoOX2NhcmRfZXhwX3llYXJCCwoJX2NhcmRfY3ZjQhMKEV9jYXJkX2hvbGRlcl9uYW1lIkIKFVBheW1lbnRNZXRob2REYXRhVmlldxIpCgRjYXJkGAEgASgLMhsucGF5bWVudHNlcnZpY2UudjEuQ2FyZFZpZXciXAoIQ2FyZFZpZXcSDQoFbGFzdDQYASABKAkSEgoFYnJhbmQYAiABKAlIAIgBARIRCglleHBfbW9udGgYAyABKAkSEAoIZXhwX3llYXIYBCABKAlCCAoGX2JyYW5kIs8BChJDdXN0b21lckFjY2VwdGFuY2USPwoPYWNjZXB0YW5jZV90eXBlGAEgASgOMiEucGF5bWVudHNlcnZpY2UudjEuQWNjZXB0YW5jZVR5cGVIAIgBARIvCgthY2NlcHRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoGb25saW5lGAMgASgLMiMucGF5bWVudHNlcnZpY2UudjEuT25saW5lQWNjZXB0YW5jZUISChBfYWNjZXB0YW5jZV90eXBlImIKEE9ubGluZUFjY2VwdGFuY2USFwoKaXBfYWRkcmVzcxgBIAEoCUgAiAEBEhcKCnVzZXJfYWdlbnQYAiABKAlIAYgBAUINCgtfaXBfYWRkcmVzc0INCgtfdXNlcl9hZ2VudCK2BwoUQ3JlYXRlUGF5bWVudFJlcXVlc3QSEwoGYW1vdW50GAEgASgDSACIAQESFQoIY3VycmVuY3kYAiABKAlIAYgBARIXCgpwcm9maWxlX2lkGAMgASgJSAKIAQESFwoKcGF5bWVudF9pZBgEIAEoCUgDiAEBEhQKB2NvbmZpcm0YBSABKAhIBIgBARIYCgtjdXN0b21lcl9pZBgGIAEoCUgFiAEBEhgKC2Rlc2NyaXB0aW9uGAcgASgJSAaIAQESFwoKcmV0dXJuX3VybBgIIAEoCUgHiAEBEkYKE3BheW1lbnRfbWV0aG9kX2RhdGEYCSABKAsyKS5wYXltZW50c2VydmljZS52MS5QYXltZW50TWV0aG9kRGF0YUlucHV0EkcKCG1ldGFkYXRhGAogAygLMjUucGF5bWVudHNlcnZpY2UudjEuQ3JlYXRlUGF5bWVudFJlcXVlc3QuTWV0YWRhdGFFbnRyeRI9Cg5wYXltZW50X21ldGhvZBgLIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2RICIgBARIgChNwYXltZW50X21ldGhvZF90eXBlGAwgASgJSAmIAQESPQoOY2FwdHVyZV9tZXRob2QYDSABKA4yIC5wYXltZW50c2VydmljZS52MS5DYXB0dXJlTWV0aG9kSAqIAQESLgoKY2FwdHVyZV9vbhgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoFZW1haWwYDyABKAlIC4gBARIhChRzdGF0ZW1lbnRfZGVzY3JpcHRvchgQIAEoCUgMiAEBEkIKE2N1c3RvbWVyX2FjY2VwdGFuY2UYESABKAsyJS5wYXltZW50c2VydmljZS52MS5DdXN0b21lckFjY2VwdGFuY2UaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB19hbW91bnRCCwoJX2N1cnJlbmN5Qg0KC19wcm9maWxlX2lkQg0KC19wYXltZW50X2lkQgoKCF9jb25maXJtQg4KDF9jdXN0b21lcl9pZEIOCgxfZGVzY3JpcHRpb25CDQoLX3JldHVybl91cmxCEQoPX3BheW1lbnRfbWV0aG9kQhYKFF9wYXltZW50X21ldGhvZF90eXBlQhEKD19jYXB0dXJlX21ldGhvZEIICgZfZW1haWxCFwoVX3N0YXRlbWVudF9kZXNjcmlwdG9yIsAEChRVcGRhdGVQYXltZW50UmVxdWVzdBISCgpwYXltZW50X2lkGAEgASgJEhMKBmFtb3VudBgCIAEoA0gAiAEBEhUKCGN1cnJlbmN5GAMgASgJSAGIAQESGAoLZGVzY3JpcHRpb24YBCABKAlIAogBARJHCghtZXRhZGF0YRgFIAMoCzI1LnBheW1lbnRzZXJ2aWNlLnYxLlVwZGF0ZVBheW1lbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSGAoLY3VzdG9tZXJfaWQYBiABKAlIA4gBARISCgVlbWFpbBgHIAEoCUgEiAEBEhcKCnJldHVybl91cmwYCCABKAlIBYgBARIhChRzdGF0ZW1lbnRfZGVzY3JpcHRvchgJIAEoCUgGiAEBEj0KDmNhcHR1cmVfbWV0aG9kGAogASgOMiAucGF5bWVudHNlcnZpY2UudjEuQ2FwdHVyZU1ldGhvZEgHiAEBEi4KCmNhcHR1cmVfb24YCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYW1vdW50QgsKCV9jdXJyZW5jeUIOCgxfZGVzY3JpcHRpb25CDgoMX2N1c3RvbWVyX2lkQggKBl9lbWFpbEINCgtfcmV0dXJuX3VybEIXChVfc3RhdGVtZW50X2Rlc2NyaXB0b3JCEQoPX2NhcHR1cmVfbWV0aG9kIloKFlJldHJpZXZlUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRIaCg1jbGllbnRfc2VjcmV0GAIgASgJSACIAQFCEAoOX2NsaWVudF9zZWNyZXQimQMKFUNvbmZpcm1QYXltZW50UmVxdWVzdBISCgpwYXltZW50X2lkGAEgASgJEhoKDWNsaWVudF9zZWNyZXQYAiABKAlIAIgBARJGChNwYXltZW50X21ldGhvZF9kYXRhGAMgASgLMikucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZERhdGFJbnB1dBI9Cg5wYXltZW50X21ldGhvZBgEIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2RIAYgBARIgChNwYXltZW50X21ldGhvZF90eXBlGAUgASgJSAKIAQESQgoTY3VzdG9tZXJfYWNjZXB0YW5jZRgGIAEoCzIlLnBheW1lbnRzZXJ2aWNlLnYxLkN1c3RvbWVyQWNjZXB0YW5jZRIXCgpyZXR1cm5fdXJsGAcgASgJSAOIAQFCEAoOX2NsaWVudF9zZWNyZXRCEQoPX3BheW1lbnRfbWV0aG9kQhYKFF9wYXltZW50X21ldGhvZF90eXBlQg0KC19yZXR1cm5fdXJsImEKFUNhcHR1cmVQYXltZW50UmVxdWVzdBISCgpwYXltZW50X2lkGAEgASgJEh4KEWFtb3VudF90b19jYXB0dXJlGAIgASgDSACIAQFCFAoSX2Ftb3VudF90b19jYXB0dXJlImQKFENhbmNlbFBheW1lbnRSZXF1ZXN0EhIKCnBheW1lbnRfaWQYASABKAkSIAoTY2FuY2VsbGF0aW9uX3JlYXNvbhgCIAEoCUgAiAEBQhYKFF9jYW5jZWxsYXRpb25fcmVhc29uIqIDChNMaXN0UGF5bWVudHNSZXF1ZXN0Eh0KBWxpbWl0GAEgASgFQgnS8xgFSVJfMDZIAIgBARITCgZvZmZzZXQYAiABKAVIAYgBARIvCgtjcmVhdGVkX2d0ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLY3JlYXRlZF9sdGUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKBnN0YXR1cxgFIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRTdGF0dXNIAogBARIYCgtjdXN0b21lcl9pZBgGIAEoCUgDiAEBEhUKCGN1cnJlbmN5GAcgASgJSASIAQESPQoOcGF5bWVudF9tZXRob2QYCCABKA4yIC5wYXltZW50c2VydmljZS52MS5QYXltZW50TWV0aG9kSAWIAQFCCAoGX2xpbWl0QgkKB19vZmZzZXRCCQoHX3N0YXR1c0IOCgxfY3VzdG9tZXJfaWRCCwoJX2N1cnJlbmN5QhEKD19wYXltZW50X21ldGhvZCJnChRMaXN0UGF5bWVudHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudBITCgt0b3RhbF9jb3VudBgCIAEoAxIQCghoYXNfbW9yZRgDIAEoCCrEAgoNUGF5bWVudFN0YXR1cxIeChpQQVlNRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEioKJlBBWU1FTlRfU1RBVFVTX1JFUVVJUkVTX1BBWU1FTlRfTUVUSE9EEAESKAokUEFZTUVOVF9TVEFUVVNfUkVRVUlSRVNfQ09ORklSTUFUSU9OEAISIgoeUEFZTUVOVF9TVEFUVVNfUkVRVUlSRVNfQUNUSU9OEAMSHQoZUEFZTUVOVF9TVEFUVVNfUFJPQ0VTU0lORxAEEiMKH1BBWU1FTlRfU1RBVFVTX1JFUVVJUkVTX0NBUFRVUkUQBRIcChhQQVlNRU5UX1NUQVRVU19TVUNDRUVERUQQBhIZChVQQVlNRU5UX1NUQVRVU19GQUlMRUQQBxIcChhQQVlNRU5UX1NUQVRVU19DQU5DRUxMRUQQCCqGAQoNQ2FwdHVyZU1ldGhvZBIeChpDQVBUVVJFX01FVEhPRF9VTlNQRUNJRklFRBAAEhwKGENBUFRVUkVfTUVUSE9EX0FVVE9NQVRJQxABEhkKFUNBUFRVUkVfTUVUSE9EX01BTlVBTBACEhwKGENBUFRVUkVfTUVUSE9EX1NDSEVEVUxFRBADKoUBCg1QYXltZW50TWV0aG9kEh4KGlBBWU1FTlRfTUVUSE9EX1VOU1BFQ0lGSUVEEAASFwoTUEFZTUVOVF9NRVRIT0RfQ0FSRBABEiAKHFBBWU1FTlRfTUVUSE9EX0JBTktfVFJBTlNGRVIQAhIZChVQQVlNRU5UX01FVEhPRF9XQUxMRVQQAypYCg5OZXh0QWN0aW9uVHlwZRIgChxORVhUX0FDVElPTl9UWVBFX1VOU1BFQ0lGSUVEEAASJAogTkVYVF9BQ1RJT05fVFlQRV9SRURJUkVDVF9UT19VUkwQASpqCg5BY2NlcHRhbmNlVHlwZRIfChtBQ0NFUFRBTkNFX1RZUEVfVU5TUEVDSUZJRUQQABIaChZBQ0NFUFRBTkNFX1RZUEVfT05MSU5FEAESGwoXQUNDRVBUQU5DRV9UWVBFX09GRkxJTkUQAjKUBwoOUGF5bWVudFNlcnZpY2USagoNQ3JlYXRlUGF5bWVudBInLnBheW1lbnRzZXJ2aWNlLnYxLkNyZWF0ZVBheW1lbnRSZXF1ZXN0GhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudCIUgtPkkwIOOgEqIgkvcGF5bWVudHMSdwoNVXBkYXRlUGF5bWVudBInLnBheW1lbnRzZXJ2aWNlLnYxLlVwZGF0ZVBheW1lbnRSZXF1ZXN0GhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudCIhgtPkkwIbOgEqIhYvcGF5bWVudHMve3BheW1lbnRfaWR9En8KD1JldHJpZXZlUGF5bWVudBIpLnBheW1lbnRzZXJ2aWNlLnYxLlJldHJpZXZlUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IiWQAgHI8xgDgtPkkwIYEhYvcGF5bWVudHMve3BheW1lbnRfaWR9EoUBCg5Db25maXJtUGF5bWVudBIoLnBheW1lbnRzZXJ2aWNlLnYxLkNvbmZpcm1QYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiLcjzGAOC0+STAiM6ASoiHi9wYXltZW50cy97cGF5bWVudF9pZH0vY29uZmlybRKBAQoOQ2FwdHVyZVBheW1lbnQSKC5wYXltZW50c2VydmljZS52MS5DYXB0dXJlUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IimC0+STAiM6ASoiHi9wYXltZW50cy97cGF5bWVudF9pZH0vY2FwdHVyZRJ+Cg1DYW5jZWxQYXltZW50EicucGF5bWVudHNlcnZpY2UudjEuQ2FuY2VsUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IiiC0+STAiI6ASoiHS9wYXltZW50cy97cGF5bWVudF9pZH0vY2FuY2VsEo8BCgxMaXN0UGF5bWVudHMSJi5wYXltZW50c2VydmljZS52MS5MaXN0UGF5bWVudHNSZXF1ZXN0GicucGF5bWVudHNlcnZpY2UudjEuTGlzdFBheW1lbnRzUmVzcG9uc2UiLpACAYLT5JMCJVoTOgEqIg4vcGF5bWVudHMvbGlzdBIOL3BheW1lbnRzL2xpc3RiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
+  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9wYXltZW50LnByb3RvEhFwYXltZW50c2VydmljZS52MSK3CQoHUGF5bWVudBISCgpwYXltZW50X2lkGAEgASgJEhMKC21lcmNoYW50X2lkGAIgASgJEhIKCnByb2ZpbGVfaWQYAyABKAkSMAoGc3RhdHVzGAQgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudFN0YXR1cxIOCgZhbW91bnQYBSABKAMSHAoPYW1vdW50X3JlY2VpdmVkGAYgASgDSACIAQESGQoRYW1vdW50X2NhcHR1cmFibGUYByABKAMSEAoIY3VycmVuY3kYCCABKAkSOAoOY2FwdHVyZV9tZXRob2QYCSABKA4yIC5wYXltZW50c2VydmljZS52MS5DYXB0dXJlTWV0aG9kEi4KCmNhcHR1cmVfb24YCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDnBheW1lbnRfbWV0aG9kGAsgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZEgBiAEBEiAKE3BheW1lbnRfbWV0aG9kX3R5cGUYDCABKAlIAogBARJFChNwYXltZW50X21ldGhvZF9kYXRhGA0gASgLMigucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZERhdGFWaWV3EhgKC2N1c3RvbWVyX2lkGA4gASgJSAOIAQESEgoFZW1haWwYDyABKAlIBIgBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgFiAEBEiEKFHN0YXRlbWVudF9kZXNjcmlwdG9yGBEgASgJSAaIAQESGgoNY2xpZW50X3NlY3JldBgSIAEoCUgHiAEBEhcKCnJldHVybl91cmwYEyABKAlICIgBARIyCgtuZXh0X2FjdGlvbhgUIAEoCzIdLnBheW1lbnRzZXJ2aWNlLnYxLk5leHRBY3Rpb24SFwoKZXJyb3JfY29kZRgVIAEoCUgJiAEBEhoKDWVycm9yX21lc3NhZ2UYFiABKAlICogBARIgChNjYW5jZWxsYXRpb25fcmVhc29uGBcgASgJSAuIAQESOgoIbWV0YWRhdGEYGCADKAsyKC5wYXltZW50c2VydmljZS52MS5QYXltZW50Lk1ldGFkYXRhRW50cnkSKwoHY3JlYXRlZBgZIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbW9kaWZpZWRfYXQYGiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUISChBfYW1vdW50X3JlY2VpdmVkQhEKD19wYXltZW50X21ldGhvZEIWChRfcGF5bWVudF9tZXRob2RfdHlwZUIOCgxfY3VzdG9tZXJfaWRCCAoGX2VtYWlsQg4KDF9kZXNjcmlwdGlvbkIXChVfc3RhdGVtZW50X2Rlc2NyaXB0b3JCEAoOX2NsaWVudF9zZWNyZXRCDQoLX3JldHVybl91cmxCDQoLX2Vycm9yX2NvZGVCEAoOX2Vycm9yX21lc3NhZ2VCFgoUX2NhbmNlbGxhdGlvbl9yZWFzb24ibwoKTmV4dEFjdGlvbhIvCgR0eXBlGAEgASgOMiEucGF5bWVudHNlcnZpY2UudjEuTmV4dEFjdGlvblR5cGUSHAoPcmVkaXJlY3RfdG9fdXJsGAIgASgJSACIAQFCEgoQX3JlZGlyZWN0X3RvX3VybCJEChZQYXltZW50TWV0aG9kRGF0YUlucHV0EioKBGNhcmQYASABKAsyHC5wYXltZW50c2VydmljZS52MS5DYXJkSW5wdXQinQMKCUNhcmRJbnB1dBJMCgtjYXJkX251bWJlchgBIAEoCUIy4vMYLggBMhZeICooPzpbMC05XSAqKXsxMiwxOX0kQhIiNDI0MjQyNDI0MjQyNDI0MiJIAIgBARI/Cg5jYXJkX2V4cF9tb250aBgCIAEoCUIi4vMYHggBMhReKD86MD9bMS05XXwxWzAtMl0pJEIEIjEyIkgBiAEBEkMKDWNhcmRfZXhwX3llYXIYAyABKAlCJ+LzGCMIATIXXig/OlswLTldezJ9fFswLTldezR9KSRCBiIyMDM0IkgCiAEBEjIKCGNhcmRfY3ZjGAQgASgJQhvi8xgXCAEyDF5bMC05XXszLDR9JEIFIjEyMyJIA4gBARIxChBjYXJkX2hvbGRlcl9uYW1lGAUgASgJQhLi8xgOKGRCCiJKYW5lIERvZSJIBIgBAUIOCgxfY2FyZF9udW1iZXJCEQoPX2NhcmRfZXhwX21vbnRoQhAKDl9jYXJkX2V4cF95ZWFyQgsKCV9jYXJkX2N2Y0ITChFfY2FyZF9ob2xkZXJfbmFtZSJCChVQYXltZW50TWV0aG9kRGF0YVZpZXcSKQoEY2FyZBgBIAEoCzIbLnBheW1lbnRzZXJ2aWNlLnYxLkNhcmRWaWV3IlwKCENhcmRWaWV3Eg0KBWxhc3Q0GAEgASgJEhIKBWJyYW5kGAIgASgJSACIAQESEQoJZXhwX21vbnRoGAMgASgJEhAKCGV4cF95ZWFyGAQgASgJQggKBl9icmFuZCLPAQoSQ3VzdG9tZXJBY2NlcHRhbmNlEj8KD2FjY2VwdGFuY2VfdHlwZRgBIAEoDjIhLnBheW1lbnRzZXJ2aWNlLnYxLkFjY2VwdGFuY2VUeXBlSACIAQESLwoLYWNjZXB0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKBm9ubGluZRgDIAEoCzIjLnBheW1lbnRzZXJ2aWNlLnYxLk9ubGluZUFjY2VwdGFuY2VCEgoQX2FjY2VwdGFuY2VfdHlwZSJiChBPbmxpbmVBY2NlcHRhbmNlEhcKCmlwX2FkZHJlc3MYASABKAlIAIgBARIXCgp1c2VyX2FnZW50GAIgASgJSAGIAQFCDQoLX2lwX2FkZHJlc3NCDQoLX3VzZXJfYWdlbnQiyAoKFENyZWF0ZVBheW1lbnRSZXF1ZXN0EioKBmFtb3VudBgBIAEoA0IV4vMYEQgBEAEY/5+UpY0dQgQxMDAwSACIAQESMwoIY3VycmVuY3kYAiABKAlCHOLzGBgIATINXltBLVphLXpdezN9JEIFIlVTRCJIAYgBARJBCgpwcm9maWxlX2lkGAMgASgJQiji8xgkCAEgAUIeInByb185eFEybVQ0a0xwN1Z3M1pyOE55NkJjMUQiSAKIAQESSAoKcGF5bWVudF9pZBgEIAEoCUIv4vMYKzIpXig/ISg/Omxpc3R8Y3JlYXRlKSQpW0EtWmEtejAtOV8tXXsxLDY0fSRIA4gBARIgCgdjb25maXJtGAUgASgIQgri8xgGQgR0cnVlSASIAQESPgoLY3VzdG9tZXJfaWQYBiABKAlCJOLzGCBCHiJjdXNfNGZRMW5SN3NLZDJXeDhMcDNWejZIYjlNIkgFiAEBEjAKC2Rlc2NyaXB0aW9uGAcgASgJQhbi8xgSKOgHQg0iT3JkZXIgIzEwNDIiSAaIAQESaAoKcmV0dXJuX3VybBgIIAEoCUJP4vMYSyiAEDIdXltIaF1bVHRdW1R0XVtQcF1bU3NdPzovL1teL11CJyJodHRwczovL2V4YW1wbGUuY29tL2NoZWNrb3V0L2NvbXBsZXRlIkgHiAEBEkYKE3BheW1lbnRfbWV0aG9kX2RhdGEYCSABKAsyKS5wYXltZW50c2VydmljZS52MS5QYXltZW50TWV0aG9kRGF0YUlucHV0EkcKCG1ldGFkYXRhGAogAygLMjUucGF5bWVudHNlcnZpY2UudjEuQ3JlYXRlUGF5bWVudFJlcXVlc3QuTWV0YWRhdGFFbnRyeRJLCg5wYXltZW50X21ldGhvZBgLIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2RCDOLzGAhCBiJjYXJkIkgIiAEBEigKE3BheW1lbnRfbWV0aG9kX3R5cGUYDCABKAlCBuLzGAIoIEgJiAEBEk0KDmNhcHR1cmVfbWV0aG9kGA0gASgOMiAucGF5bWVudHNlcnZpY2UudjEuQ2FwdHVyZU1ldGhvZEIO4vMYCkIIIm1hbnVhbCJICogBARIuCgpjYXB0dXJlX29uGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJLCgVlbWFpbBgPIAEoCUI34vMYMyj+ATIaXlteXHNAXStAW15cc0BdK1wuW15cc0BdKyRCEiJqYW5lQGV4YW1wbGUuY29tIkgLiAEBEikKFHN0YXRlbWVudF9kZXNjcmlwdG9yGBAgASgJQgbi8xgCKBZIDIgBARJCChNjdXN0b21lcl9hY2NlcHRhbmNlGBEgASgLMiUucGF5bWVudHNlcnZpY2UudjEuQ3VzdG9tZXJBY2NlcHRhbmNlGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYW1vdW50QgsKCV9jdXJyZW5jeUINCgtfcHJvZmlsZV9pZEINCgtfcGF5bWVudF9pZEIKCghfY29uZmlybUIOCgxfY3VzdG9tZXJfaWRCDgoMX2Rlc2NyaXB0aW9uQg0KC19yZXR1cm5fdXJsQhEKD19wYXltZW50X21ldGhvZEIWChRfcGF5bWVudF9tZXRob2RfdHlwZUIRCg9fY2FwdHVyZV9tZXRob2RCCAoGX2VtYWlsQhcKFV9zdGF0ZW1lbnRfZGVzY3JpcHRvciLnBQoUVXBkYXRlUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRIiCgZhbW91bnQYAiABKANCDeLzGAkQARj/n5SljR1IAIgBARIqCghjdXJyZW5jeRgDIAEoCUIT4vMYDzINXltBLVphLXpdezN9JEgBiAEBEj4KC2Rlc2NyaXB0aW9uGAQgASgJQiTi8xggKOgHQhsiT3JkZXIgIzEwNDIsIGdpZnQgd3JhcHBlZCJIAogBARJHCghtZXRhZGF0YRgFIAMoCzI1LnBheW1lbnRzZXJ2aWNlLnYxLlVwZGF0ZVBheW1lbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSGAoLY3VzdG9tZXJfaWQYBiABKAlIA4gBARI8CgVlbWFpbBgHIAEoCUIo4vMYJCj+ATIfXig/OlteXHNAXStAW15cc0BdK1wuW15cc0BdKyk/JEgEiAEBEkIKCnJldHVybl91cmwYCCABKAlCKeLzGCUogBAyIF4kfF5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dSAWIAQESKQoUc3RhdGVtZW50X2Rlc2NyaXB0b3IYCSABKAlCBuLzGAIoFkgGiAEBEj0KDmNhcHR1cmVfbWV0aG9kGAogASgOMiAucGF5bWVudHNlcnZpY2UudjEuQ2FwdHVyZU1ldGhvZEgHiAEBEi4KCmNhcHR1cmVfb24YCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYW1vdW50QgsKCV9jdXJyZW5jeUIOCgxfZGVzY3JpcHRpb25CDgoMX2N1c3RvbWVyX2lkQggKBl9lbWFpbEINCgtfcmV0dXJuX3VybEIXChVfc3RhdGVtZW50X2Rlc2NyaXB0b3JCEQoPX2NhcHR1cmVfbWV0aG9kIloKFlJldHJpZXZlUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRIaCg1jbGllbnRfc2VjcmV0GAIgASgJSACIAQFCEAoOX2NsaWVudF9zZWNyZXQiiAQKFUNvbmZpcm1QYXltZW50UmVxdWVzdBISCgpwYXltZW50X2lkGAEgASgJEhoKDWNsaWVudF9zZWNyZXQYAiABKAlIAIgBARJOChNwYXltZW50X21ldGhvZF9kYXRhGAMgASgLMikucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZERhdGFJbnB1dEIG4vMYAggBEksKDnBheW1lbnRfbWV0aG9kGAQgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZEIM4vMYCEIGImNhcmQiSAGIAQESKAoTcGF5bWVudF9tZXRob2RfdHlwZRgFIAEoCUIG4vMYAiggSAKIAQESQgoTY3VzdG9tZXJfYWNjZXB0YW5jZRgGIAEoCzIlLnBheW1lbnRzZXJ2aWNlLnYxLkN1c3RvbWVyQWNjZXB0YW5jZRJoCgpyZXR1cm5fdXJsGAcgASgJQk/i8xhLKIAQMh1eW0hoXVtUdF1bVHRdW1BwXVtTc10/Oi8vW14vXUInImh0dHBzOi8vZXhhbXBsZS5jb20vY2hlY2tvdXQvY29tcGxldGUiSAOIAQFCEAoOX2NsaWVudF9zZWNyZXRCEQoPX3BheW1lbnRfbWV0aG9kQhYKFF9wYXltZW50X21ldGhvZF90eXBlQg0KC19yZXR1cm5fdXJsInAKFUNhcHR1cmVQYXltZW50UmVxdWVzdBISCgpwYXltZW50X2lkGAEgASgJEi0KEWFtb3VudF90b19jYXB0dXJlGAIgASgDQg3i8xgJEAEY/5+UpY0dSACIAQFCFAoSX2Ftb3VudF90b19jYXB0dXJlIoYBChRDYW5jZWxQYXltZW50UmVxdWVzdBISCgpwYXltZW50X2lkGAEgASgJEkIKE2NhbmNlbGxhdGlvbl9yZWFzb24YAiABKAlCIOLzGBwo/wFCFyJyZXF1ZXN0ZWRfYnlfY3VzdG9tZXIiSACIAQFCFgoUX2NhbmNlbGxhdGlvbl9yZWFzb24iywMKE0xpc3RQYXltZW50c1JlcXVlc3QSKQoFbGltaXQYASABKAVCFdLzGAVJUl8wNuLzGAgQARhkQgIxMEgAiAEBEhsKBm9mZnNldBgCIAEoBUIG4vMYAhAASAGIAQESLwoLY3JlYXRlZF9ndGUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2NyZWF0ZWRfbHRlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1CgZzdGF0dXMYBSABKA4yIC5wYXltZW50c2VydmljZS52MS5QYXltZW50U3RhdHVzSAKIAQESGAoLY3VzdG9tZXJfaWQYBiABKAlIA4gBARIqCghjdXJyZW5jeRgHIAEoCUIT4vMYDzINXltBLVphLXpdezN9JEgEiAEBEj0KDnBheW1lbnRfbWV0aG9kGAggASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZEgFiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0QgkKB19zdGF0dXNCDgoMX2N1c3RvbWVyX2lkQgsKCV9jdXJyZW5jeUIRCg9fcGF5bWVudF9tZXRob2QiZwoUTGlzdFBheW1lbnRzUmVzcG9uc2USKAoEZGF0YRgBIAMoCzIaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQSEwoLdG90YWxfY291bnQYAiABKAMSEAoIaGFzX21vcmUYAyABKAgqxAIKDVBheW1lbnRTdGF0dXMSHgoaUEFZTUVOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIqCiZQQVlNRU5UX1NUQVRVU19SRVFVSVJFU19QQVlNRU5UX01FVEhPRBABEigKJFBBWU1FTlRfU1RBVFVTX1JFUVVJUkVTX0NPTkZJUk1BVElPThACEiIKHlBBWU1FTlRfU1RBVFVTX1JFUVVJUkVTX0FDVElPThADEh0KGVBBWU1FTlRfU1RBVFVTX1BST0NFU1NJTkcQBBIjCh9QQVlNRU5UX1NUQVRVU19SRVFVSVJFU19DQVBUVVJFEAUSHAoYUEFZTUVOVF9TVEFUVVNfU1VDQ0VFREVEEAYSGQoVUEFZTUVOVF9TVEFUVVNfRkFJTEVEEAcSHAoYUEFZTUVOVF9TVEFUVVNfQ0FOQ0VMTEVEEAgqhgEKDUNhcHR1cmVNZXRob2QSHgoaQ0FQVFVSRV9NRVRIT0RfVU5TUEVDSUZJRUQQABIcChhDQVBUVVJFX01FVEhPRF9BVVRPTUFUSUMQARIZChVDQVBUVVJFX01FVEhPRF9NQU5VQUwQAhIcChhDQVBUVVJFX01FVEhPRF9TQ0hFRFVMRUQQAyqFAQoNUGF5bWVudE1ldGhvZBIeChpQQVlNRU5UX01FVEhPRF9VTlNQRUNJRklFRBAAEhcKE1BBWU1FTlRfTUVUSE9EX0NBUkQQARIgChxQQVlNRU5UX01FVEhPRF9CQU5LX1RSQU5TRkVSEAISGQoVUEFZTUVOVF9NRVRIT0RfV0FMTEVUEAMqWAoOTmV4dEFjdGlvblR5cGUSIAocTkVYVF9BQ1RJT05fVFlQRV9VTlNQRUNJRklFRBAAEiQKIE5FWFRfQUNUSU9OX1RZUEVfUkVESVJFQ1RfVE9fVVJMEAEqagoOQWNjZXB0YW5jZVR5cGUSHwobQUNDRVBUQU5DRV9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWQUNDRVBUQU5DRV9UWVBFX09OTElORRABEhsKF0FDQ0VQVEFOQ0VfVFlQRV9PRkZMSU5FEAIylAcKDlBheW1lbnRTZXJ2aWNlEmoKDUNyZWF0ZVBheW1lbnQSJy5wYXltZW50c2VydmljZS52MS5DcmVhdGVQYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiFILT5JMCDjoBKiIJL3BheW1lbnRzEncKDVVwZGF0ZVBheW1lbnQSJy5wYXltZW50c2VydmljZS52MS5VcGRhdGVQYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiIYLT5JMCGzoBKiIWL3BheW1lbnRzL3twYXltZW50X2lkfRJ/Cg9SZXRyaWV2ZVBheW1lbnQSKS5wYXltZW50c2VydmljZS52MS5SZXRyaWV2ZVBheW1lbnRSZXF1ZXN0GhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudCIlkAIByPMYA4LT5JMCGBIWL3BheW1lbnRzL3twYXltZW50X2lkfRKFAQoOQ29uZmlybVBheW1lbnQSKC5wYXltZW50c2VydmljZS52MS5Db25maXJtUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50Ii3I8xgDgtPkkwIjOgEqIh4vcGF5bWVudHMve3BheW1lbnRfaWR9L2NvbmZpcm0SgQEKDkNhcHR1cmVQYXltZW50EigucGF5bWVudHNlcnZpY2UudjEuQ2FwdHVyZVBheW1lbnRSZXF1ZXN0GhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudCIpgtPkkwIjOgEqIh4vcGF5bWVudHMve3BheW1lbnRfaWR9L2NhcHR1cmUSfgoNQ2FuY2VsUGF5bWVudBInLnBheW1lbnRzZXJ2aWNlLnYxLkNhbmNlbFBheW1lbnRSZXF1ZXN0GhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudCIogtPkkwIiOgEqIh0vcGF5bWVudHMve3BheW1lbnRfaWR9L2NhbmNlbBKPAQoMTGlzdFBheW1lbnRzEiYucGF5bWVudHNlcnZpY2UudjEuTGlzdFBheW1lbnRzUmVxdWVzdBonLnBheW1lbnRzZXJ2aWNlLnYxLkxpc3RQYXltZW50c1Jlc3BvbnNlIi6QAgGC0+STAiVaEzoBKiIOL3BheW1lbnRzL2xpc3QSDi9wYXltZW50cy9saXN0YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
 
 /**
  * A payment: the full object, returned by every payment RPC.
@@ -221,6 +221,8 @@ export const NextActionSchema: GenMessage<NextAction> = /*@__PURE__*/
  */
 export type PaymentMethodDataInput = Message<"paymentservice.v1.PaymentMethodDataInput"> & {
   /**
+   * Required by ConfirmPayment; on CreatePayment, required with confirm true and refused without it.
+   *
    * @generated from field: paymentservice.v1.CardInput card = 1;
    */
   card?: CardInput | undefined;
@@ -240,28 +242,28 @@ export const PaymentMethodDataInputSchema: GenMessage<PaymentMethodDataInput> = 
  */
 export type CardInput = Message<"paymentservice.v1.CardInput"> & {
   /**
-   * Required inside card.
+   * 12–19 digits (spaces ignored) with a valid Luhn check digit; in the sandbox, a test card.
    *
    * @generated from field: optional string card_number = 1;
    */
   cardNumber?: string | undefined;
 
   /**
-   * Required inside card, e.g. "03".
+   * 1–12, e.g. "03".
    *
    * @generated from field: optional string card_exp_month = 2;
    */
   cardExpMonth?: string | undefined;
 
   /**
-   * Required inside card, e.g. "2030".
+   * Two or four digits, e.g. "2030"; the card must not have expired (IR_16).
    *
    * @generated from field: optional string card_exp_year = 3;
    */
   cardExpYear?: string | undefined;
 
   /**
-   * Required inside card: 3 digits (4 for Amex).
+   * 3 digits (4 for Amex).
    *
    * @generated from field: optional string card_cvc = 4;
    */
@@ -340,7 +342,8 @@ export const CardViewSchema: GenMessage<CardView> = /*@__PURE__*/
   messageDesc(file_paymentservice_v1_payment, 5);
 
 /**
- * The customer's consent to be charged, sent when confirming.
+ * The customer's consent to be charged. Accepted on create and confirm, but not yet recorded or
+ * checked by the service.
  *
  * @generated from message paymentservice.v1.CustomerAcceptance
  */
@@ -351,7 +354,7 @@ export type CustomerAcceptance = Message<"paymentservice.v1.CustomerAcceptance">
   acceptanceType?: AcceptanceType | undefined;
 
   /**
-   * When the customer accepted; defaults to the time of the request.
+   * When the customer accepted.
    *
    * @generated from field: google.protobuf.Timestamp accepted_at = 2;
    */
@@ -403,41 +406,43 @@ export const OnlineAcceptanceSchema: GenMessage<OnlineAcceptance> = /*@__PURE__*
  */
 export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentRequest"> & {
   /**
-   * Required; smallest currency unit, 1 … 999999999999.
+   * Smallest currency unit.
    *
    * @generated from field: optional int64 amount = 1;
    */
   amount?: bigint | undefined;
 
   /**
-   * Required; ISO 4217, any case.
+   * ISO 4217 code in circulation, any case.
    *
    * @generated from field: optional string currency = 2;
    */
   currency?: string | undefined;
 
   /**
-   * Required.
+   * A profile of the caller's merchant (else 404 HE_02).
    *
    * @generated from field: optional string profile_id = 3;
    */
   profileId?: string | undefined;
 
   /**
-   * Caller-chosen id; generated when absent. A duplicate is 409 HE_01.
+   * Caller-chosen id ("list" and "create" are reserved); generated when absent. A duplicate is 409 HE_01.
    *
    * @generated from field: optional string payment_id = 4;
    */
   paymentId?: string | undefined;
 
   /**
-   * True: confirm and authorize right after creation.
+   * True: confirm and authorize right after creation (payment_method_data.card required then).
    *
    * @generated from field: optional bool confirm = 5;
    */
   confirm?: boolean | undefined;
 
   /**
+   * A customer of the caller's merchant (else 404 HE_02).
+   *
    * @generated from field: optional string customer_id = 6;
    */
   customerId?: string | undefined;
@@ -448,11 +453,15 @@ export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentReque
   description?: string | undefined;
 
   /**
+   * An absolute http(s) URL.
+   *
    * @generated from field: optional string return_url = 8;
    */
   returnUrl?: string | undefined;
 
   /**
+   * Card details only with confirm true: they are never stored.
+   *
    * @generated from field: paymentservice.v1.PaymentMethodDataInput payment_method_data = 9;
    */
   paymentMethodData?: PaymentMethodDataInput | undefined;
@@ -463,6 +472,8 @@ export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentReque
   metadata: { [key: string]: string };
 
   /**
+   * Only card is processed today; another method is 400 IR_05.
+   *
    * @generated from field: optional paymentservice.v1.PaymentMethod payment_method = 11;
    */
   paymentMethod?: PaymentMethod | undefined;
@@ -480,7 +491,7 @@ export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentReque
   captureMethod?: CaptureMethod | undefined;
 
   /**
-   * Required when capture_method is scheduled.
+   * Required when capture_method is scheduled, and then in the future; refused with any other method.
    *
    * @generated from field: google.protobuf.Timestamp capture_on = 14;
    */
@@ -497,7 +508,7 @@ export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentReque
   statementDescriptor?: string | undefined;
 
   /**
-   * Used when confirm is true, as on ConfirmPayment.
+   * Not yet recorded or checked (see CustomerAcceptance).
    *
    * @generated from field: paymentservice.v1.CustomerAcceptance customer_acceptance = 17;
    */
@@ -530,11 +541,15 @@ export type UpdatePaymentRequest = Message<"paymentservice.v1.UpdatePaymentReque
   amount?: bigint | undefined;
 
   /**
+   * ISO 4217 code in circulation, any case.
+   *
    * @generated from field: optional string currency = 3;
    */
   currency?: string | undefined;
 
   /**
+   * "" clears it.
+   *
    * @generated from field: optional string description = 4;
    */
   description?: string | undefined;
@@ -547,21 +562,29 @@ export type UpdatePaymentRequest = Message<"paymentservice.v1.UpdatePaymentReque
   metadata: { [key: string]: string };
 
   /**
+   * A customer of the caller's merchant (else 404 HE_02); "" detaches the customer.
+   *
    * @generated from field: optional string customer_id = 6;
    */
   customerId?: string | undefined;
 
   /**
+   * "" clears it.
+   *
    * @generated from field: optional string email = 7;
    */
   email?: string | undefined;
 
   /**
+   * An absolute http(s) URL; "" clears it.
+   *
    * @generated from field: optional string return_url = 8;
    */
   returnUrl?: string | undefined;
 
   /**
+   * "" clears it.
+   *
    * @generated from field: optional string statement_descriptor = 9;
    */
   statementDescriptor?: string | undefined;
@@ -572,6 +595,9 @@ export type UpdatePaymentRequest = Message<"paymentservice.v1.UpdatePaymentReque
   captureMethod?: CaptureMethod | undefined;
 
   /**
+   * Only with scheduled capture (capture_method if sent, else the payment's), and then in the future;
+   * required when capture_method scheduled is sent.
+   *
    * @generated from field: google.protobuf.Timestamp capture_on = 11;
    */
   captureOn?: Timestamp | undefined;
@@ -629,11 +655,15 @@ export type ConfirmPaymentRequest = Message<"paymentservice.v1.ConfirmPaymentReq
   clientSecret?: string | undefined;
 
   /**
+   * Its card is required.
+   *
    * @generated from field: paymentservice.v1.PaymentMethodDataInput payment_method_data = 3;
    */
   paymentMethodData?: PaymentMethodDataInput | undefined;
 
   /**
+   * Only card is processed today; another method is 400 IR_05.
+   *
    * @generated from field: optional paymentservice.v1.PaymentMethod payment_method = 4;
    */
   paymentMethod?: PaymentMethod | undefined;
@@ -644,12 +674,14 @@ export type ConfirmPaymentRequest = Message<"paymentservice.v1.ConfirmPaymentReq
   paymentMethodType?: string | undefined;
 
   /**
+   * Not yet recorded or checked (see CustomerAcceptance).
+   *
    * @generated from field: paymentservice.v1.CustomerAcceptance customer_acceptance = 6;
    */
   customerAcceptance?: CustomerAcceptance | undefined;
 
   /**
-   * Overrides the payment's return_url for the 3DS redirect.
+   * An absolute http(s) URL; overrides the payment's return_url for the 3DS redirect.
    *
    * @generated from field: optional string return_url = 7;
    */
@@ -701,6 +733,8 @@ export type CancelPaymentRequest = Message<"paymentservice.v1.CancelPaymentReque
   paymentId: string;
 
   /**
+   * Defaults to requested_by_customer.
+   *
    * @generated from field: optional string cancellation_reason = 2;
    */
   cancellationReason?: string | undefined;
@@ -720,14 +754,14 @@ export const CancelPaymentRequestSchema: GenMessage<CancelPaymentRequest> = /*@_
  */
 export type ListPaymentsRequest = Message<"paymentservice.v1.ListPaymentsRequest"> & {
   /**
-   * 1–100, default 10.
+   * Default 10.
    *
    * @generated from field: optional int32 limit = 1;
    */
   limit?: number | undefined;
 
   /**
-   * ≥ 0, default 0.
+   * Default 0.
    *
    * @generated from field: optional int32 offset = 2;
    */
@@ -754,6 +788,8 @@ export type ListPaymentsRequest = Message<"paymentservice.v1.ListPaymentsRequest
   customerId?: string | undefined;
 
   /**
+   * ISO 4217 code in circulation, any case.
+   *
    * @generated from field: optional string currency = 7;
    */
   currency?: string | undefined;

@@ -369,3 +369,134 @@ describe("every REST operation answers as the document says", () => {
     expect(missing).toEqual([]);
   });
 });
+
+/**
+ * Every request example of the document (docs/openapi.md, "Examples"), sent as written: only the ids
+ * it names (`*_id` keys and path variables) are replaced, by objects this merchant has, made in the
+ * state the operation needs. An operation with an example and no row here fails the test, so a new
+ * example is sent as soon as it exists.
+ */
+describe("every request example of the document", () => {
+  let merchant: TestMerchant;
+  beforeAll(async () => {
+    merchant = await newMerchant(service.url);
+  });
+
+  const card = { card: visaCard };
+  const payment = async (fields: JsonBody = {}) =>
+    ok(merchant, "POST", "/payments", {}, { amount: 5000, currency: "USD", profile_id: merchant.profileId, ...fields });
+  const paid = () => payment({ confirm: true, payment_method: "card", payment_method_data: card });
+  const dispute = async () => ({
+    dispute_id: (await ok(merchant, "POST", "/sandbox/payments/{payment_id}/dispute", await paid())).dispute_id,
+  });
+  const challenged = async () => {
+    const ids = await dispute();
+    await ok(merchant, "POST", "/disputes/{dispute_id}/evidence", ids, { evidence: { receipt: "Receipt #42" } });
+    return ids;
+  };
+  const customer = async () => ({ customer_id: (await ok(merchant, "POST", "/customers", {}, {})).customer_id });
+  const ownIds = async () => ({ profile_id: merchant.profileId, ...(await customer()) });
+
+  /** Who sends each operation's example, and the ids it needs (path variables and `*_id` keys of the body). */
+  const rows: Record<string, { caller: "merchant" | "admin"; ids: () => Promise<Record<string, string>> }> = {
+    CreateApiKey: { caller: "admin", ids: async () => ({ merchant_id: merchant.merchantId }) },
+    CreateCustomer: { caller: "merchant", ids: async () => ({}) },
+    UpdateCustomer: { caller: "merchant", ids: customer },
+    SubmitDisputeEvidence: { caller: "merchant", ids: dispute },
+    CreateMerchant: { caller: "admin", ids: async () => ({}) },
+    CreateProfile: { caller: "admin", ids: async () => ({ merchant_id: merchant.merchantId }) },
+    UpdateProfile: { caller: "admin", ids: async () => ({ merchant_id: merchant.merchantId, profile_id: merchant.profileId }) },
+    CreatePayment: { caller: "merchant", ids: ownIds },
+    UpdatePayment: { caller: "merchant", ids: async () => ({ payment_id: (await payment()).payment_id }) },
+    CancelPayment: { caller: "merchant", ids: async () => ({ payment_id: (await payment()).payment_id }) },
+    ConfirmPayment: { caller: "merchant", ids: async () => ({ payment_id: (await payment()).payment_id }) },
+    CreatePayout: { caller: "merchant", ids: ownIds },
+    CreateRefund: { caller: "merchant", ids: async () => ({ payment_id: (await paid()).payment_id }) },
+    UpdateRefund: {
+      caller: "merchant",
+      ids: async () => ({ refund_id: (await ok(merchant, "POST", "/refunds", {}, { payment_id: (await paid()).payment_id })).refund_id }),
+    },
+    ResolveDispute: { caller: "merchant", ids: challenged },
+    AdvanceClock: { caller: "admin", ids: async () => ({}) },
+    ...Object.fromEntries(
+      ["Customers", "Disputes", "Events", "Payments", "Payouts", "Refunds"].map((list) => [
+        `List${list}Post`,
+        { caller: "merchant" as const, ids: async () => ({}) },
+      ]),
+    ),
+    ListJobsPost: { caller: "admin", ids: async () => ({}) },
+  };
+
+  /** `example` with each `*_id` key, at any depth, set to the id of that name. */
+  function withIds(example: unknown, ids: Record<string, string>): unknown {
+    if (Array.isArray(example)) return example.map((item) => withIds(item, ids));
+    if (example === null || typeof example !== "object") return example;
+    return Object.fromEntries(
+      Object.entries(example).map(([key, value]) => {
+        if (!key.endsWith("_id") || typeof value !== "string") return [key, withIds(value, ids)];
+        expect(ids[key], `an id for ${key}`).toBeDefined();
+        return [key, ids[key]];
+      }),
+    );
+  }
+
+  const examples = Object.entries(document.paths).flatMap(([template, methods]) =>
+    Object.entries(methods as Record<string, Document>).flatMap(([method, operation]) => {
+      const example = operation.requestBody?.content?.["application/json"]?.example;
+      return example === undefined ? [] : [{ operationId: operation.operationId as string, method, template, example }];
+    }),
+  );
+
+  it("has one for each create, and a row here for each operation with one", () => {
+    expect(examples.map((e) => e.operationId)).toEqual(expect.arrayContaining(["CreatePayment", "CreateRefund", "CreatePayout"]));
+    expect(examples.map((e) => e.operationId).sort()).toEqual(Object.keys(rows).sort());
+    const create = examples.find((e) => e.operationId === "CreatePayment")!;
+    expect(brokenExamples(create.template, create.method, create.example).map(({ rule, field }) => `${rule} ${field}`)).toEqual(
+      expect.arrayContaining(["required amount", "required currency", "required profile_id", "minimum amount", "maximum amount"]),
+    );
+  });
+
+  /**
+   * The example broken at each rule the document states for its top-level fields: a required field
+   * left out, an integer one past a bound, a string one character too long. The service must refuse
+   * each with 400 naming the field, so the document is no stricter than the service on these, and no looser.
+   */
+  function brokenExamples(template: string, method: string, example: JsonBody): { rule: string; field: string; body: JsonBody }[] {
+    const schema = resolve(document.paths[template][method].requestBody.content["application/json"].schema);
+    const broken: { rule: string; field: string; body: JsonBody }[] = [];
+    for (const field of (schema.required ?? []) as string[]) {
+      const { [field]: _left, ...rest } = example;
+      broken.push({ rule: "required", field, body: rest });
+    }
+    for (const [field, property] of Object.entries(schema.properties as Record<string, Document>)) {
+      if (property.minimum !== undefined) broken.push({ rule: "minimum", field, body: { ...example, [field]: property.minimum - 1 } });
+      if (property.maximum !== undefined) broken.push({ rule: "maximum", field, body: { ...example, [field]: property.maximum + 1 } });
+      if (property.maxLength !== undefined) {
+        broken.push({ rule: "maxLength", field, body: { ...example, [field]: "x".repeat(property.maxLength + 1) } });
+      }
+    }
+    return broken;
+  }
+
+  it.each(examples)(
+    "$operationId: each stated rule broken is refused, naming the field",
+    async ({ operationId, method, template, example }) => {
+      const row = rows[operationId]!;
+      const ids = await row.ids();
+      const caller = row.caller === "admin" ? "admin" : merchant;
+      for (const { rule, field, body } of brokenExamples(template, method, withIds(example, ids) as JsonBody)) {
+        const answer = await call(caller, method.toUpperCase(), template, ids, { body });
+        expect(answer.status, `${rule} of ${field}: ${answer.text}`).toBe(400);
+        expect(answer.body.error.message, `${rule} of ${field}`).toContain(field);
+      }
+    },
+  );
+
+  it.each(examples)("$operationId: the example is answered 200", async ({ operationId, method, template, example }) => {
+    const row = rows[operationId]!;
+    const ids = await row.ids();
+    const caller = row.caller === "admin" ? "admin" : merchant;
+    const answer = await call(caller, method.toUpperCase(), template, ids, { body: withIds(example, ids) });
+    expect(answer.status, answer.text).toBe(200);
+  });
+});

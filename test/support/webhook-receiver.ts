@@ -126,9 +126,15 @@ async function stream(res: http.ServerResponse, bytes: number): Promise<void> {
     const part = chunk.subarray(0, Math.min(chunk.length, bytes - written));
     written += part.length;
     if (!res.write(part)) {
+      // Whichever comes, the other's listener goes too: one per wait would pile up on a long body.
       await new Promise<void>((resolve) => {
-        res.once("drain", resolve);
-        res.once("close", resolve);
+        const done = () => {
+          res.off("drain", done);
+          res.off("close", done);
+          resolve();
+        };
+        res.once("drain", done);
+        res.once("close", done);
       });
     }
   }

@@ -1,5 +1,5 @@
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -28,9 +28,43 @@ describe("lockDataDir", () => {
     const lock = await lockDataDir(dir);
     await expect(lockDataDir(dir)).rejects.toThrow(DataDirInUseError);
     await lock.release();
-    expect(existsSync(lockFile)).toBe(false);
+    expect(readdirSync(dir)).toEqual([]);
     await (await lockDataDir(dir)).release();
   });
+
+  it("gives one of many processes taking it at once the lock, and names that one to the others", async () => {
+    const takers = Array.from({ length: 8 }, () =>
+      spawn(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          "-e",
+          `import("./src/db/data-dir-lock.ts").then((m) => m.lockDataDir(${JSON.stringify(dir)})).then(() => { console.log("held"); setTimeout(() => {}, 3000); }, (e) => { console.log(e.message); process.exit(1); })`,
+        ],
+        {
+          cwd: path.resolve(import.meta.dirname, "../.."),
+        },
+      ),
+    );
+    const outcomes = await Promise.all(
+      takers.map(
+        (child) =>
+          new Promise<string>((resolve) => {
+            let out = "";
+            child.stdout.on("data", (chunk: Buffer) => {
+              out += chunk;
+              if (out.includes("\n")) resolve(out.trim());
+            });
+            child.once("exit", () => resolve(out.trim()));
+          }),
+      ),
+    );
+    for (const child of takers) child.kill();
+    expect(outcomes.filter((outcome) => outcome === "held")).toHaveLength(1);
+    const holder = takers[outcomes.indexOf("held")]!.pid;
+    expect(outcomes.filter((outcome) => outcome !== "held")).toEqual(Array(7).fill(expect.stringContaining(`in use by process ${holder}`)));
+  }, 60_000);
 
   it("refuses a directory a live process holds, naming the directory, the process and its command", async () => {
     writeLock({ pid: process.ppid, startTicks: null });
@@ -56,7 +90,7 @@ describe("lockDataDir", () => {
     },
   );
 
-  it("takes over a lock file that names no holder (half-written)", async () => {
+  it("takes over a lock file that names no holder", async () => {
     writeFileSync(lockFile, '{"pid":');
     await (await lockDataDir(dir)).release();
   });

@@ -1,5 +1,6 @@
 import { readFileSync, unlinkSync } from "node:fs";
-import { open, readFile, unlink } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { link, readFile, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 /**
@@ -54,13 +55,12 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   const content = `${JSON.stringify(self)}\n`;
   // A stale lock is removed and creation tried again; the bound only stops a pathological loop.
   for (let attempt = 0; attempt < 10; attempt++) {
+    // Written whole under another name, then linked into place (which fails if the name is taken):
+    // no process ever reads a lock file that is still being written.
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    await writeFile(draft, content, { mode: 0o600 });
     try {
-      const handle = await open(file, "wx", 0o600);
-      try {
-        await handle.writeFile(content);
-      } finally {
-        await handle.close();
-      }
+      await link(draft, file);
       hold(file, content);
       return {
         async release() {
@@ -71,6 +71,8 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
       };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    } finally {
+      await unlink(draft).catch(() => {});
     }
     const found = await readFile(file, "utf8").catch(() => undefined);
     if (found === undefined) continue;
@@ -105,7 +107,7 @@ function describeSelf(): Holder {
   };
 }
 
-/** A lock file's holder; undefined for a file that is not one of ours (half-written, or garbage), which counts as stale. */
+/** A lock file's holder; undefined for a file that names none (not one of ours), which counts as stale. */
 function parseHolder(text: string): Holder | undefined {
   try {
     const parsed = JSON.parse(text) as Partial<Holder>;

@@ -232,14 +232,57 @@ async function receivedAtLeast(consumer: Consumer, count: number): Promise<Event
 }
 
 /**
- * Waits until the consumer has received as many events as `expected` holds, a little longer so that
- * a duplicate or a stray event would arrive too, and asserts it received exactly those.
+ * Writes one event in the scope of the streams being checked and returns how to know it: an end
+ * marker. A stream sends events in commit order, so once it shows the marker, nothing committed
+ * before it (a duplicate, a stray event) is still on its way: no waiting "long enough" needed.
  */
-async function expectStreamed(consumer: Consumer, expected: readonly JsonBody[]): Promise<void> {
-  await receivedAtLeast(consumer, expected.length);
-  await sleep(1500);
-  expectRunning(consumer);
-  expectReceived(consumer.received, expected);
+type EndMarker = () => Promise<(event: Event) => boolean>;
+
+/** A payment created for the merchant: its creation event ends what a sandbox stream is checked for. */
+function paymentMarker(url: string, merchant: TestMerchant): EndMarker {
+  return async () => {
+    const { payment_id: paymentId } = await createPayment(url, merchant, { amount: 1 });
+    return (event) => (event.data?.object as JsonBody | undefined)?.payment_id === paymentId;
+  };
+}
+
+/** A production event written directly (no production processor exists yet): the end of a production stream. */
+function productionMarker(merchant: TestMerchant): EndMarker {
+  return async () => {
+    const eventId = await insertEvent(merchant, true);
+    return (event) => event.eventId === eventId;
+  };
+}
+
+/**
+ * Asserts that each consumer streamed exactly `expected` (after `processedBefore`: what a consumer
+ * it resumes from had handled), then the end marker written once it had that many: nothing
+ * missing, nothing twice, nothing stray. The marker's event is the merchant's like any other, so
+ * the list read next shows it.
+ */
+async function expectStreamed(
+  consumers: Consumer | readonly Consumer[],
+  expected: readonly JsonBody[],
+  marker: EndMarker,
+  processedBefore: readonly Event[] = [],
+): Promise<void> {
+  const all = [consumers].flat();
+  for (const consumer of all) await receivedAtLeast(consumer, expected.length - processedBefore.length);
+  const isMarker = await marker();
+  for (const consumer of all) {
+    await waitUntil(
+      async () => {
+        await sleep(25);
+        expectRunning(consumer);
+        return consumer.received.some(isMarker);
+      },
+      (seen) => seen,
+      2400,
+    );
+    const streamed = [...processedBefore, ...consumer.received];
+    expect(isMarker(streamed.at(-1)!), "the marker is the last event streamed").toBe(true);
+    expectReceived(streamed.slice(0, -1), expected);
+  }
 }
 
 /** Resolves with `promise`, or fails naming `what` when it takes longer than `seconds`. */
@@ -294,8 +337,9 @@ describe.each(protocols)("StreamEvents over %s", { timeout: 120_000 }, (protocol
     const start = before[1]!.event_id as string;
 
     const consumer = tracked(consume(service.url, protocol, merchant.apiKey, start));
+    const marker = paymentMarker(service.url, merchant);
     // The backlog: what the list shows after the event, in the reverse order.
-    await expectStreamed(consumer, listedAfter(before, start));
+    await expectStreamed(consumer, listedAfter(before, start), marker);
 
     // New events as they commit: a payment, its instant refund (pending, then succeeded from the job runner), an unconfirmed payment.
     const next = await paidPayment(service.url, merchant, 7000);
@@ -310,7 +354,7 @@ describe.each(protocols)("StreamEvents over %s", { timeout: 120_000 }, (protocol
       "refund.pending",
       "refund.succeeded",
     ]);
-    await expectStreamed(consumer, expected);
+    await expectStreamed(consumer, expected, marker);
     await consumer.stop();
     expect(consumer.failure()).toBeUndefined();
   });
@@ -325,7 +369,7 @@ describe.each(protocols)("StreamEvents over %s", { timeout: 120_000 }, (protocol
 
     // The merchant's every event was committed after the headers arrived: the stream has them all.
     const listed = await listedOldestFirst(service.url, merchant.apiKey);
-    await expectStreamed(consumer, listed);
+    await expectStreamed(consumer, listed, paymentMarker(service.url, merchant));
     await consumer.stop();
   });
 
@@ -366,14 +410,18 @@ describe.each(protocols)("StreamEvents over %s", { timeout: 120_000 }, (protocol
 
       const sandboxListed = await listedOldestFirst(service.url, merchant.apiKey);
       expect(sandboxListed.map((e) => e.event_id)).not.toContain(live);
-      await expectStreamed(sandbox, listedAfter(sandboxListed, sandboxStart));
+      await expectStreamed(sandbox, listedAfter(sandboxListed, sandboxStart), paymentMarker(service.url, merchant));
 
       const productionListed = await listedOldestFirst(service.url, productionKey);
       expect(productionListed.map((e) => e.event_id)).toEqual([productionStart, live, liveLast]);
-      await expectStreamed(production, listedAfter(productionListed, productionStart));
+      await expectStreamed(production, listedAfter(productionListed, productionStart), productionMarker(merchant));
 
       // The other merchant's stream has its own events only.
-      await expectStreamed(othersConsumer, listedAfter(await settledEvents(service.url, other.apiKey), othersStart));
+      await expectStreamed(
+        othersConsumer,
+        listedAfter(await settledEvents(service.url, other.apiKey), othersStart),
+        paymentMarker(service.url, other),
+      );
 
       await Promise.all([sandbox.stop(), production.stop(), othersConsumer.stop()]);
     });
@@ -435,13 +483,14 @@ describe("concurrent writers", () => {
     expect(listed.filter((e) => e.type === "refund.succeeded")).toHaveLength(refunds.flat().length);
     const expected = listedAfter(listed, start);
     expect(expected.length).toBeGreaterThanOrEqual(payments);
-    for (const stream of streams) await expectStreamed(stream, expected);
+    const marker = paymentMarker(service.url, merchant);
+    await expectStreamed(streams, expected, marker);
     await Promise.all(streams.map((s) => s.stop()));
 
     // A consumer that starts after everything committed reads the whole backlog, batch after batch (500 at a time).
     expect(expected.length).toBeGreaterThan(500);
     const late = tracked(consume(writer(1).url, "connect", merchant.apiKey, start));
-    await expectStreamed(late, expected);
+    await expectStreamed(late, listedAfter(await listedOldestFirst(service.url, merchant.apiKey), start), marker);
     await late.stop();
   });
 
@@ -478,7 +527,7 @@ describe("concurrent writers", () => {
         const expected = listedAfter(await listedOldestFirst(service.url, merchant.apiKey), start);
         expect(expected[0]!.event_id).toBe(lateId);
         expect(listedIds(expected.slice(1))).toEqual(listedIds(committed));
-        await expectStreamed(consumer, expected);
+        await expectStreamed(consumer, expected, paymentMarker(service.url, merchant));
         await consumer.stop();
       } finally {
         await db.query("ROLLBACK").catch(() => undefined);
@@ -556,9 +605,7 @@ describe.skipIf(!onPostgres)("resuming after a server is killed (PostgreSQL only
       writing = false;
       await lanes;
       const expected = listedAfter(await settledEvents(b.url, merchant.apiKey), start);
-      await receivedAtLeast(second, expected.length - processed.length);
-      await sleep(1500);
-      expectReceived([...processed, ...second.received], expected);
+      await expectStreamed(second, expected, paymentMarker(b.url, merchant), processed);
       await second.stop();
     },
   );

@@ -3,7 +3,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { rest } from "./support/clients.js";
-import { onPostgres } from "./support/database.js";
 import { newMerchant } from "./support/merchant.js";
 import { logLines, runNpmScript } from "./support/server-log.js";
 import { spawnServer } from "./support/server-process.js";
@@ -27,8 +26,7 @@ function expectRefusedFor(output: string, pid: number): void {
   );
 }
 
-// The embedded database only: on a PostgreSQL run of the suite the step before ran this already.
-describe.skipIf(onPostgres)("two processes on one embedded database", () => {
+describe("two processes on one embedded database", () => {
   it("the second refuses to start, as do bootstrap, migrate and rotate-secrets; after a kill -9 the next start takes over", async () => {
     const first = await spawnServer({ DATA_DIR: dataDir });
     let customerId: string;

@@ -1,9 +1,9 @@
-import { execFile } from "node:child_process";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { newMerchant } from "../support/merchant.js";
+import { runProgram } from "../support/program.js";
 import { runningService } from "../support/running.js";
 
 /*
@@ -23,26 +23,10 @@ const scenario = path.join(import.meta.dirname, "python/scenario.py");
 const protoc = "/usr/bin/protoc";
 const python = "/usr/bin/python3";
 
-/** What a program printed and how it exited. */
-interface Ran {
-  readonly exitCode: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(file, args, { timeout: 120_000, env: { ...process.env, ...env } }, (error, stdout, stderr) => {
-      const exitCode = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
-      resolve({ exitCode, stdout, stderr: error !== null && typeof error.code !== "number" ? `${error.message}\n${stderr}` : stderr });
-    });
-  });
-}
-
 /** Fails with what to do when Debian's protoc or Python grpcio is missing, rather than skip the test. */
 async function requireDebianTools(): Promise<void> {
-  const found = await run(python, ["-c", "import grpc, google.protobuf"]);
-  const protocFound = await run(protoc, ["--version"]);
+  const found = await runProgram(python, ["-c", "import grpc, google.protobuf"]);
+  const protocFound = await runProgram(protoc, ["--version"]);
   if (found.exitCode !== 0 || protocFound.exitCode !== 0) {
     throw new Error(
       `Debian's protoc (${protoc}) and python3-grpcio / python3-protobuf (${python}) are needed: run \`bash .ci/prepare\`\n${found.stderr}${protocFound.stderr}`,
@@ -61,15 +45,17 @@ describe("Python grpcio client (Debian packages)", () => {
     await requireDebianTools();
     const generated = await mkdtemp(path.join(tmpdir(), "python-grpcio-"));
     try {
-      const compiled = await run(protoc, ["-I", protoDir, `--python_out=${generated}`, ...(await protoFiles())]);
+      const compiled = await runProgram(protoc, ["-I", protoDir, `--python_out=${generated}`, ...(await protoFiles())]);
       expect(compiled.exitCode, compiled.stderr).toBe(0);
 
       const merchant = await newMerchant(service.url);
-      const ran = await run(python, [scenario], {
-        PAYMENTS_TARGET: new URL(service.url).host,
-        PAYMENTS_API_KEY: merchant.apiKey,
-        PAYMENTS_PROFILE_ID: merchant.profileId,
-        PAYMENTS_GENERATED: generated,
+      const ran = await runProgram(python, [scenario], {
+        env: {
+          PAYMENTS_TARGET: new URL(service.url).host,
+          PAYMENTS_API_KEY: merchant.apiKey,
+          PAYMENTS_PROFILE_ID: merchant.profileId,
+          PAYMENTS_GENERATED: generated,
+        },
       });
       expect(ran.exitCode, `${ran.stdout}\n${ran.stderr}`).toBe(0);
       expect(ran.stdout.trim().split("\n")).toEqual([

@@ -194,7 +194,8 @@ export function createNodeHandler({
       return connectUnary.serve({ method: handler.method, req, res, record, values });
     }
     const viaConnect = async (body?: Uint8Array): Promise<void> => {
-      values.set(sendStreamHeadKey, (header) => sendHeadNow(res, header));
+      // Only a stream has a head to send before its first message: a unary call's comes with its answer.
+      if (handler.method.methodKind !== "unary") values.set(sendStreamHeadKey, (header) => sendHeadNow(res, header));
       const request = universalRequestFromNodeRequest(req, res, undefined, values);
       const answer = await handler(body === undefined ? request : { ...request, body: createAsyncIterable([body]) });
       // Connect answers once it has read the request, or has given up reading it (a refusal).

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
 import type { Clock } from "../../src/clock.js";
-import { startInstance, startService, type TestService } from "./service.js";
+import { startInstance, startService, startTogether, type TestService } from "./service.js";
 
 /*
  * Services started before the tests of the calling file or describe and closed after them. Each is
@@ -70,7 +70,8 @@ export interface ServicePair {
 function pair(start: Start, overrides: NodeJS.ProcessEnv, clock: Clock | undefined): ServicePair {
   let started: [TestService, TestService] | undefined;
   beforeAll(async () => {
-    started = await Promise.all([start(overrides, clock), start(overrides, clock)]);
+    const [a, b] = await startTogether([() => start(overrides, clock), () => start(overrides, clock)]);
+    started = [a!, b!];
   });
   afterAll(async () => {
     await Promise.all(started?.map((service) => service.close()) ?? []);

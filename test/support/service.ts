@@ -129,6 +129,20 @@ export async function startInstance(overrides: NodeJS.ProcessEnv = {}, clock?: C
 }
 
 /**
+ * Starts services at once; when one fails to start, closes those that did before rethrowing, so no
+ * instance is left running on the file's database to take its jobs and webhook deliveries from the
+ * next tests (seen in CI: a leaked trio sent a later test's deliveries past its per-endpoint limit).
+ */
+export async function startTogether(starts: readonly (() => Promise<TestService>)[]): Promise<TestService[]> {
+  const outcomes = await Promise.allSettled(starts.map((start) => start()));
+  const started = outcomes.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
+  const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
+  if (failed === undefined) return started;
+  await Promise.all(started.map((service) => service.close()));
+  throw failed.reason;
+}
+
+/**
  * Starts the service of a test in the topology TEST_TOPOLOGY names. Services of one test file share
  * the file's database, like instances behind a load balancer. Behind HAProxy, `url` is the load
  * balancer's (on PORT when the overrides name one) and the instances' public base URL; `app` is the
@@ -139,13 +153,15 @@ export async function startService(overrides: NodeJS.ProcessEnv = {}, clock?: Cl
   if (testTopology === "single") return startInstance(overrides, clock);
   const { PORT: port, ...instanceOverrides } = overrides;
   const lbPort = port === undefined || port === "0" ? await freePort() : Number(port);
-  const instances = await Promise.all(
-    Array.from({ length: instancesBehindLoadBalancer }, () =>
-      // Three pools per test file on a shared server: a smaller pool each keeps the suite under max_connections.
-      startInstance(
-        { DATABASE_POOL_SIZE: "4", PUBLIC_BASE_URL: `http://localhost:${lbPort}`, TRUSTED_PROXIES: "127.0.0.1", ...instanceOverrides },
-        clock,
-      ),
+  const instances = await startTogether(
+    Array.from(
+      { length: instancesBehindLoadBalancer },
+      () => () =>
+        // Three pools per test file on a shared server: a smaller pool each keeps the suite under max_connections.
+        startInstance(
+          { DATABASE_POOL_SIZE: "4", PUBLIC_BASE_URL: `http://localhost:${lbPort}`, TRUSTED_PROXIES: "127.0.0.1", ...instanceOverrides },
+          clock,
+        ),
     ),
   );
   const closeInstances = (timing?: ShutdownTiming) => Promise.all(instances.map((instance) => instance.close(timing)));

@@ -287,11 +287,20 @@ export const routerOptions: Omit<ConnectRouterOptions, "interceptors"> = {
 };
 
 /**
- * The interceptors every call goes through, outermost first: documented errors and the request's
- * record, the client's deadline, the request rules, idempotency keys. Shared with in-process tests.
+ * The interceptors that shape every call whatever it runs, outermost first: documented errors and
+ * the request's record, the client's deadline, the request rules. The protocol parity suite stands
+ * them in front of its stub services.
+ */
+export function callInterceptors(): Interceptor[] {
+  return [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor()];
+}
+
+/**
+ * The interceptors every call goes through, outermost first: callInterceptors, then idempotency
+ * keys. Shared with in-process tests.
  */
 export function apiInterceptors(deps: IdempotencyDependencies): Interceptor[] {
-  return [outcomeInterceptor, deadlineInterceptor, createRequestRulesInterceptor(), createIdempotencyInterceptor(deps)];
+  return [...callInterceptors(), createIdempotencyInterceptor(deps)];
 }
 
 /** How often each instance reaps expired idempotency keys: often enough that each run stays short. */

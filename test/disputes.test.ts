@@ -1,34 +1,13 @@
-import { fromJson } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import {
-  DisputeService,
-  DisputeStatusSchema,
-  ListDisputesRequestSchema,
-  SubmitDisputeEvidenceRequestSchema,
-  type Dispute,
-} from "../gen/paymentservice/v1/dispute_pb.js";
-import { DisputeOutcome, ResolveDisputeRequestSchema, SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
+import { DisputeOutcome, SandboxService } from "../gen/paymentservice/v1/sandbox_pb.js";
 import { cardData } from "./support/cards.js";
-import { rest, rpcClient, type RestResponse, type RpcProtocol } from "./support/clients.js";
+import { rest, rpcClient, type RestResponse } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
-import { expectRestError, expectRpcError } from "./support/errors.js";
+import { expectRestError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
-import {
-  expectError,
-  iso,
-  type Json,
-  parityApis,
-  type Protocol,
-  protocols,
-  protoJson,
-  restCaller,
-  restList,
-  restPage,
-  word,
-} from "./support/parity.js";
+import { expectError, type Json, restCaller, restList } from "./support/resource-api.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
 import { runningService, servicePair } from "./support/running.js";
 import { noPolling, type TestService } from "./support/service.js";
@@ -36,11 +15,10 @@ import { waitUntil } from "./support/wait.js";
 
 /*
  * Disputes (interface §2 Dispute, §3 dispute statuses, §4 accept; decisions §3 card 4000000000000259,
- * §4 "full amount", §5 errors, §7 lists, §8 events, §9 disputes), the same scenarios over every
- * protocol. Each scenario talks to a small DisputeApi: over REST it sends the documented JSON; over
- * Connect, gRPC and gRPC-Web it sends the same JSON through the generated clients and maps the answer
- * to the REST field names (unset optional fields as null). Payments and refunds, which only set the
- * scene, go over REST.
+ * §4 "full amount", §5 errors, §7 lists, §8 events, §9 disputes), each scenario once, over REST: it
+ * talks to a small DisputeApi that sends the documented JSON. That every RPC carries the same request
+ * and answer over Connect, gRPC and gRPC-Web is the protocol-parity suite's subject (test/parity);
+ * what only an RPC caller can send is tested over Connect further down.
  *
  * Time never passes by itself: the service runs on a TestClock with the background poll out of
  * reach. Jobs due at once (the dispute the test card reports) still run right after their commit
@@ -75,11 +53,10 @@ interface DisputeApi {
   accept(disputeId: string): Promise<Json>;
   evidence(disputeId: string, body: Json): Promise<Json>;
   open(paymentId: string): Promise<Json>;
-  /** `{outcome: null}` leaves the outcome unset: over RPC it is sent as an explicit UNSPECIFIED (0). */
   resolve(disputeId: string, body: Json): Promise<Json>;
 }
 
-function restApi(apiKey: string, listWith: "GET" | "POST"): DisputeApi {
+function restApi(apiKey: string, listWith: "GET" | "POST" = "POST"): DisputeApi {
   const call = restCaller(service.url, apiKey);
   const at = (id: string) => `/disputes/${encodeURIComponent(id)}`;
   return {
@@ -92,58 +69,11 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): DisputeApi {
   };
 }
 
-/** A dispute message under the REST field names, unset optional fields as null. */
-function asRest(d: Dispute): Json {
-  const e = d.evidence;
-  return {
-    dispute_id: d.disputeId,
-    payment_id: d.paymentId,
-    merchant_id: d.merchantId,
-    status: word(DisputeStatusSchema, "DISPUTE_STATUS_", d.status),
-    amount: Number(d.amount),
-    currency: d.currency,
-    reason: d.reason ?? null,
-    evidence_due_by: iso(d.evidenceDueBy),
-    evidence:
-      e === undefined
-        ? null
-        : {
-            uncategorized_text: e.uncategorizedText ?? null,
-            customer_communication: e.customerCommunication ?? null,
-            receipt: e.receipt ?? null,
-            shipping_documentation: e.shippingDocumentation ?? null,
-            product_description: e.productDescription ?? null,
-            refund_policy: e.refundPolicy ?? null,
-          },
-    metadata: { ...d.metadata },
-    created: iso(d.created),
-    updated: iso(d.updated),
-  };
+/** A fresh merchant (sandbox secret key) and its DisputeApi, so each scenario works in a merchant of its own. */
+async function merchantApi(listWith: "GET" | "POST" = "POST"): Promise<{ merchant: TestMerchant; api: DisputeApi }> {
+  const merchant = await newMerchant(service.url);
+  return { merchant, api: restApi(merchant.apiKey, listWith) };
 }
-
-function rpcApi(apiKey: string, protocol: RpcProtocol): DisputeApi {
-  const disputes = rpcClient(DisputeService, service.url, protocol, { apiKey });
-  const sandbox = rpcClient(SandboxService, service.url, protocol, { apiKey });
-  return {
-    retrieve: async (id) => asRest(await disputes.retrieveDispute({ disputeId: id })),
-    list: async (params) => {
-      const page = await disputes.listDisputes(fromJson(ListDisputesRequestSchema, protoJson(params, { status: "DISPUTE_STATUS_" })));
-      return restPage(page, asRest);
-    },
-    accept: async (id) => asRest(await disputes.acceptDispute({ disputeId: id })),
-    evidence: async (id, body) =>
-      asRest(await disputes.submitDisputeEvidence(fromJson(SubmitDisputeEvidenceRequestSchema, { ...body, dispute_id: id }))),
-    open: async (paymentId) => asRest(await sandbox.openDispute({ paymentId })),
-    resolve: async (id, body) => {
-      const request = fromJson(ResolveDisputeRequestSchema, protoJson({ ...body, dispute_id: id }, { outcome: "DISPUTE_OUTCOME_" }));
-      // A client that sets the field without choosing a value sends UNSPECIFIED (0).
-      if (body.outcome === null) request.outcome = DisputeOutcome.UNSPECIFIED;
-      return asRest(await sandbox.resolveDispute(request));
-    },
-  };
-}
-
-const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 /** Card fields for a payment request, expiring after the service's clock. */
 const card = (number: string): Json => cardData(number, clock.now());
@@ -162,8 +92,8 @@ async function succeededPayment(merchant: TestMerchant, amount = 5000): Promise<
 }
 
 /** A fresh merchant with a succeeded payment of 5000 USD and a dispute opened on it through the sandbox. */
-async function openedDispute(protocol: Protocol): Promise<{ merchant: TestMerchant; api: DisputeApi; paymentId: string; dispute: Json }> {
-  const { merchant, api } = await merchantApi(protocol);
+async function openedDispute(): Promise<{ merchant: TestMerchant; api: DisputeApi; paymentId: string; dispute: Json }> {
+  const { merchant, api } = await merchantApi();
   const paymentId = await succeededPayment(merchant);
   clock.tick();
   const dispute = await api.open(paymentId);
@@ -197,10 +127,10 @@ async function refundCount(merchant: TestMerchant, paymentId: string): Promise<n
 
 const ids = (list: Json) => (list.data as Json[]).map((d) => d.dispute_id);
 
-describe.each(protocols)("disputes over %s", (protocol) => {
+describe("disputes", () => {
   describe("where disputes come from", () => {
     it("card 4000000000000259 with automatic capture: the payment succeeds, then a dispute opens by itself", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       const payment = await paymentWith(merchant, disputeCard, { amount: 4321, currency: "EUR" });
       expect(payment).toMatchObject({ status: "succeeded", amount_received: 4321, currency: "EUR" });
 
@@ -238,7 +168,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("card 4000000000000259 with manual capture: no dispute until the capture, then one for the captured amount", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       const payment = await paymentWith(merchant, disputeCard, { capture_method: "manual" });
       const paymentId = payment.payment_id as string;
       expect(payment.status).toBe("requires_capture");
@@ -265,7 +195,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("sandbox open on a succeeded 4242 payment: opened for amount_received, evidence due in 7 days", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       const paymentId = await succeededPayment(merchant, 2500);
       const now = clock.tick();
       const dispute = await api.open(paymentId);
@@ -288,7 +218,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("sandbox open on a payment that has not succeeded is 400 IR_14 naming its status, and opens nothing", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       const unconfirmed = await paymentWith(merchant, undefined);
       const failed = await paymentWith(merchant, declined);
       const authorized = await paymentWith(merchant, visa, { capture_method: "manual" });
@@ -302,7 +232,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("a second dispute on the same payment is 400 IR_16; the first stays as it was", async () => {
-      const { merchant, api, paymentId, dispute } = await openedDispute(protocol);
+      const { merchant, api, paymentId, dispute } = await openedDispute();
       await expectError(api.open(paymentId), "IR_16", paymentId);
 
       // Also on a payment whose dispute the network reported (a second later, so it lists first).
@@ -317,8 +247,8 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
   describe("access", () => {
     it("sandbox endpoints refuse a production key (403 IR_22), which does not see sandbox disputes either", async () => {
-      const { merchant, api, paymentId, dispute } = await openedDispute(protocol);
-      const production = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "production", "secret"));
+      const { merchant, api, paymentId, dispute } = await openedDispute();
+      const production = restApi(await issueKey(service.url, merchant.merchantId, "production", "secret"));
       const disputeId = dispute.dispute_id as string;
 
       await expectError(production.open(paymentId), "IR_22");
@@ -330,8 +260,8 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("a publishable key may not use dispute endpoints: 403 IR_22", async () => {
-      const { merchant, api, paymentId, dispute } = await openedDispute(protocol);
-      const publishable = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
+      const { merchant, api, paymentId, dispute } = await openedDispute();
+      const publishable = restApi(await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
       const disputeId = dispute.dispute_id as string;
 
       await expectError(publishable.retrieve(disputeId), "IR_22");
@@ -344,9 +274,9 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("an unknown dispute, or another merchant's, is 404 HE_02 on every operation", async () => {
-      const { api, paymentId, dispute } = await openedDispute(protocol);
+      const { api, paymentId, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
-      const stranger = (await merchantApi(protocol)).api;
+      const stranger = (await merchantApi()).api;
 
       await expectError(api.retrieve("dis_missing"), "HE_02", "dis_missing");
       await expectError(stranger.retrieve(disputeId), "HE_02", disputeId);
@@ -362,7 +292,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
   describe("accept", () => {
     it("opened → accepted with evidence null; accepting again is 400 IR_16 naming the statuses", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       const now = clock.tick();
       const accepted = await api.accept(disputeId);
@@ -377,7 +307,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("challenged → accepted: the evidence is dropped", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       clock.tick();
       expect((await api.evidence(disputeId, { evidence: fullEvidence })).status).toBe("challenged");
@@ -390,7 +320,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
   describe("evidence", () => {
     it("opened → challenged with all six fields stored and returned", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       const now = clock.tick();
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
@@ -399,7 +329,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("evidence again while challenged replaces it; fields not sent are null", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       await api.evidence(disputeId, { evidence: fullEvidence });
       const now = clock.tick();
@@ -421,7 +351,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("missing or empty evidence is 400 IR_04 naming evidence; too long a field is IR_05 naming it; nothing changes", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       await expectError(api.evidence(disputeId, {}), "IR_04", "evidence");
       await expectError(api.evidence(disputeId, { evidence: {} }), "IR_04", "evidence");
@@ -432,7 +362,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("evidence on a decided dispute is 400 IR_16 naming its status", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       await api.evidence(disputeId, { evidence: fullEvidence });
       const won = await api.resolve(disputeId, { outcome: "won" });
@@ -444,7 +374,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
   describe("sandbox resolve", () => {
     it.each(["won", "lost"])("challenged → %s, the evidence kept", async (outcome) => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
       const now = clock.tick();
@@ -459,7 +389,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("resolving an opened dispute is 400 IR_16 naming opened and challenged", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       await expectError(api.resolve(disputeId, { outcome: "won" }), "IR_16", "opened", "challenged");
       await expectError(api.resolve(disputeId, { outcome: "lost" }), "IR_16", "opened", "challenged");
@@ -467,7 +397,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("a missing or unset outcome is 400 IR_04 naming outcome; the dispute stays challenged", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
       await expectError(api.resolve(disputeId, {}), "IR_04", "outcome");
@@ -478,8 +408,8 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
   describe("expiry", () => {
     it("an opened dispute without evidence expires once the clock passes evidence_due_by; a challenged one does not", async () => {
-      const { api, dispute } = await openedDispute(protocol);
-      const { dispute: challengedOne, api: otherApi } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
+      const { dispute: challengedOne, api: otherApi } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       const challenged = await otherApi.evidence(challengedOne.dispute_id as string, { evidence: fullEvidence });
       const due = Date.parse(dispute.evidence_due_by as string);
@@ -507,7 +437,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("evidence sent after evidence_due_by is refused with 400 IR_16, even before the expiry has run", async () => {
-      const { api, dispute } = await openedDispute(protocol);
+      const { api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       clock.advance(Date.parse(dispute.evidence_due_by as string) - clock.now().getTime() + 1000);
 
@@ -519,7 +449,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
 
   describe("events", () => {
     it("each status writes dispute.<status> whose data.object is what retrieve returned then", async () => {
-      const { merchant, api, dispute } = await openedDispute(protocol);
+      const { merchant, api, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       clock.tick();
       const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
@@ -534,7 +464,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
       ]);
 
       for (const outcome of ["won", "lost"]) {
-        const scene = await openedDispute(protocol);
+        const scene = await openedDispute();
         const id = scene.dispute.dispute_id as string;
         clock.tick();
         const evidenced = await scene.api.evidence(id, { evidence: { uncategorized_text: "see attached" } });
@@ -550,7 +480,7 @@ describe.each(protocols)("disputes over %s", (protocol) => {
     });
 
     it("a refused request writes no event", async () => {
-      const { merchant, api, paymentId, dispute } = await openedDispute(protocol);
+      const { merchant, api, paymentId, dispute } = await openedDispute();
       const disputeId = dispute.dispute_id as string;
       await expectError(api.resolve(disputeId, { outcome: "won" }), "IR_16");
       await expectError(api.evidence(disputeId, { evidence: {} }), "IR_04");
@@ -560,11 +490,11 @@ describe.each(protocols)("disputes over %s", (protocol) => {
   });
 });
 
-describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (protocol) => {
+describe.each(["POST", "GET"] as const)("listing disputes with %s", (listWith) => {
   /** Three disputes of one merchant, opened a second apart: [oldest, middle, newest]. */
   async function threeDisputes(): Promise<{ api: DisputeApi; merchant: TestMerchant; disputes: Json[] }> {
-    const { merchant, api } = await merchantApi(protocol);
-    const writer = apiFor("rest", merchant.apiKey);
+    const { merchant, api } = await merchantApi(listWith);
+    const writer = restApi(merchant.apiKey);
     const disputes: Json[] = [];
     for (let i = 0; i < 3; i++) {
       const paymentId = await succeededPayment(merchant, 1000 + i);
@@ -591,7 +521,7 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
 
   it("filters by status and payment_id, alone and together", async () => {
     const { api, merchant, disputes } = await threeDisputes();
-    const writer = apiFor("rest", merchant.apiKey);
+    const writer = restApi(merchant.apiKey);
     const [d1, d2, d3] = disputes;
     clock.tick();
     const challenged = await writer.evidence(d1!.dispute_id as string, { evidence: fullEvidence });
@@ -614,17 +544,17 @@ describe.each([...protocols, "rest-get"] as const)("listing disputes over %s", (
   });
 
   it.each([0, 101])("refuses limit %d with 400 IR_06; offset -1 is IR_05 naming offset", async (limit) => {
-    const { api } = await merchantApi(protocol);
+    const { api } = await merchantApi(listWith);
     await expectError(api.list({ limit }), "IR_06", "limit");
     await expectError(api.list({ offset: -1 }), "IR_05", "offset");
   });
 });
 
 describe("disputes and refunds (decisions §4 'full amount', §9)", () => {
-  const api = (merchant: TestMerchant) => apiFor("rest", merchant.apiKey);
+  const api = (merchant: TestMerchant) => restApi(merchant.apiKey);
 
   it("while a dispute is opened or challenged, a refund is 400 IR_16 and none is created", async () => {
-    const { merchant, paymentId, dispute } = await openedDispute("rest");
+    const { merchant, paymentId, dispute } = await openedDispute();
     expectRestError(await createRefund(merchant, paymentId), 400, "IR_16");
     expectRestError(await createRefund(merchant, paymentId, 1), 400, "IR_16");
     await api(merchant).evidence(dispute.dispute_id as string, { evidence: fullEvidence });
@@ -634,7 +564,7 @@ describe("disputes and refunds (decisions §4 'full amount', §9)", () => {
   });
 
   it("after a won dispute the payment is refundable again in full", async () => {
-    const { merchant, paymentId, dispute } = await openedDispute("rest");
+    const { merchant, paymentId, dispute } = await openedDispute();
     await api(merchant).evidence(dispute.dispute_id as string, { evidence: fullEvidence });
     await api(merchant).resolve(dispute.dispute_id as string, { outcome: "won" });
     expectRestError(await createRefund(merchant, paymentId, 5001), 400, "IR_13");
@@ -645,7 +575,7 @@ describe("disputes and refunds (decisions §4 'full amount', §9)", () => {
   });
 
   it.each(["lost", "accepted", "expired"])("after a %s dispute nothing is left to refund (400 IR_13)", async (outcome) => {
-    const { merchant, paymentId, dispute } = await openedDispute("rest");
+    const { merchant, paymentId, dispute } = await openedDispute();
     const disputeId = dispute.dispute_id as string;
     if (outcome === "lost") {
       await api(merchant).evidence(disputeId, { evidence: fullEvidence });
@@ -663,7 +593,7 @@ describe("disputes and refunds (decisions §4 'full amount', §9)", () => {
   });
 
   it("a partial refund made before the dispute opened still counts after a won dispute", async () => {
-    const { merchant } = await merchantApi("rest");
+    const { merchant } = await merchantApi();
     const paymentId = await succeededPayment(merchant);
     const first = await createRefund(merchant, paymentId, 1000);
     expect(first.status, JSON.stringify(first.body)).toBe(200);
@@ -682,7 +612,7 @@ describe("disputes and refunds (decisions §4 'full amount', §9)", () => {
   });
 
   it("a partial refund made before a lost dispute: still nothing left, never a negative amount", async () => {
-    const { merchant } = await merchantApi("rest");
+    const { merchant } = await merchantApi();
     const paymentId = await succeededPayment(merchant);
     expect((await createRefund(merchant, paymentId, 1000)).status).toBe(200);
     const dispute = await api(merchant).open(paymentId);
@@ -693,17 +623,14 @@ describe("disputes and refunds (decisions §4 'full amount', §9)", () => {
 });
 
 describe("disputes over RPC only", () => {
-  it.each(["connect", "grpc"] as const)(
-    "an explicit DISPUTE_OUTCOME_UNSPECIFIED over %s is no outcome: IR_04, still challenged",
-    async (protocol) => {
-      const { merchant, dispute } = await openedDispute(protocol);
-      const disputeId = dispute.dispute_id as string;
-      const challenged = await apiFor(protocol, merchant.apiKey).evidence(disputeId, { evidence: fullEvidence });
-      const sandbox = rpcClient(SandboxService, service.url, protocol, { apiKey: merchant.apiKey });
-      await expectRpcError(sandbox.resolveDispute({ disputeId, outcome: DisputeOutcome.UNSPECIFIED }), Code.InvalidArgument, "IR_04");
-      expect(await apiFor("rest", merchant.apiKey).retrieve(disputeId)).toEqual(challenged);
-    },
-  );
+  it("an explicit DISPUTE_OUTCOME_UNSPECIFIED over Connect is no outcome: IR_04 naming outcome, still challenged", async () => {
+    const { merchant, api, dispute } = await openedDispute();
+    const disputeId = dispute.dispute_id as string;
+    const challenged = await api.evidence(disputeId, { evidence: fullEvidence });
+    const sandbox = rpcClient(SandboxService, service.url, "connect", { apiKey: merchant.apiKey });
+    await expectError(sandbox.resolveDispute({ disputeId, outcome: DisputeOutcome.UNSPECIFIED }), "IR_04", "outcome");
+    expect(await api.retrieve(disputeId)).toEqual(challenged);
+  });
 });
 
 /*
@@ -899,7 +826,7 @@ describe.skipIf(!onPostgres)(
         ),
       );
       await Promise.all([a.jobs.runDue(), b.jobs.runDue(), a.jobs.runDue(), b.jobs.runDue()]);
-      const disputes = apiFor("rest", merchant.apiKey);
+      const disputes = restApi(merchant.apiKey);
       for (const [i, payment] of payments.entries()) {
         expect(payment.body.status).toBe("succeeded");
         const dispute = await reportedDispute(disputes, payment.body.payment_id);

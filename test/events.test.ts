@@ -1,40 +1,27 @@
-import { fromJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EventService, ListEventsRequestSchema, type Event } from "../gen/paymentservice/v1/event_pb.js";
+import { EventService } from "../gen/paymentservice/v1/event_pb.js";
 import { cardData } from "./support/cards.js";
-import { rest, rpcClient, type RpcProtocol } from "./support/clients.js";
+import { rest, rpcClient } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
 import { expectRestError } from "./support/errors.js";
 import { eventsOf } from "./support/events.js";
 import { issueKey, newMerchant, type TestMerchant, updateProfile } from "./support/merchant.js";
-import {
-  expectError,
-  iso,
-  type Json,
-  parityApis,
-  type Protocol,
-  protocols,
-  restCaller,
-  restList,
-  restPage,
-  uniqueId,
-} from "./support/parity.js";
+import { expectError, type Json, restCaller, restList, uniqueId } from "./support/resource-api.js";
 import { createPayment, retrievePayment } from "./support/payments.js";
 import { runningInstance } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
-import { deliveryAsRest, noWebhookUrl, startReceiver } from "./support/webhook-receiver.js";
+import { noWebhookUrl, startReceiver } from "./support/webhook-receiver.js";
 
 /*
  * The events API (proto/paymentservice/v1/event.proto; decisions §7 lists, §8 events): retrieve an
- * event, list events newest first with the type and object_id filters, redeliver one, the same
- * scenarios over every protocol. Every event shows its webhook delivery state (`delivery`; delivery
- * itself is test/webhooks.test.ts's subject): no_webhook_url unless the test gives the profile a
- * webhook_url, a local receiver's. Each scenario talks to a small EventApi: over REST it sends the
- * documented JSON; over Connect, gRPC and gRPC-Web it sends the same JSON through the generated
- * client and maps the answer to the REST field names (data.object is a Struct there, so it arrives
- * as the same JSON object). The events themselves come from payments and refunds made over REST,
- * which only set the scene.
+ * event, list events newest first with the type and object_id filters, redeliver one, each scenario
+ * once, over REST. Every event shows its webhook delivery state (`delivery`; delivery itself is
+ * test/webhooks.test.ts's subject): no_webhook_url unless the test gives the profile a webhook_url, a
+ * local receiver's. Each scenario talks to a small EventApi that sends the documented JSON; that every
+ * RPC carries the same request and answer over Connect, gRPC and gRPC-Web is the protocol-parity
+ * suite's subject (test/parity), and what only an RPC caller can send is tested over Connect at the
+ * end. The events themselves come from payments and refunds made over REST, which only set the scene.
  *
  * The service runs on a TestClock with the background job poll out of reach (the webhook dispatcher
  * still polls, but nothing is due before the clock says so): an event's `created` is the clock's
@@ -55,7 +42,7 @@ interface EventApi {
   redeliver(eventId: string): Promise<Json>;
 }
 
-function restApi(apiKey: string, listWith: "GET" | "POST"): EventApi {
+function restApi(apiKey: string, listWith: "GET" | "POST" = "POST"): EventApi {
   const call = restCaller(service.url, apiKey);
   const at = (id: string) => `/events/${encodeURIComponent(id)}`;
   return {
@@ -65,27 +52,11 @@ function restApi(apiKey: string, listWith: "GET" | "POST"): EventApi {
   };
 }
 
-/** An event message under the REST field names; data.object is a Struct, which protobuf-es reads as JSON. */
-function asRest(e: Event): Json {
-  return {
-    event_id: e.eventId,
-    type: e.type,
-    created: iso(e.created),
-    data: e.data === undefined ? null : { object: e.data.object ?? null },
-    delivery: deliveryAsRest(e.delivery),
-  };
+/** A fresh merchant (sandbox secret key) and its EventApi, so each scenario works in a merchant of its own. */
+async function merchantApi(listWith: "GET" | "POST" = "POST"): Promise<{ merchant: TestMerchant; api: EventApi }> {
+  const merchant = await newMerchant(service.url);
+  return { merchant, api: restApi(merchant.apiKey, listWith) };
 }
-
-function rpcApi(apiKey: string, protocol: RpcProtocol): EventApi {
-  const client = rpcClient(EventService, service.url, protocol, { apiKey });
-  return {
-    retrieve: async (id) => asRest(await client.retrieveEvent({ eventId: id })),
-    list: async (params) => restPage(await client.listEvents(fromJson(ListEventsRequestSchema, params)), asRest),
-    redeliver: async (id) => asRest(await client.redeliverEvent({ eventId: id })),
-  };
-}
-
-const { apiFor, merchantApi } = parityApis(() => service.url, restApi, rpcApi);
 
 const visa = "4242424242424242";
 const declined = "4000000000000002";
@@ -171,10 +142,10 @@ async function onlyEvent(api: EventApi, params: Json = {}): Promise<Json> {
   return (page.data as Json[])[0]!;
 }
 
-describe.each(protocols)("events over %s", (protocol) => {
+describe("events", () => {
   describe("retrieve", () => {
     it("an event from the list retrieves to the same event: event_id, type, created and the object", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       const createdAt = clock.tick();
       const payment = await createPayment(service.url, merchant, { description: "Blue mug", metadata: { order: "7" } });
       const event = await onlyEvent(api);
@@ -195,11 +166,11 @@ describe.each(protocols)("events over %s", (protocol) => {
     });
 
     it("another merchant's event and an unknown id are 404 HE_02 naming the id", async () => {
-      const owner = await merchantApi(protocol);
+      const owner = await merchantApi();
       await createPayment(service.url, owner.merchant);
       const eventId = (await onlyEvent(owner.api)).event_id as string;
 
-      const stranger = await merchantApi(protocol);
+      const stranger = await merchantApi();
       expect(await expectError(stranger.api.retrieve(eventId), "HE_02", eventId)).toBe(`Event not found: ${eventId}`);
       expect(await stranger.api.list({})).toEqual(empty);
       await expectError(owner.api.retrieve("evt_missing"), "HE_02", "evt_missing");
@@ -208,16 +179,15 @@ describe.each(protocols)("events over %s", (protocol) => {
       expect((await owner.api.retrieve(eventId)).event_id).toBe(eventId);
     });
 
-    it("an empty id is IR_04 naming event_id over RPC (not an event called ''); over REST /events/ is no path (404 IR_02)", async () => {
-      const { api } = await merchantApi(protocol);
-      if (protocol === "rest") await expectError(api.retrieve(""), "IR_02", "/events/");
-      else await expectError(api.retrieve(""), "IR_04", "event_id");
+    it("an empty id is no path (404 IR_02 naming /events/), not an event called ''", async () => {
+      const { api } = await merchantApi();
+      await expectError(api.retrieve(""), "IR_02", "/events/");
     });
   });
 
   describe("data.object", () => {
     it("is the object as retrieve returned it at that moment: the creation event still says requires_payment_method after it succeeds", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       clock.tick();
       const created = await createPayment(service.url, merchant, { amount: 4200, metadata: { order: "42" }, email: "ada@example.com" });
       const paymentId = created.payment_id as string;
@@ -261,7 +231,7 @@ describe.each(protocols)("events over %s", (protocol) => {
 
   describe("events of one instant", () => {
     it("list in the order they happened: each instant refund's refund.succeeded before its refund.pending, on every page", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       const instant = clock.tick();
       // No tick from here on: the payment, the refunds and their processing all happen at `instant`.
       const paymentId = await paidPayment(merchant, 3000);
@@ -309,11 +279,11 @@ describe.each(protocols)("events over %s", (protocol) => {
 
   describe("scope", () => {
     it("a production key of the same merchant sees no sandbox event: its list is empty, retrieving one is 404 HE_02", async () => {
-      const { merchant, api: sandbox } = await merchantApi(protocol);
+      const { merchant, api: sandbox } = await merchantApi();
       const paymentId = await paidPayment(merchant, 1000);
       const sandboxEvent = await onlyEvent(sandbox);
       const productionKey = await issueKey(service.url, merchant.merchantId, "production");
-      const production = apiFor(protocol, productionKey);
+      const production = restApi(productionKey);
 
       expect(await production.list({})).toEqual(empty);
       expect(await production.list({ object_id: paymentId })).toEqual(empty);
@@ -332,10 +302,10 @@ describe.each(protocols)("events over %s", (protocol) => {
     });
 
     it("a production event (written to the database directly: no production processor exists yet) is the production key's only", async () => {
-      const { merchant, api: sandbox } = await merchantApi(protocol);
+      const { merchant, api: sandbox } = await merchantApi();
       await createPayment(service.url, merchant);
       const sandboxEvent = await onlyEvent(sandbox);
-      const production = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "production"));
+      const production = restApi(await issueKey(service.url, merchant.merchantId, "production"));
 
       const createdAt = clock.tick();
       const live = {
@@ -361,10 +331,10 @@ describe.each(protocols)("events over %s", (protocol) => {
     });
 
     it("a publishable key of the merchant may not read nor redeliver events (403 IR_22), whatever the id", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       await createPayment(service.url, merchant);
       const event = await onlyEvent(api);
-      const publishable = apiFor(protocol, await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
+      const publishable = restApi(await issueKey(service.url, merchant.merchantId, "sandbox", "publishable"));
       await expectError(publishable.list({}), "IR_22");
       await expectError(publishable.retrieve(event.event_id as string), "IR_22");
       await expectError(publishable.retrieve("evt_missing"), "IR_22");
@@ -374,22 +344,21 @@ describe.each(protocols)("events over %s", (protocol) => {
 
   describe("redelivery", () => {
     it("is IR_16 naming the profile when the event's profile has no webhook_url; nothing changes", async () => {
-      const { merchant, api } = await merchantApi(protocol);
+      const { merchant, api } = await merchantApi();
       await createPayment(service.url, merchant);
       const event = await onlyEvent(api);
       expect(event.delivery).toEqual(noWebhookUrl);
       const eventId = event.event_id as string;
       expect(await expectError(api.redeliver(eventId), "IR_16", merchant.profileId, eventId)).toContain("webhook_url");
-      // An empty id is refused before that, as on every path-bound id (over REST it is no path at all).
-      if (protocol === "rest") await expectError(api.redeliver(""), "IR_02", "/events//redeliver");
-      else await expectError(api.redeliver(""), "IR_04", "event_id");
+      // An empty id is no path at all.
+      await expectError(api.redeliver(""), "IR_02", "/events//redeliver");
       expect(await api.retrieve(eventId)).toEqual(event);
     });
 
     it("another merchant's event and an unknown id are 404 HE_02 naming the id; the owner's delivery is untouched", async () => {
       const receiver = await startReceiver();
       try {
-        const owner = await merchantApi(protocol);
+        const owner = await merchantApi();
         await updateProfile(service.url, owner.merchant, { webhook_url: receiver.url });
         await createPayment(service.url, owner.merchant);
         await service.app.webhooks.deliverDue();
@@ -397,7 +366,7 @@ describe.each(protocols)("events over %s", (protocol) => {
         const eventId = event.event_id as string;
         expect(event.delivery).toMatchObject({ status: "delivered", attempts: 1 });
 
-        const stranger = await merchantApi(protocol);
+        const stranger = await merchantApi();
         await updateProfile(service.url, stranger.merchant, { webhook_url: receiver.url });
         expect(await expectError(stranger.api.redeliver(eventId), "HE_02", eventId)).toBe(`Event not found: ${eventId}`);
         await expectError(stranger.api.redeliver("evt_missing"), "HE_02", "evt_missing");
@@ -413,7 +382,7 @@ describe.each(protocols)("events over %s", (protocol) => {
     it("makes the event due now (a first delivery for one written before the webhook_url was set) and sends it again once delivered", async () => {
       const receiver = await startReceiver();
       try {
-        const { merchant, api } = await merchantApi(protocol);
+        const { merchant, api } = await merchantApi();
         await createPayment(service.url, merchant);
         const event = await onlyEvent(api);
         const eventId = event.event_id as string;
@@ -479,9 +448,9 @@ async function history(merchant: TestMerchant): Promise<{ happened: string[]; cr
   return { happened, created, paymentIds };
 }
 
-describe.each([...protocols, "rest-get"] as const)("listing events over %s", (protocol: Protocol) => {
+describe.each(["POST", "GET"] as const)("listing events with %s", (listWith) => {
   it("lists newest first; pages of any size never skip or repeat an event; total_count and has_more are exact", async () => {
-    const { merchant, api } = await merchantApi(protocol);
+    const { merchant, api } = await merchantApi(listWith);
     const { happened, created } = await history(merchant);
 
     const all = await api.list({ limit: 100 });
@@ -502,7 +471,7 @@ describe.each([...protocols, "rest-get"] as const)("listing events over %s", (pr
   });
 
   it("filters by type and object_id (exact), alone, together and across pages", async () => {
-    const { merchant, api } = await merchantApi(protocol);
+    const { merchant, api } = await merchantApi(listWith);
     const { paymentIds } = await history(merchant);
     const all = (await api.list({ limit: 100 })).data as Json[];
 
@@ -548,11 +517,11 @@ describe.each([...protocols, "rest-get"] as const)("listing events over %s", (pr
     const other = await newMerchant(service.url);
     const theirs = await createPayment(service.url, other);
     expect(await api.list({ object_id: theirs.payment_id as string })).toEqual(empty);
-    expect(await apiFor(protocol, other.apiKey).list({ object_id: confirmed! })).toEqual(empty);
+    expect(await restApi(other.apiKey, listWith).list({ object_id: confirmed! })).toEqual(empty);
   });
 
   it("filters by created_gte and created_lte, both inclusive, with the other filters and pages", async () => {
-    const { merchant, api } = await merchantApi(protocol);
+    const { merchant, api } = await merchantApi(listWith);
     await history(merchant);
     const all = (await api.list({ limit: 100 })).data as Json[];
     const instants = [...new Set(all.map((e) => e.created as string))].sort();
@@ -589,12 +558,12 @@ describe.each([...protocols, "rest-get"] as const)("listing events over %s", (pr
   });
 
   it.each([0, 101, -1])("refuses limit %i with 400 IR_06 naming limit", async (limit) => {
-    const { api } = await merchantApi(protocol);
+    const { api } = await merchantApi(listWith);
     await expectError(api.list({ limit }), "IR_06", "limit");
   });
 
   it("refuses offset -1 with 400 IR_05 naming offset", async () => {
-    const { api } = await merchantApi(protocol);
+    const { api } = await merchantApi(listWith);
     await expectError(api.list({ offset: -1 }), "IR_05", "offset");
   });
 });
@@ -603,7 +572,7 @@ describe("events over REST only", () => {
   it("lists the same page via GET query parameters and via POST body, every parameter at once", async () => {
     const merchant = await newMerchant(service.url);
     const { paymentIds } = await history(merchant);
-    const all = (await apiFor("rest", merchant.apiKey).list({ limit: 100 })).data as Json[];
+    const all = (await restApi(merchant.apiKey).list({ limit: 100 })).data as Json[];
     const lte = all[3]!.created as string;
     const gte = all[all.length - 4]!.created as string;
     const params = { limit: 1, offset: 1, type: "payment.requires_payment_method", created_gte: gte, created_lte: lte };
@@ -632,5 +601,16 @@ describe("events over REST only", () => {
     const res = await rest(service.url, "GET", "/events/list", { apiKey: merchant.apiKey });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ total_count: 1, has_more: false });
+  });
+});
+
+describe("events over RPC only", () => {
+  it("an empty event_id is IR_04 naming event_id on retrieve and redeliver, not an event called ''", async () => {
+    const merchant = await newMerchant(service.url);
+    await createPayment(service.url, merchant);
+    const events = rpcClient(EventService, service.url, "connect", { apiKey: merchant.apiKey });
+    // REST cannot send one (GET /events/ is no path); a typed client can.
+    await expectError(events.retrieveEvent({ eventId: "" }), "IR_04", "event_id");
+    await expectError(events.redeliverEvent({ eventId: "" }), "IR_04", "event_id");
   });
 });

@@ -7,6 +7,32 @@ import { dropFileDatabases, writeEmbeddedTemplate } from "./database.js";
 import { expectRedis } from "./redis.js";
 import { testConfig } from "./service.js";
 
+/** What the run's first setup prepared: the embedded template's file (undefined on PostgreSQL), and how to clean up. */
+interface Prepared {
+  readonly templateFile: string | undefined;
+  readonly cleanUp: () => Promise<void>;
+}
+
+/**
+ * Vitest runs this setup once for the root and once for each tier (vitest.config.ts), all in its
+ * main process: the first call prepares, the others share what it prepared, and the first teardown
+ * (which comes after every tier's tests) cleans up.
+ */
+const run = globalThis as { paymentTestsPrepared?: Promise<Prepared> };
+
+async function prepare(): Promise<Prepared> {
+  await expectRedis();
+  const url = process.env.DATABASE_URL;
+  if (url === undefined) {
+    const dir = await mkdtemp(path.join(tmpdir(), "embedded-template-"));
+    const templateFile = path.join(dir, "template.tar");
+    await writeEmbeddedTemplate(templateFile);
+    return { templateFile, cleanUp: () => rm(dir, { recursive: true, force: true }) };
+  }
+  await closeApp(await openApp(testConfig()));
+  return { templateFile: undefined, cleanUp: () => dropFileDatabases(url) };
+}
+
 /**
  * Fails at once when Redis does not answer (the rate-limit tests share counters through it;
  * .ci/prepare starts it). On real PostgreSQL, migrates DATABASE_URL's database once: it is the
@@ -14,15 +40,12 @@ import { testConfig } from "./service.js";
  * migrated snapshot every service's in-memory database starts from (see database.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  await expectRedis();
-  const url = process.env.DATABASE_URL;
-  if (url === undefined) {
-    const dir = await mkdtemp(path.join(tmpdir(), "embedded-template-"));
-    const file = path.join(dir, "template.tar");
-    await writeEmbeddedTemplate(file);
-    project.provide("embeddedTemplateFile", file);
-    return () => rm(dir, { recursive: true, force: true });
-  }
-  await closeApp(await openApp(testConfig()));
-  return () => dropFileDatabases(url);
+  run.paymentTestsPrepared ??= prepare();
+  const prepared = await run.paymentTestsPrepared;
+  if (prepared.templateFile !== undefined) project.provide("embeddedTemplateFile", prepared.templateFile);
+  return async () => {
+    const first = run.paymentTestsPrepared;
+    run.paymentTestsPrepared = undefined;
+    if (first !== undefined) await (await first).cleanUp();
+  };
 }

@@ -3,7 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { EventDelivery } from "../../gen/paymentservice/v1/event_pb.js";
 import { DeliveryStatusSchema } from "../../gen/paymentservice/v1/event_pb.js";
-import { iso, type Json, word } from "./parity.js";
+import { iso, type Json, word } from "./resource-api.js";
 import { freePort } from "./ports.js";
 
 /*

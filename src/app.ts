@@ -219,9 +219,13 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
             databaseUrl: config.databaseUrl ?? embedded!.url,
             sandboxTestClock: config.sandboxTestClock,
             perEndpoint: config.webhookEndpointConcurrency,
+            attemptTimeoutMs: config.webhookAttemptTimeoutMs,
             timeouts,
           })
-        : new WebhookDispatcher(poolOf(dataSource), clock, config.webhookEndpointConcurrency);
+        : new WebhookDispatcher(poolOf(dataSource), clock, {
+            perEndpoint: config.webhookEndpointConcurrency,
+            attemptTimeoutMs: config.webhookAttemptTimeoutMs,
+          });
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter =
       config.redisUrl === undefined ? localCounter : new RedisCounter(config.redisUrl, localCounter, () => metrics.rateLimitFellBack());

@@ -62,6 +62,8 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** Webhook attempts each instance sends at once to one profile's webhook_url. */
   readonly webhookEndpointConcurrency: number;
+  /** How long a webhook attempt waits for its answer before it fails as "no answer"; leases last four of them and 30 s. */
+  readonly webhookAttemptTimeoutMs: number;
   /**
    * After SIGTERM, how long the instance keeps serving while reporting not ready, so load balancers
    * stop sending it calls before it stops accepting them.
@@ -196,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, use: ConfigUse 
     scheduledRefundDelaySeconds: int("SCHEDULED_REFUND_DELAY_SECONDS", 60, 0, 30 * 86_400),
     eventRetentionDays: int("EVENT_RETENTION_DAYS", 30, 30, 3650),
     webhookEndpointConcurrency: int("WEBHOOK_ENDPOINT_CONCURRENCY", 64, 1, 1000),
+    webhookAttemptTimeoutMs: int("WEBHOOK_ATTEMPT_TIMEOUT_MS", 10_000, 100, 60_000),
     shutdownDelayMs: int("SHUTDOWN_DELAY_MS", 5_000, 0, 600_000),
     shutdownGraceMs: int("SHUTDOWN_GRACE_MS", 20_000, 0, 600_000),
     corsAllowedOrigins: check(() => parseAllowedOrigins(text(env, "CORS_ALLOWED_ORIGINS")), []),

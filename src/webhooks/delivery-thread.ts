@@ -2,7 +2,8 @@ import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import type { DatabaseTimeouts } from "../db/pool.js";
 import { log } from "../log.js";
-import { newLease } from "./lease.js";
+import type { DispatcherSettings } from "./dispatcher.js";
+import { leaseMsFor, newLease } from "./lease.js";
 
 /** What sending a delivery needs, as its writer hands it over at commit. */
 export interface HandedOver {
@@ -48,10 +49,9 @@ export interface WebhookSender extends DeliveryHandOff {
 }
 
 /** What the delivery thread needs to open its own connections and clock (all of it cloneable). */
-export interface DeliveryThreadSettings {
+export interface DeliveryThreadSettings extends DispatcherSettings {
   readonly databaseUrl: string;
   readonly sandboxTestClock: boolean;
-  readonly perEndpoint: number;
   readonly timeouts: DatabaseTimeouts;
 }
 
@@ -102,7 +102,7 @@ export class DeliveryThread implements WebhookSender {
   }
 
   leaseForNew(now: Date): string | undefined {
-    return this.taking ? newLease(now) : undefined;
+    return this.taking ? newLease(now, leaseMsFor(this.settings.attemptTimeoutMs)) : undefined;
   }
 
   adopt(deliveries: readonly HandedOver[], lease: string): void {

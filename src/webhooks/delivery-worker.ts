@@ -22,7 +22,7 @@ const pool = new pg.Pool({ connectionString: settings.databaseUrl, ...poolOption
 pool.on("error", (error) => log.warn("a webhook delivery connection to PostgreSQL failed", { error: String(error) }));
 const testClock = settings.sandboxTestClock ? new SandboxTestClock(pool) : undefined;
 await testClock?.refresh();
-const dispatcher = new WebhookDispatcher(pool, testClock ?? systemClock, settings.perEndpoint, () => testClock?.refresh());
+const dispatcher = new WebhookDispatcher(pool, testClock ?? systemClock, settings, () => testClock?.refresh());
 
 port.on("message", (message: ToThread) => {
   if (message.type === "deliver-due") {

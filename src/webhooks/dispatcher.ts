@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { ReleaseRetries } from "../db/release-retries.js";
 import { FailureStreak, log } from "../log.js";
-import { leaseMs, newLease } from "./lease.js";
+import { leaseMsFor, newLease } from "./lease.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, post } from "./sender.js";
 import { webhookBody } from "./body.js";
@@ -130,6 +130,12 @@ const giveBackTake = `
 UPDATE webhook_deliveries SET leased_until = NULL
  WHERE status = 'pending' AND ${takeableAt("")} = $1::timestamptz AND leased_until = $1::timestamptz`;
 
+/** How a dispatcher sends: WEBHOOK_ENDPOINT_CONCURRENCY and WEBHOOK_ATTEMPT_TIMEOUT_MS. */
+export interface DispatcherSettings {
+  readonly perEndpoint: number;
+  readonly attemptTimeoutMs: number;
+}
+
 /**
  * Sends every event to its profile's webhook_url (docs/events.md), from the deliveries written with
  * the events. Any number of instances run side by side: a delivery is taken with `FOR UPDATE SKIP
@@ -156,20 +162,29 @@ export class WebhookDispatcher implements WebhookSender {
   /** Give-backs of takes and hand-overs whose answer was lost, made once the database is back. */
   private readonly lostTakes = new ReleaseRetries();
 
+  /** How long this dispatcher's leases hold, for its attempts' timeout. */
+  private readonly leaseMs: number;
+  private readonly perEndpoint: number;
+  private readonly attemptTimeoutMs: number;
+
   /**
    * Its statements run on `pool`, a pg pool rather than a data source, so that the delivery thread
    * opens one of its own without loading TypeORM. `perEndpoint` attempts at most go out at once to
    * one profile's webhook_url (WEBHOOK_ENDPOINT_CONCURRENCY), and twice as many of its deliveries are
-   * taken at a time; `beforePass` runs before each look for due deliveries (the sandbox test clock
-   * re-reads its offset there).
+   * taken at a time; an attempt without an answer within `attemptTimeoutMs` fails
+   * (WEBHOOK_ATTEMPT_TIMEOUT_MS), and leases last for it; `beforePass` runs before each look for due
+   * deliveries (the sandbox test clock re-reads its offset there).
    */
   constructor(
     private readonly pool: pg.Pool,
     private readonly clock: Clock,
-    private readonly perEndpoint: number,
+    { perEndpoint, attemptTimeoutMs }: DispatcherSettings,
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
   ) {
+    this.perEndpoint = perEndpoint;
+    this.attemptTimeoutMs = attemptTimeoutMs;
     this.perEndpointBatch = 2 * perEndpoint;
+    this.leaseMs = leaseMsFor(attemptTimeoutMs);
   }
 
   /** Starts looking for due deliveries. */
@@ -194,7 +209,7 @@ export class WebhookDispatcher implements WebhookSender {
   }
 
   leaseForNew(now: Date): string | undefined {
-    return this.started ? newLease(now) : undefined;
+    return this.started ? newLease(now, this.leaseMs) : undefined;
   }
 
   /**
@@ -214,7 +229,7 @@ export class WebhookDispatcher implements WebhookSender {
   }
 
   abandon(lease: string): void {
-    this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), leaseMs);
+    this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
   }
 
   /** Ends the leases of deliveries taken but not sent, so that a look (of any instance) takes them at once. */
@@ -300,12 +315,12 @@ export class WebhookDispatcher implements WebhookSender {
     await this.beforePass();
     const now = this.clock.now();
     const full = [...this.endpoints].filter(([, e]) => e.waiting.length + e.sending >= perEndpointBatch).map(([id]) => id);
-    const lease = newLease(now);
+    const lease = newLease(now, this.leaseMs);
     let rows: Looked[];
     try {
       ({ rows } = await this.pool.query<Looked>(takeDue, [now, full, room, perEndpointBatch, lease]));
     } catch (error) {
-      this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), leaseMs);
+      this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
       throw error;
     }
     for (const { type, created, data, ...row } of rows) {
@@ -355,7 +370,7 @@ export class WebhookDispatcher implements WebhookSender {
     }
     // Receivers hold the timestamp against their own clock, so it is the real time, not the sandbox test clock's.
     const headers = signatureHeaders(delivery.event_id, delivery.body, secrets, Math.floor(Date.now() / 1000));
-    const attempt = await post({ url: delivery.webhook_url, livemode: delivery.livemode }, headers, delivery.body);
+    const attempt = await post({ url: delivery.webhook_url, livemode: delivery.livemode }, headers, delivery.body, this.attemptTimeoutMs);
     return { ...base, attempt, finishedAt: this.clock.now() };
   }
 

@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { post } from "./sender.js";
 
 /*
@@ -47,6 +47,8 @@ beforeEach(() => {
   answer = (res) => res.end("ok");
 });
 
+/** The default attempt timeout (WEBHOOK_ATTEMPT_TIMEOUT_MS): no answer here takes that long but the one that never comes. */
+const timeoutMs = 10_000;
 const headers = { "x-webhook-signature": "t=1,v1=ab", "webhook-id": "evt_1", "webhook-timestamp": "1", "webhook-signature": "v1,q83v" };
 const body = JSON.stringify({ event_id: "evt_1", type: "payment.succeeded", data: { object: { amount: 1 } } });
 
@@ -56,7 +58,7 @@ describe("post to a sandbox receiver", () => {
       res.writeHead(204);
       res.end();
     };
-    expect(await post({ url: `http://127.0.0.1:${port}/hooks/in?x=1`, livemode: false }, headers, body)).toEqual({
+    expect(await post({ url: `http://127.0.0.1:${port}/hooks/in?x=1`, livemode: false }, headers, body, timeoutMs)).toEqual({
       responseStatus: 204,
       error: null,
     });
@@ -72,7 +74,10 @@ describe("post to a sandbox receiver", () => {
   });
 
   it("goes to localhost by name too", async () => {
-    expect(await post({ url: `http://localhost:${port}/`, livemode: false }, headers, body)).toEqual({ responseStatus: 200, error: null });
+    expect(await post({ url: `http://localhost:${port}/`, livemode: false }, headers, body, timeoutMs)).toEqual({
+      responseStatus: 200,
+      error: null,
+    });
   });
 
   it.each([400, 404, 500, 503])("a %i answer is a failed attempt naming the status", async (status) => {
@@ -80,7 +85,7 @@ describe("post to a sandbox receiver", () => {
       res.writeHead(status);
       res.end("no");
     };
-    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: false }, headers, body)).toEqual({
+    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: false }, headers, body, timeoutMs)).toEqual({
       responseStatus: status,
       error: `the receiver answered HTTP ${status}`,
     });
@@ -93,7 +98,7 @@ describe("post to a sandbox receiver", () => {
         res.end();
       } else res.end("ok");
     };
-    expect(await post({ url: `http://127.0.0.1:${port}/moved`, livemode: false }, headers, body)).toEqual({
+    expect(await post({ url: `http://127.0.0.1:${port}/moved`, livemode: false }, headers, body, timeoutMs)).toEqual({
       responseStatus: 302,
       error: "the receiver answered HTTP 302",
     });
@@ -116,7 +121,10 @@ describe("post to a sandbox receiver", () => {
       };
       more();
     };
-    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: false }, headers, body)).toEqual({ responseStatus: 200, error: null });
+    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: false }, headers, body, timeoutMs)).toEqual({
+      responseStatus: 200,
+      error: null,
+    });
     // The sender hung up long before the 64 MB were through (socket buffers hold a few MB at most).
     expect(written).toBeLessThan(huge);
   });
@@ -127,7 +135,7 @@ describe("post to a sandbox receiver", () => {
       res.write("partial");
       setTimeout(() => res.socket?.destroy(), 20);
     };
-    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: false }, headers, body)).toEqual({
+    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: false }, headers, body, timeoutMs)).toEqual({
       responseStatus: 200,
       error: null,
     });
@@ -138,30 +146,42 @@ describe("post to a sandbox receiver", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const closedPort = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    expect(await post({ url: `http://127.0.0.1:${closedPort}/`, livemode: false }, headers, body)).toEqual({
+    expect(await post({ url: `http://127.0.0.1:${closedPort}/`, livemode: false }, headers, body, timeoutMs)).toEqual({
       responseStatus: null,
       error: "connection refused",
     });
   });
 
   it("a name that does not resolve is 'host not found'", async () => {
-    expect(await post({ url: "http://no-such-host.invalid/", livemode: false }, headers, body)).toEqual({
+    expect(await post({ url: "http://no-such-host.invalid/", livemode: false }, headers, body, timeoutMs)).toEqual({
       responseStatus: null,
       error: "host not found",
     });
   });
 
   it("an unparsable URL is a failed attempt, not a throw", async () => {
-    expect(await post({ url: "not a url", livemode: false }, headers, body)).toEqual({
+    expect(await post({ url: "not a url", livemode: false }, headers, body, timeoutMs)).toEqual({
       responseStatus: null,
       error: "webhook_url is not a valid URL",
     });
   });
 
+  it("a receiver that never answers: the attempt ends after its timeout as 'no answer', and the connection is closed", async () => {
+    let closed = false;
+    answer = (res) => res.on("close", () => (closed = true));
+    const started = performance.now();
+    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: false }, headers, body, 300)).toEqual({
+      responseStatus: null,
+      error: "no answer within 0.3 s",
+    });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(295);
+    await vi.waitFor(() => expect(closed).toBe(true));
+  });
+
   it.each(["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/", "http://[::ffff:169.254.169.254]/", "http://2852039166/"])(
     "never goes to the link-local or metadata address of %s",
     async (url) => {
-      const attempt = await post({ url, livemode: false }, headers, body);
+      const attempt = await post({ url, livemode: false }, headers, body, timeoutMs);
       expect(attempt.responseStatus).toBeNull();
       expect(attempt.error).toContain("link-local or metadata");
     },
@@ -170,7 +190,7 @@ describe("post to a sandbox receiver", () => {
 
 describe("post of a production event", () => {
   it("refuses http without connecting, even to a receiver that would answer", async () => {
-    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: true }, headers, body)).toEqual({
+    expect(await post({ url: `http://127.0.0.1:${port}/`, livemode: true }, headers, body, timeoutMs)).toEqual({
       responseStatus: null,
       error: "production events go to https URLs only",
     });
@@ -179,7 +199,7 @@ describe("post of a production event", () => {
   });
 
   it("refuses https to a name that resolves to a loopback address (localhost), without connecting", async () => {
-    const attempt = await post({ url: `https://localhost:${port}/`, livemode: true }, headers, body);
+    const attempt = await post({ url: `https://localhost:${port}/`, livemode: true }, headers, body, timeoutMs);
     expect(attempt.responseStatus).toBeNull();
     expect(attempt.error).toContain("not a public address");
     expect(connections).toBe(0);
@@ -194,12 +214,12 @@ describe("post of a production event", () => {
     "https://[::ffff:10.0.0.1]/hook",
     "https://[fd00::1]/hook",
   ])("refuses the private address literal of %s at once", async (url) => {
-    const attempt = await post({ url, livemode: true }, headers, body);
+    const attempt = await post({ url, livemode: true }, headers, body, timeoutMs);
     expect(attempt).toEqual({ responseStatus: null, error: expect.stringContaining("not a public address") });
   });
 
   it("refuses a link-local literal as link-local", async () => {
-    const attempt = await post({ url: "https://169.254.169.254/", livemode: true }, headers, body);
+    const attempt = await post({ url: "https://169.254.169.254/", livemode: true }, headers, body, timeoutMs);
     expect(attempt.error).toContain("link-local or metadata");
   });
 });

@@ -9,28 +9,27 @@ export interface Attempt {
   readonly error: string | null;
 }
 
-/**
- * How long an attempt may wait for its answer, from its start to the answer's status (issue: "say
- * 10 s"); the answer's body then gets as long between two of its pieces.
- */
-export const attemptTimeoutMs = 10_000;
-/** Why an attempt without an answer in time failed. */
-const noAnswer = `no answer within ${attemptTimeoutMs / 1000} s`;
+/** Why an attempt without an answer within `timeoutMs` failed. */
+function noAnswer(timeoutMs: number): string {
+  return `no answer within ${timeoutMs / 1000} s`;
+}
 /** How much of an answer's body is read: receivers answer a few bytes; more is cut off, never buffered. */
 const answerCapBytes = 16 * 1024;
 
 /**
- * Connection pools, one per environment: a connection opened under the sandbox's rules
- * (a private address) must never be reused for a production delivery to the same host and port.
+ * Connection pools, one per environment (and attempt timeout, which a process sets once): a
+ * connection opened under the sandbox's rules (a private address) must never be reused for a
+ * production delivery to the same host and port.
  */
-const agents = new Map<boolean, Agent>();
+const agents = new Map<string, Agent>();
 
-function agentFor(livemode: boolean): Agent {
-  let agent = agents.get(livemode);
+function agentFor(livemode: boolean, timeoutMs: number): Agent {
+  const key = `${livemode} ${timeoutMs}`;
+  let agent = agents.get(key);
   if (agent === undefined) {
     // An answer's body never holds its connection longer than an attempt may last.
-    agent = new Agent({ connect: { lookup: checkedLookup(livemode) }, bodyTimeout: attemptTimeoutMs, headersTimeout: attemptTimeoutMs });
-    agents.set(livemode, agent);
+    agent = new Agent({ connect: { lookup: checkedLookup(livemode) }, bodyTimeout: timeoutMs, headersTimeout: timeoutMs });
+    agents.set(key, agent);
   }
   return agent;
 }
@@ -72,10 +71,10 @@ function destinationOf(target: string, livemode: boolean): Destination {
 }
 
 /** Words for a failure a receiver's user can act on. */
-function describe(error: unknown): string {
+function describe(error: unknown, timeoutMs: number): string {
   const code = (error as { code?: string }).code;
   // undici's own limits are the attempt's: whichever ends it first, the receiver hears the same words.
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") return noAnswer;
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") return noAnswer(timeoutMs);
   if (code === "ECONNREFUSED") return "connection refused";
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "host not found";
   if (code === "ECONNRESET") return "connection reset";
@@ -94,11 +93,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private received = 0;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly settle: (attempt: Attempt) => void) {
+  constructor(
+    private readonly settle: (attempt: Attempt) => void,
+    private readonly timeoutMs: number,
+  ) {
     this.timer = setTimeout(() => {
-      this.decide({ responseStatus: null, error: noAnswer });
+      this.decide({ responseStatus: null, error: noAnswer(timeoutMs) });
       this.controller?.abort(new Error("no answer in time"));
-    }, attemptTimeoutMs);
+    }, timeoutMs);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -119,7 +121,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {}
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.decide({ responseStatus: null, error: describe(error) });
+    this.decide({ responseStatus: null, error: describe(error, this.timeoutMs) });
   }
 
   private decide(attempt: Attempt): void {
@@ -132,20 +134,22 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
 /**
  * POSTs one delivery. Redirects are not followed (a 3xx is a failed attempt: the receiver must give
- * its final URL); at most `answerCapBytes` of the answer are read; without an answer within
- * `attemptTimeoutMs` the attempt fails. Never throws: every outcome is an `Attempt`.
+ * its final URL); at most `answerCapBytes` of the answer are read; without an answer's status within
+ * `timeoutMs` (WEBHOOK_ATTEMPT_TIMEOUT_MS) the attempt fails, and the answer's body then gets as long
+ * between two of its pieces. Never throws: every outcome is an `Attempt`.
  */
 export function post(
   target: { readonly url: string; readonly livemode: boolean },
   headers: Record<string, string>,
   body: string,
+  timeoutMs: number,
 ): Promise<Attempt> {
   const destination = destinationOf(target.url, target.livemode);
   if ("refusal" in destination) return Promise.resolve({ responseStatus: null, error: destination.refusal });
   return new Promise((settle) => {
-    const handler = new AttemptHandler(settle);
+    const handler = new AttemptHandler(settle, timeoutMs);
     try {
-      agentFor(target.livemode).dispatch(
+      agentFor(target.livemode, timeoutMs).dispatch(
         {
           origin: destination.origin,
           path: destination.path,

@@ -10,7 +10,7 @@ import { TestClock } from "./support/clock.js";
 import { fileDatabaseUrl, onPostgres } from "./support/database.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
-import { type Json, uniqueId } from "./support/parity.js";
+import { type Json, uniqueId } from "./support/resource-api.js";
 import { runningService, servicePair } from "./support/running.js";
 import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";

@@ -9,7 +9,7 @@ import { TestClock } from "./support/clock.js";
 import { onPostgres } from "./support/database.js";
 import { expectExactRestError, expectRestError, expectRpcError } from "./support/errors.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
-import { uniqueId } from "./support/parity.js";
+import { uniqueId } from "./support/resource-api.js";
 import { testRedisUrl } from "./support/redis.js";
 import { instancePair, runningService, servicePair } from "./support/running.js";
 import { noPolling, startInstance, startService, unreachedLimit, type TestService } from "./support/service.js";

@@ -6,7 +6,7 @@ import { loadApiSchema } from "../fuzz/schema.js";
 import { visaCard } from "../support/cards.js";
 import type { DocumentedCode } from "../support/errors.js";
 import { adminIssue, newMerchant } from "../support/merchant.js";
-import { uniqueId } from "../support/parity.js";
+import { uniqueId } from "../support/resource-api.js";
 import { createPayment } from "../support/payments.js";
 import { payoutBodies, payoutCards } from "../support/payout-destinations.js";
 import { servicePair } from "../support/running.js";

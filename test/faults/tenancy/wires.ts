@@ -5,7 +5,7 @@ import { readMessage, writeMessage } from "../../../src/rest-json/codec.js";
 import type { ApiMethod, RestRoute } from "../../fuzz/schema.js";
 import { rest, rpcClient, type RestResponse } from "../../support/clients.js";
 import { expectExactRestError, expectRpcError, type DocumentedCode } from "../../support/errors.js";
-import { errorTransport, query } from "../../support/parity.js";
+import { errorTransport, query } from "../../support/resource-api.js";
 
 /*
  * One RPC called over one way in: a REST binding of its google.api.http rule, Connect with JSON or

@@ -1,13 +1,53 @@
 import { defineConfig } from "vitest/config";
 
+/*
+ * The suite's tiers (docs/testing.md), each a vitest project: `npm test` runs unit, parity and
+ * service, the tiers that run in the test process; `npm run test:system` runs the system tier;
+ * CI runs every tier (`npx vitest run`).
+ */
+
+/**
+ * The system tier: what runs other programs — server processes, builds, browsers, other languages'
+ * and tools' clients, the README's tour — and is slow for it, where the service tier runs the
+ * service in the test process.
+ */
+const systemFiles = [
+  "test/clients/**/*.test.ts",
+  "test/api-reference.test.ts",
+  "test/browser-checkout.test.ts",
+  "test/card-data.test.ts",
+  "test/client-package.test.ts",
+  "test/config.test.ts",
+  "test/embedded-owner.test.ts",
+  "test/first-start.test.ts",
+  "test/instance-liveness.test.ts",
+  "test/log-pipe.test.ts",
+  "test/log-redaction.test.ts",
+  "test/migrate.test.ts",
+  "test/production-build.test.ts",
+  "test/readme.test.ts",
+  "test/request-log.test.ts",
+  "test/secret-rotation.test.ts",
+  "test/traces.test.ts",
+  "test/webhook-secret-log.test.ts",
+];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "src/**/*.spec.ts"],
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
     env: { LOG_LEVEL: "silent" },
+    projects: [
+      { extends: true, test: { name: "unit", include: ["src/**/*.spec.ts"] } },
+      { extends: true, test: { name: "parity", include: ["test/parity/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: { name: "service", include: ["test/*.test.ts", "test/in-process/**/*.test.ts"], exclude: systemFiles },
+      },
+      { extends: true, test: { name: "system", include: systemFiles } },
+    ],
     // `npm run test:coverage`: line and branch coverage of src/ by what runs in the test processes
     // (servers the tests spawn as processes of their own are not measured); docs/testing.md.
     coverage: {

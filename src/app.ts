@@ -401,7 +401,6 @@ export async function serve(opened: App): Promise<RunningService> {
         : { policy: new CorsPolicy(app.config.corsAllowedOrigins), browserCallable: publishableKeyMayCall },
     onEnded: (record) => app.metrics.requestEnded(record),
     tracing: app.tracing,
-    directCalls: app.config.directCalls,
   });
   const ops =
     app.config.opsPort === undefined

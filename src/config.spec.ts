@@ -273,20 +273,6 @@ describe("loadConfig", () => {
     });
   });
 
-  describe("DIRECT_CALLS", () => {
-    it.each([
-      [undefined, true],
-      ["true", true],
-      ["false", false],
-    ])("takes %s", (value, expected) => {
-      expect(loadConfig(value === undefined ? {} : { DIRECT_CALLS: value }).directCalls).toBe(expected);
-    });
-
-    it.each(["off", "0"])("refuses %s rather than guess", (value) => {
-      expect(problem({ DIRECT_CALLS: value })).toBe(`DIRECT_CALLS must be true or false, got "${value}"`);
-    });
-  });
-
   describe("JOB_MAX_ATTEMPTS", () => {
     it("defaults to 20 (about 11½ hours of retries) and takes 1 to 1000", () => {
       expect(loadConfig({}).jobMaxAttempts).toBe(20);

@@ -96,13 +96,6 @@ export interface Config {
    */
   readonly migrateOnStart: boolean;
   /**
-   * Whether the port answers the common Connect and gRPC unary calls itself (the default) rather than
-   * through connect's handler, which answers the same, slower (docs/architecture.md, "Request flow").
-   * False sends every call through connect's handler: a switch should a direct path ever answer
-   * differently, and the other side of the tests that hold the two to the same answers.
-   */
-  readonly directCalls: boolean;
-  /**
    * Where OpenTelemetry traces go (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT);
    * undefined, or OTEL_SDK_DISABLED=true, traces nothing and never loads the SDK. The SDK reads
    * the other OTEL_* variables itself; the ones a typo would silently break are checked here.
@@ -211,7 +204,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, use: ConfigUse 
     logLevel: check(() => oneOf(env, "LOG_LEVEL", logLevels, "info"), "info"),
     opsPort: text(env, "OPS_PORT") === undefined ? undefined : int("OPS_PORT", 0, 0, 65535),
     migrateOnStart: check(() => boolean(env, "MIGRATE_ON_START", true), true),
-    directCalls: check(() => boolean(env, "DIRECT_CALLS", true), true),
     tracesEndpoint: check(() => tracesEndpoint(env), undefined),
   };
   if (config.apiKeyHashPreviousSecret !== undefined && config.apiKeyHashNextSecret !== undefined) {

@@ -58,8 +58,6 @@ export interface NodeHandlerOptions {
   readonly onEnded?: (record: RequestRecord, status: number) => void;
   /** A server span per request (OpenTelemetry); absent when tracing is off, so a request costs nothing for it. */
   readonly tracing?: Tracing;
-  /** Whether the common Connect and gRPC unary calls are answered directly (DIRECT_CALLS), not through connect's handler. */
-  readonly directCalls: boolean;
 }
 
 /**
@@ -73,16 +71,7 @@ export interface NodeHandlerOptions {
  * (authenticated, rate-limited) from its headers before its body is read, and a request whose body
  * was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler({
-  router,
-  pages,
-  admit,
-  clients,
-  cors,
-  onEnded,
-  tracing,
-  directCalls,
-}: NodeHandlerOptions): DualProtocolHandler {
+export function createNodeHandler({ router, pages, admit, clients, cors, onEnded, tracing }: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
   const rest = createRestHandler(router.interceptors);
@@ -190,7 +179,7 @@ export function createNodeHandler({
     record.caller = admitted.caller;
     for (const [name, value] of admitted.header) res.setHeader(name, value);
     const values = callValues(record, admitted.caller);
-    if (directCalls && protocol === "connect" && connectUnary.accepts(req, handler.method)) {
+    if (protocol === "connect" && connectUnary.accepts(req, handler.method)) {
       return connectUnary.serve({ method: handler.method, req, res, record, values });
     }
     const viaConnect = async (body?: Uint8Array): Promise<void> => {
@@ -203,7 +192,7 @@ export function createNodeHandler({
       const documented = await withDocumentedRefusals(answer, protocol, { httpMethod: req.method, method: handler.method }, record);
       await universalResponseToNodeResponse(protocol === "grpc" ? withSpecGrpcMessage(documented) : documented, res);
     };
-    if (directCalls && protocol === "grpc" && grpcUnary.accepts(req, handler.method)) {
+    if (protocol === "grpc" && grpcUnary.accepts(req, handler.method)) {
       return grpcUnary.serve({ method: handler.method, req, res, record, values, viaConnect });
     }
     return viaConnect();

@@ -2,7 +2,6 @@ import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import type { DatabaseTimeouts } from "../db/pool.js";
 import { log } from "../log.js";
-import type { DispatcherSettings } from "./dispatcher.js";
 import { leaseMsFor, newLease } from "./lease.js";
 
 /** What sending a delivery needs, as its writer hands it over at commit. */
@@ -46,6 +45,12 @@ export interface WebhookSender extends DeliveryHandOff {
   stop(): Promise<void>;
   /** Sends every delivery due now and waits until their outcomes are written; returns how many were sent. */
   deliverDue(): Promise<number>;
+}
+
+/** How a dispatcher sends: WEBHOOK_ENDPOINT_CONCURRENCY and WEBHOOK_ATTEMPT_TIMEOUT_MS. */
+export interface DispatcherSettings {
+  readonly perEndpoint: number;
+  readonly attemptTimeoutMs: number;
 }
 
 /** What the delivery thread needs to open its own connections and clock (all of it cloneable). */

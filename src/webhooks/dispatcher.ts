@@ -6,7 +6,7 @@ import { leaseMsFor, newLease } from "./lease.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
 import { type Attempt, post } from "./sender.js";
 import { webhookBody } from "./body.js";
-import type { HandedOver, WebhookSender } from "./delivery-thread.js";
+import type { DispatcherSettings, HandedOver, WebhookSender } from "./delivery-thread.js";
 import { signatureHeaders } from "./signature.js";
 
 /** How often to look for due deliveries when there was nothing to do. */
@@ -129,12 +129,6 @@ UPDATE webhook_deliveries d SET leased_until = NULL
 const giveBackTake = `
 UPDATE webhook_deliveries SET leased_until = NULL
  WHERE status = 'pending' AND ${takeableAt("")} = $1::timestamptz AND leased_until = $1::timestamptz`;
-
-/** How a dispatcher sends: WEBHOOK_ENDPOINT_CONCURRENCY and WEBHOOK_ATTEMPT_TIMEOUT_MS. */
-export interface DispatcherSettings {
-  readonly perEndpoint: number;
-  readonly attemptTimeoutMs: number;
-}
 
 /**
  * Sends every event to its profile's webhook_url (docs/events.md), from the deliveries written with

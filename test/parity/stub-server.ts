@@ -98,7 +98,6 @@ export async function startStubServer(services: readonly DescService[]): Promise
       header: [[limitHeader, "1000"]],
     }),
     clients: new ClientAddresses([]),
-    directCalls: true,
   });
   const listener = createDualProtocolServer(handler);
   await new Promise<void>((resolve, reject) => {

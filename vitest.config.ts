@@ -37,6 +37,7 @@ const systemFiles = [
 export default defineConfig({
   test: {
     globalSetup: ["test/support/global-setup.ts"],
+    setupFiles: ["test/support/file-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
@@ -46,11 +47,14 @@ export default defineConfig({
     maxWorkers: Math.max(2, availableParallelism()),
     env: { LOG_LEVEL: "silent" },
     projects: [
-      { extends: true, test: { name: "unit", include: ["src/**/*.spec.ts"] } },
-      { extends: true, test: { name: "parity", include: ["test/parity/**/*.test.ts"] } },
+      // The in-process tiers share the modules of a worker between its files (file-setup.ts says
+      // what each file still gets of its own): loading them afresh for each file took a third of
+      // `npm test`'s time (docs/testing.md).
+      { extends: true, test: { name: "unit", include: ["src/**/*.spec.ts"], isolate: false } },
+      { extends: true, test: { name: "parity", include: ["test/parity/**/*.test.ts"], isolate: false } },
       {
         extends: true,
-        test: { name: "service", include: ["test/*.test.ts", "test/in-process/**/*.test.ts"], exclude: systemFiles },
+        test: { name: "service", include: ["test/*.test.ts", "test/in-process/**/*.test.ts"], exclude: systemFiles, isolate: false },
       },
       { extends: true, test: { name: "system", include: systemFiles } },
     ],

@@ -49,6 +49,14 @@ export const onPostgres = process.env.DATABASE_URL !== undefined;
 
 let fileDatabase: Promise<string> | undefined;
 
+/**
+ * Makes the next fileDatabaseUrl() clone a database afresh: test files that share this module (a
+ * tier that does not isolate its files) still each get one of their own (file-setup.ts).
+ */
+export function forgetFileDatabase(): void {
+  fileDatabase = undefined;
+}
+
 /** This test file's own database (created on first use), or undefined on the embedded database. */
 export function fileDatabaseUrl(): Promise<string> | undefined {
   const template = process.env.DATABASE_URL;

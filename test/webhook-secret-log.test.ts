@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cardData } from "./support/cards.js";
 import { rest } from "./support/clients.js";
 import { fileDatabaseUrl } from "./support/database.js";
@@ -10,7 +10,7 @@ import { createPayment } from "./support/payments.js";
 import type { Json } from "./support/resource-api.js";
 import { spawnServer } from "./support/server-process.js";
 import { sleep, waitUntil } from "./support/wait.js";
-import { alwaysOk, startReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
+import { receiversPerTest } from "./support/webhook-receiver.js";
 
 /*
  * A profile's webhook secret, in a server process as `npm start` runs it (the system tier): through
@@ -18,18 +18,8 @@ import { alwaysOk, startReceiver, type WebhookReceiver } from "./support/webhook
  * request. Delivery itself is test/webhooks.test.ts's subject.
  */
 
-/** Receivers the current test started; closed after it. */
-const receivers: WebhookReceiver[] = [];
-
-async function receiver(script = alwaysOk): Promise<WebhookReceiver> {
-  const started = await startReceiver(script);
-  receivers.push(started);
-  return started;
-}
-
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-});
+/** Starts a receiver for the current test; it is closed after the test. */
+const receiver = receiversPerTest();
 
 describe("the webhook secret in a server process", () => {
   let dataDir: string | undefined;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { Webhook } from "standardwebhooks";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type Event, EventService } from "../gen/paymentservice/v1/event_pb.js";
 import { MerchantService } from "../gen/paymentservice/v1/merchant_pb.js";
 import { cardData } from "./support/cards.js";
@@ -23,7 +23,7 @@ import {
   parseSignatureHeader,
   type ReceivedRequest,
   standardHeaders,
-  startReceiver,
+  receiversPerTest,
   verifySignature,
   type WebhookReceiver,
 } from "./support/webhook-receiver.js";
@@ -45,18 +45,8 @@ const second = 1000;
 const hour = 3_600_000;
 const day = 24 * hour;
 
-/** Receivers the current test started; closed after it. */
-const receivers: WebhookReceiver[] = [];
-
-async function receiver(script = alwaysOk): Promise<WebhookReceiver> {
-  const started = await startReceiver(script);
-  receivers.push(started);
-  return started;
-}
-
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-});
+/** Starts a receiver for the current test; it is closed after the test. */
+const receiver = receiversPerTest();
 
 /** The webhook-id header of each request, in arrival order. */
 const ids = (r: WebhookReceiver) => r.requests.map((request) => request.headers["webhook-id"]);

@@ -7,11 +7,22 @@ import { ApiRouter } from "../../src/transport/api-router.js";
 import { errorCatalogue, type ErrorCode, serviceUnavailable } from "../../src/errors.js";
 import { writeMessage } from "../../src/rest-json/codec.js";
 import { httpRulesOf } from "../../src/transport/rest/router.js";
+import { PaymentService } from "../../gen/paymentservice/v1/payment_pb.js";
 import { documentedErrorType } from "../support/errors.js";
 import { openTestApp } from "../support/service.js";
 import { callRest, callRpc, type Outcome, restWays, rpcWays } from "./protocols.js";
 import { sampleMessage, type SampleScope } from "./samples.js";
-import { emptyHeader, failHeader, limitHeader, rowHeader, startStubServer, stubErrorMessage, type StubServer } from "./stub-server.js";
+import {
+  emptyHeader,
+  failHeader,
+  largeAnswer,
+  largeHeader,
+  limitHeader,
+  rowHeader,
+  startStubServer,
+  stubErrorMessage,
+  type StubServer,
+} from "./stub-server.js";
 
 /*
  * Protocol parity, generated from the descriptors (issue 39): every RPC of every service in
@@ -141,5 +152,20 @@ describe.each(methods.map((method, i) => ({ method, i })))("$method.parent.name/
       expect(outcome.header.get(limitHeader)).toBe("1000");
     }
     if (code === "SU_01") expect(outcome.header.get("retry-after"), "SU_01 without Retry-After").not.toBeNull();
+  });
+});
+
+describe("answers over a kilobyte", () => {
+  const method: DescMethod = PaymentService.method.createPayment;
+
+  it.each(waysOf(method))("arrive whole over $name, compressed where the protocol compresses for a client that accepts it", async (way) => {
+    const outcome = await way.call(method, sampleMessage(method.input, way.scope), { [rowHeader]: nextRow(), [largeHeader]: "yes" });
+    if (!outcome.ok) expect.fail(`${way.name}: ${JSON.stringify(outcome.error)}`);
+    const answer = largeAnswer(method);
+    if (outcome.json !== undefined) expect(outcome.json).toEqual(writeMessage(answer, method.output));
+    else expect(equals(method.output, outcome.messages[0]!, answer), "another answer arrived").toBe(true);
+    // connect-node's clients accept gzip: Connect unary answers say so in content-encoding, gRPC's in grpc-encoding.
+    if (way.name.startsWith("Connect")) expect(outcome.header.get("content-encoding")).toBe("gzip");
+    if (way.name.startsWith("gRPC") && !way.name.startsWith("gRPC-Web")) expect(outcome.header.get("grpc-encoding")).toBe("gzip");
   });
 });

@@ -87,3 +87,36 @@ describe("gRPC unary refusals, answered by the port and by connect's handler", (
     expect(direct).toEqual(viaConnect);
   });
 });
+
+describe("unary bodies only the port's own paths see", () => {
+  it("a Connect message over the 1 MiB limit, sent without its length: 413 and the documented refusal", async () => {
+    const text = JSON.stringify({ ...payment, description: "y".repeat(1024 * 1024) });
+    const res = await fetch(server.url + createPath, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      // A stream, so no Content-Length tells the port the size before it reads.
+      body: new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(text));
+          controller.close();
+        },
+      }),
+      duplex: "half",
+    } as RequestInit);
+    const error = (await res.json()) as { code: string; message: string };
+    // HTTP's own status for it, as REST answers; the Connect code stays invalid_argument (IR_06).
+    expect({ status: res.status, code: error.code }).toEqual({ status: 413, code: "invalid_argument" });
+    expect(error.message).toMatch(/1 MiB|1048576|limit/);
+  });
+
+  const createMessage = toBinary(CreatePaymentRequestSchema, create(CreatePaymentRequestSchema, { amount: 1000n, currency: "USD" }));
+  it.each([
+    ["a frame cut short", frame(createMessage).subarray(0, 8)],
+    ["a frame longer than it says", Buffer.concat([frame(createMessage), Buffer.from([1])])],
+    ["a frame flagged compressed without grpc-encoding", frame(createMessage, 1)],
+  ])("gRPC, %s: handed to connect's handler as read, and refused in the documented shape", async (_, body) => {
+    const answer = await grpcRaw(server.url, createPath, body);
+    expect({ grpcStatus: answer.grpcStatus, code: answer.detail?.code }).toEqual({ grpcStatus: 3, code: "IR_06" });
+    expect(answer.message).toMatch(/frame|compress/);
+  });
+});

@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
-import { create, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
+import { create, type DescMethod, type DescService, type Message, ScalarType } from "@bufbuild/protobuf";
+import { reflect } from "@bufbuild/protobuf/reflect";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { callInterceptors, routerOptions } from "../../src/app.js";
 import { ApiError, type ErrorCode } from "../../src/errors.js";
@@ -23,6 +24,17 @@ export const rowHeader = "x-parity-row";
 export const failHeader = "x-parity-fail";
 /** The request header that asks a stub for empty answers: every field unset, which REST writes as null or its default. */
 export const emptyHeader = "x-parity-empty";
+/** The request header that asks a stub for answers over a kilobyte, which the protocols compress for clients that accept it. */
+export const largeHeader = "x-parity-large";
+
+/** The output's sample with its first text field a few kilobytes long. */
+export function largeAnswer(method: DescMethod): Message {
+  const answer = reflect(method.output, sampleMessage(method.output));
+  const text = answer.fields.find((field) => field.fieldKind === "scalar" && field.scalar === ScalarType.STRING);
+  if (text === undefined) throw new Error(`${method.output.typeName} has no text field to make long`);
+  answer.set(text, "Grüße ✓ ".repeat(400));
+  return answer.message;
+}
 /** The rate-limit header admission adds to every answer, as the real admission does. */
 export const limitHeader = "x-ratelimit-limit";
 
@@ -56,7 +68,8 @@ function receive(calls: Map<string, Received>, method: DescMethod, request: Mess
 
 /** What a stub answers: the output's sample, or an empty message when the call asks for one. */
 function answerOf(method: DescMethod, ctx: HandlerContext): Message {
-  return ctx.requestHeader.has(emptyHeader) ? create(method.output) : sampleMessage(method.output);
+  if (ctx.requestHeader.has(emptyHeader)) return create(method.output);
+  return ctx.requestHeader.has(largeHeader) ? largeAnswer(method) : sampleMessage(method.output);
 }
 
 /** A stub of every method of `service`: unary ones answer once, streams twice. */

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterEach } from "vitest";
 import type { EventDelivery } from "../../gen/paymentservice/v1/event_pb.js";
 import { DeliveryStatusSchema } from "../../gen/paymentservice/v1/event_pb.js";
 import { iso, type Json, word } from "./resource-api.js";
@@ -198,3 +199,20 @@ export const noWebhookUrl: Json = {
   last_attempt_at: null,
   next_attempt_at: null,
 };
+
+/**
+ * A `startReceiver` for the calling file's tests whose receivers are closed after the test that
+ * started them, so a delivery an earlier test left pending fails fast (connection refused) when a
+ * later test moves the clock. Called at a file's top level: it registers the file's afterEach.
+ */
+export function receiversPerTest(): (script?: Script) => Promise<WebhookReceiver> {
+  const started: WebhookReceiver[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((receiver) => receiver.close()));
+  });
+  return async (script = alwaysOk) => {
+    const receiver = await startReceiver(script);
+    started.push(receiver);
+    return receiver;
+  };
+}

@@ -28,13 +28,12 @@ import {
  * Protocol parity, generated from the descriptors (issue 39): every RPC of every service in
  * proto/paymentservice/v1, over each of its REST bindings and every RPC way (Connect JSON, binary,
  * HTTP/2, gzip, GET, a deadline; gRPC plain, gzip, a deadline; gRPC-Web binary and JSON), answering
- * with every field set and with none, and failing,
- * against stub services behind the real transport (stub-server.ts). Each row checks that the stub
- * received the very message sent and the row's headers, and that the client got the very answer
- * (field by field: every field set, or none, which REST writes as null or the default) with the
- * stub's and admission's headers, or
- * the stub's documented error with its code, type, message, request id, HTTP status or Connect code.
- * A new RPC gets its rows without anyone writing them; business rules are tested once elsewhere.
+ * with every field set and with none, and failing, against stub services behind the real transport
+ * (stub-server.ts). Each row checks that the stub received the very message sent and the row's
+ * headers, and that the client got the very answer (field by field: every field set, or none, which
+ * REST writes as null or the default) with the stub's and admission's headers, or the stub's
+ * documented error with its code, type, message, request id, HTTP status or Connect code. A new RPC
+ * gets its rows without anyone writing them; business rules are tested once elsewhere.
  */
 
 /** Every service the protos of the API declare, from the generated code. */

@@ -27,6 +27,9 @@ export const emptyHeader = "x-parity-empty";
 /** The request header that asks a stub for answers over a kilobyte, which the protocols compress for clients that accept it. */
 export const largeHeader = "x-parity-large";
 
+/** The rate-limit header admission adds to every answer, as the real admission does. */
+export const limitHeader = "x-ratelimit-limit";
+
 /** The output's sample with its first text field a few kilobytes long. */
 export function largeAnswer(method: DescMethod): Message {
   const answer = reflect(method.output, sampleMessage(method.output));
@@ -35,8 +38,6 @@ export function largeAnswer(method: DescMethod): Message {
   answer.set(text, "Grüße ✓ ".repeat(400));
   return answer.message;
 }
-/** The rate-limit header admission adds to every answer, as the real admission does. */
-export const limitHeader = "x-ratelimit-limit";
 
 /** The message of every error a stub throws: text outside ASCII, so each protocol's encoding of it shows. */
 export function stubErrorMessage(method: DescMethod): string {
@@ -52,7 +53,6 @@ export interface Received {
 /** The stub server: its address and what each row's call brought to a stub. */
 export interface StubServer {
   readonly url: string;
-  readonly port: number;
   received(row: string): Received | undefined;
   close(): Promise<void>;
 }
@@ -66,7 +66,7 @@ function receive(calls: Map<string, Received>, method: DescMethod, request: Mess
   if (code !== null) throw new ApiError(code as ErrorCode, stubErrorMessage(method));
 }
 
-/** What a stub answers: the output's sample, or an empty message when the call asks for one. */
+/** What a stub answers: the output's sample, or the empty or large answer the call asks for. */
 function answerOf(method: DescMethod, ctx: HandlerContext): Message {
   if (ctx.requestHeader.has(emptyHeader)) return create(method.output);
   return ctx.requestHeader.has(largeHeader) ? largeAnswer(method) : sampleMessage(method.output);
@@ -120,7 +120,6 @@ export async function startStubServer(services: readonly DescService[]): Promise
   const { port } = listener.server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    port,
     received: (row) => calls.get(row),
     close: () => listener.close(1_000),
   };

@@ -5,7 +5,7 @@ import { cardData } from "./cards.js";
 import { newMerchant, type TestMerchant } from "./merchant.js";
 import { freePort } from "./ports.js";
 import { createPayment, retrievePayment } from "./payments.js";
-import { startService, type TestService } from "./service.js";
+import type { TestService } from "./service.js";
 
 /*
  * The scene of the sandbox 3D Secure flow (decisions §3): the service on a public URL the browser
@@ -58,14 +58,17 @@ export interface ThreeDsScene {
   retrieve(paymentId: string): Promise<Awaited<ReturnType<typeof retrievePayment>>>;
 }
 
-/** Starts the scene in beforeAll (closed in afterAll) and makes a merchant before each test. */
-export function threeDsScene(): ThreeDsScene {
+/**
+ * Starts the scene in beforeAll (closed in afterAll) and makes a merchant before each test. The file
+ * passes the start of its service (startService): .ci/run reads test files for the topology.
+ */
+export function threeDsScene(start: (overrides: NodeJS.ProcessEnv) => Promise<TestService>): ThreeDsScene {
   let service: TestService | undefined;
   let site: MerchantSite | undefined;
   let merchant: TestMerchant | undefined;
   beforeAll(async () => {
     const port = await freePort();
-    service = await startService({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+    service = await start({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
     site = await startMerchantSite();
   });
   afterAll(async () => {

@@ -36,7 +36,9 @@ const aboutCvc = /(?<![a-z0-9])(card_?)?cv[cv](?![a-z0-9])|cardCv[cv]/i;
 /**
  * What in one record looks like card data: one of the numbers sent (also spaced or dashed), a
  * Luhn-valid run of 13–19 digits starting as card numbers do (2 to 6: never an epoch timestamp), a
- * CVC sent in a record that speaks of CVCs, or any value given to a cvc field.
+ * CVC sent in a record that speaks of CVCs, or any value given to a cvc field. A digit run inside a
+ * word (a hex digest, a random id) is not taken for a card number: one in ten such runs passes Luhn,
+ * and a key's SHA-256 held one (`\\xa2328215157326304…`).
  */
 export function cardDataIn(written: string, sent: SentCardData): string[] {
   // Percent-encoded (a path, a query string) card data is card data too.
@@ -45,7 +47,7 @@ export function cardDataIn(written: string, sent: SentCardData): string[] {
   for (const number of sent.numbers) {
     if (cardPattern(number).test(record)) found.push(`card number ${number.slice(0, 6)}…`);
   }
-  for (const run of record.match(/(?<!\d)[2-6]\d{12,18}(?!\d)/g) ?? []) {
+  for (const run of record.match(/(?<![0-9A-Za-z])[2-6]\d{12,18}(?![0-9A-Za-z])/g) ?? []) {
     if (passesLuhn(run)) found.push(`Luhn-valid digit run ${run.slice(0, 6)}…`);
   }
   if (aboutCvc.test(record) && sent.cvcs.some((cvc) => new RegExp(`\\b${cvc}\\b`).test(record)))

@@ -5,7 +5,7 @@ import { formActionOf, threeDsScene } from "./support/three-ds.js";
 /*
  * The sandbox 3D Secure flow (decisions §3) without a browser: the forms of the service's page posted
  * to directly, as a script would. The flow in Chromium, as a customer goes through it, is
- * test/browser-3ds.test.ts (the system tier).
+ * test/system/browser-3ds.test.ts (the system tier).
  */
 
 const scene = threeDsScene((overrides) => startService(overrides));

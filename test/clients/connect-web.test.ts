@@ -14,7 +14,7 @@ import { type CallResult, type ClientFamily, type ErrorDetailJson, runClientScen
  * The service called from a web page with @connectrpc/connect-web in headless Chromium, its
  * generated clients bundled with esbuild as a web app would. The page is served on the service's own
  * origin (the browser is handed it for a path the service does not serve), so this is the client
- * library under test; calls from another origin, and CORS, are test/browser-checkout.test.ts's.
+ * library under test; calls from another origin, and CORS, are test/system/browser-checkout.test.ts's.
  */
 
 const service = runningService();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { spawnServer } from "./support/server-process.js";
+import { spawnServer } from "../support/server-process.js";
 
 /*
  * The configuration is checked before anything opens (docs/operations.md, "Configuration checks"):

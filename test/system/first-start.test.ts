@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { emptyDatabaseUrl, onPostgres } from "./support/database.js";
-import { logLines, runNpmScript } from "./support/server-log.js";
-import { spawnServer } from "./support/server-process.js";
-import { until } from "./support/wait.js";
-import { testDataEncryptionKey, testHashSecret } from "./support/service.js";
+import { emptyDatabaseUrl, onPostgres } from "../support/database.js";
+import { logLines, runNpmScript } from "../support/server-log.js";
+import { spawnServer } from "../support/server-process.js";
+import { until } from "../support/wait.js";
+import { testDataEncryptionKey, testHashSecret } from "../support/service.js";
 
 /*
  * A new user's first start on PostgreSQL (docs/operations.md, "First start"): the embedded database
- * prints a sandbox merchant and key at once (test/readme.test.ts runs that); on an empty PostgreSQL
+ * prints a sandbox merchant and key at once (test/system/readme.test.ts runs that); on an empty PostgreSQL
  * database the start log says what to run, and what that prints works as printed.
  */
 

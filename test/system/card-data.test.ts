@@ -5,14 +5,14 @@ import { toJsonString } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ErrorDetailSchema } from "../gen/paymentservice/v1/error_pb.js";
-import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardInput } from "../gen/paymentservice/v1/payment_pb.js";
-import { startEmbeddedDatabase } from "../src/db/embedded.js";
-import { expectNoCardData, type SentCardData } from "./support/card-data.js";
-import { rpcClient } from "./support/clients.js";
-import { fileDatabaseUrl } from "./support/database.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { spawnServer, type ServerProcess } from "./support/server-process.js";
+import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
+import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardInput } from "../../gen/paymentservice/v1/payment_pb.js";
+import { startEmbeddedDatabase } from "../../src/db/embedded.js";
+import { expectNoCardData, type SentCardData } from "../support/card-data.js";
+import { rpcClient } from "../support/clients.js";
+import { fileDatabaseUrl } from "../support/database.js";
+import { newMerchant, type TestMerchant } from "../support/merchant.js";
+import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
 /*
  * Decisions §4 and the issue "no full card number or CVC in any table, log line or response": the

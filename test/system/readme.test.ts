@@ -2,9 +2,9 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "./support/ports.js";
-import { type ServerProcess, spawnServer } from "./support/server-process.js";
-import { until } from "./support/wait.js";
+import { freePort } from "../support/ports.js";
+import { type ServerProcess, spawnServer } from "../support/server-process.js";
+import { until } from "../support/wait.js";
 
 /*
  * The README's "Try it" section, run as a reader runs it: every shell block in order, in one bash,
@@ -14,7 +14,7 @@ import { until } from "./support/wait.js";
  * a reader stops with Ctrl-C, are stopped after a few seconds.
  */
 
-const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 /** The admin key the README's tour starts the service with. */
 const tourAdminKey = "my-admin-api-key";
 
@@ -67,7 +67,7 @@ describe("README: Try it", () => {
     // A stream runs until the reader stops it: stopped here after a few seconds, which counts as done.
     const streamsStopped = `npx() { case "$*" in *StreamEvents*) timeout 8 npx "$@" || [ $? -eq 124 ] ;; *) command npx "$@" ;; esac; }\n`;
     const { stdout, stderr } = await promisify(execFile)("bash", ["-c", `set -u\n${streamsStopped}${script}`], {
-      cwd: new URL("..", import.meta.url),
+      cwd: new URL("../..", import.meta.url),
       env: { ...process.env, NO_COLOR: "1" },
       maxBuffer: 64 * 2 ** 20,
       timeout: 240_000,

@@ -3,11 +3,11 @@ import { once } from "node:events";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LogLine, logLines } from "./support/server-log.js";
-import { rest } from "./support/clients.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { spawnServer, type ServerProcess } from "./support/server-process.js";
-import { startInstance } from "./support/service.js";
+import { type LogLine, logLines } from "../support/server-log.js";
+import { rest } from "../support/clients.js";
+import { newMerchant, type TestMerchant } from "../support/merchant.js";
+import { spawnServer, type ServerProcess } from "../support/server-process.js";
+import { startInstance } from "../support/service.js";
 
 /*
  * Issue 19 item 6: one structured line per call, with what an operator needs to find it (request
@@ -16,7 +16,7 @@ import { startInstance } from "./support/service.js";
  * any interceptor ran, and LOG_LEVEL honoured.
  */
 
-const repositoryRoot = fileURLToPath(new URL("../", import.meta.url));
+const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("the request log line", () => {
   let server: ServerProcess;

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./support/browser.js";
-import { runningService } from "./support/running.js";
-import { noPolling } from "./support/service.js";
+import { launchChromium } from "../support/browser.js";
+import { runningService } from "../support/running.js";
+import { noPolling } from "../support/service.js";
 
 /*
  * The API reference page (/docs) as a reader sees it in a browser: rendered by Redoc from the

@@ -2,10 +2,10 @@ import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { rest } from "./support/clients.js";
-import { newMerchant } from "./support/merchant.js";
-import { logLines, runNpmScript } from "./support/server-log.js";
-import { spawnServer } from "./support/server-process.js";
+import { rest } from "../support/clients.js";
+import { newMerchant } from "../support/merchant.js";
+import { logLines, runNpmScript } from "../support/server-log.js";
+import { spawnServer } from "../support/server-process.js";
 
 /*
  * The embedded database has one owner (docs/operations.md, "The embedded database"): a second

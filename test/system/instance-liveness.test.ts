@@ -1,15 +1,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { visaCard as card } from "./support/cards.js";
-import { rest } from "./support/clients.js";
-import { fileDatabaseUrl, onPostgres, rows } from "./support/database.js";
-import { eventTypes } from "./support/events.js";
-import { newMerchant } from "./support/merchant.js";
-import { createPayment } from "./support/payments.js";
-import { payoutAccounts, payoutBodies } from "./support/payout-destinations.js";
-import { spawnServer, type ServerProcess } from "./support/server-process.js";
-import { waitUntil } from "./support/wait.js";
+import { visaCard as card } from "../support/cards.js";
+import { rest } from "../support/clients.js";
+import { fileDatabaseUrl, onPostgres, rows } from "../support/database.js";
+import { eventTypes } from "../support/events.js";
+import { newMerchant } from "../support/merchant.js";
+import { createPayment } from "../support/payments.js";
+import { payoutAccounts, payoutBodies } from "../support/payout-destinations.js";
+import { spawnServer, type ServerProcess } from "../support/server-process.js";
+import { waitUntil } from "../support/wait.js";
 
 /*
  * Leases of an instance killed with SIGKILL are taken over at once, not after their 60 s (found by

@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { eachLine, listeningUrl } from "./support/server-log.js";
-import { adminApiKey, testDataEncryptionKey, testHashSecret } from "./support/service.js";
+import { eachLine, listeningUrl } from "../support/server-log.js";
+import { adminApiKey, testDataEncryptionKey, testHashSecret } from "../support/service.js";
 
 /*
  * The log is the service's stdout (docs/architecture.md). When whatever reads it goes away, the pipe
@@ -11,7 +11,7 @@ import { adminApiKey, testDataEncryptionKey, testHashSecret } from "./support/se
  * lines, not die on the first one.
  */
 
-const repositoryRoot = fileURLToPath(new URL("../", import.meta.url));
+const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("the log pipe", () => {
   it("closing the service's stdout does not stop it: later requests are still answered", { timeout: 60_000 }, async () => {

@@ -4,12 +4,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LogLine, logLines } from "./support/server-log.js";
-import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
-import { rest, rpcClient } from "./support/clients.js";
-import { fileDatabaseUrl } from "./support/database.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { spawnServer, type ServerProcess } from "./support/server-process.js";
+import { type LogLine, logLines } from "../support/server-log.js";
+import { CustomerService } from "../../gen/paymentservice/v1/customer_pb.js";
+import { rest, rpcClient } from "../support/clients.js";
+import { fileDatabaseUrl } from "../support/database.js";
+import { newMerchant, type TestMerchant } from "../support/merchant.js";
+import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
 /*
  * Issue 19 item 7: with OTEL_EXPORTER_OTLP_ENDPOINT set, every call (REST, Connect, gRPC, gRPC-Web)
@@ -79,7 +79,7 @@ async function databaseEnv(): Promise<Record<string, string>> {
 }
 
 /** Preloaded into a server to report how many OpenTelemetry modules it loaded. */
-const probe = `--import=${fileURLToPath(new URL("./support/loaded-modules.mjs", import.meta.url))}`;
+const probe = `--import=${fileURLToPath(new URL("../support/loaded-modules.mjs", import.meta.url))}`;
 
 /** How many OpenTelemetry modules a stopped server reported having loaded. */
 function openTelemetryModulesLoaded(output: string): number {

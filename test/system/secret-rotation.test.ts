@@ -2,16 +2,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runNpmScript } from "./support/server-log.js";
-import { secretId } from "../src/secrets/server-secret.js";
-import { rest, type JsonBody } from "./support/clients.js";
-import { fileDatabaseUrl, onFileDatabase, onPostgres, rows } from "./support/database.js";
-import { expectRestError } from "./support/errors.js";
-import { adminIssue, newMerchant, type TestMerchant } from "./support/merchant.js";
-import { payoutAccounts, payoutBodies } from "./support/payout-destinations.js";
-import { spawnServer, type ServerProcess } from "./support/server-process.js";
-import { testDataEncryptionKey, testHashSecret } from "./support/service.js";
-import { waitUntil } from "./support/wait.js";
+import { runNpmScript } from "../support/server-log.js";
+import { secretId } from "../../src/secrets/server-secret.js";
+import { rest, type JsonBody } from "../support/clients.js";
+import { fileDatabaseUrl, onFileDatabase, onPostgres, rows } from "../support/database.js";
+import { expectRestError } from "../support/errors.js";
+import { adminIssue, newMerchant, type TestMerchant } from "../support/merchant.js";
+import { payoutAccounts, payoutBodies } from "../support/payout-destinations.js";
+import { spawnServer, type ServerProcess } from "../support/server-process.js";
+import { testDataEncryptionKey, testHashSecret } from "../support/service.js";
+import { waitUntil } from "../support/wait.js";
 
 /*
  * Rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY as docs/operations.md ("Rotating secrets")

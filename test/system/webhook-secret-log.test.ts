@@ -2,15 +2,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cardData } from "./support/cards.js";
-import { rest } from "./support/clients.js";
-import { fileDatabaseUrl } from "./support/database.js";
-import { newMerchant } from "./support/merchant.js";
-import { createPayment } from "./support/payments.js";
-import type { Json } from "./support/resource-api.js";
-import { spawnServer } from "./support/server-process.js";
-import { sleep, waitUntil } from "./support/wait.js";
-import { receiversPerTest } from "./support/webhook-receiver.js";
+import { cardData } from "../support/cards.js";
+import { rest } from "../support/clients.js";
+import { fileDatabaseUrl } from "../support/database.js";
+import { newMerchant } from "../support/merchant.js";
+import { createPayment } from "../support/payments.js";
+import type { Json } from "../support/resource-api.js";
+import { spawnServer } from "../support/server-process.js";
+import { sleep, waitUntil } from "../support/wait.js";
+import { receiversPerTest } from "../support/webhook-receiver.js";
 
 /*
  * A profile's webhook secret, in a server process as `npm start` runs it (the system tier): through

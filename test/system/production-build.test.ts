@@ -3,11 +3,11 @@ import { once } from "node:events";
 import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { visaCard as card } from "./support/cards.js";
-import { newMerchant } from "./support/merchant.js";
-import { createPayment } from "./support/payments.js";
-import { eachLine, listeningUrl } from "./support/server-log.js";
-import { adminApiKey, testDataEncryptionKey, testHashSecret } from "./support/service.js";
+import { visaCard as card } from "../support/cards.js";
+import { newMerchant } from "../support/merchant.js";
+import { createPayment } from "../support/payments.js";
+import { eachLine, listeningUrl } from "../support/server-log.js";
+import { adminApiKey, testDataEncryptionKey, testHashSecret } from "../support/service.js";
 
 /*
  * `npm start` as an operator runs it (docs/operations.md): it builds dist/ when the build is missing
@@ -15,7 +15,7 @@ import { adminApiKey, testDataEncryptionKey, testHashSecret } from "./support/se
  * which stops and exits, rather than npm exiting and leaving the server serving.
  */
 
-const repositoryRoot = fileURLToPath(new URL("../", import.meta.url));
+const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 interface Started {
   readonly npm: ChildProcess;

@@ -2,16 +2,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runNpmScript } from "./support/server-log.js";
-import { closeApp, openApp, serve } from "../src/app.js";
-import { migrations } from "../src/db/migrations/index.js";
-import { migrate } from "../src/db/migrate.js";
-import { visaCard as card } from "./support/cards.js";
-import { emptyDatabaseUrl, onPostgres } from "./support/database.js";
-import { newMerchant } from "./support/merchant.js";
-import { createPayment } from "./support/payments.js";
-import { spawnServer } from "./support/server-process.js";
-import { testConfig } from "./support/service.js";
+import { runNpmScript } from "../support/server-log.js";
+import { closeApp, openApp, serve } from "../../src/app.js";
+import { migrations } from "../../src/db/migrations/index.js";
+import { migrate } from "../../src/db/migrate.js";
+import { visaCard as card } from "../support/cards.js";
+import { emptyDatabaseUrl, onPostgres } from "../support/database.js";
+import { newMerchant } from "../support/merchant.js";
+import { createPayment } from "../support/payments.js";
+import { spawnServer } from "../support/server-process.js";
+import { testConfig } from "../support/service.js";
 
 /*
  * Migrations as a deploy runs them (docs/operations.md, "Migrations"): `npm run migrate` once, then

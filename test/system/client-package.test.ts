@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { newMerchant } from "./support/merchant.js";
-import { retrievePayment } from "./support/payments.js";
-import { runningService } from "./support/running.js";
+import { newMerchant } from "../support/merchant.js";
+import { retrievePayment } from "../support/payments.js";
+import { runningService } from "../support/running.js";
 
 /*
  * The typed client package (packages/client, docs/client-package.md) as another service gets it:
@@ -17,7 +17,7 @@ import { runningService } from "./support/running.js";
  */
 
 const run = promisify(execFile);
-const repository = fileURLToPath(new URL("..", import.meta.url));
+const repository = fileURLToPath(new URL("../..", import.meta.url));
 const packageDir = join(repository, "packages/client");
 const service = runningService();
 

@@ -3,10 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectNoCardData, type SentCardData } from "./support/card-data.js";
-import { fileDatabaseUrl } from "./support/database.js";
-import { newMerchant, type TestMerchant } from "./support/merchant.js";
-import { spawnServer, type ServerProcess } from "./support/server-process.js";
+import { expectNoCardData, type SentCardData } from "../support/card-data.js";
+import { fileDatabaseUrl } from "../support/database.js";
+import { newMerchant, type TestMerchant } from "../support/merchant.js";
+import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
 /*
  * Issue 19 item 6: card numbers and CVCs never reach the log, whatever field a client puts them in.

@@ -1,9 +1,9 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { launchChromium } from "./support/browser.js";
-import { rest } from "./support/clients.js";
-import { startService } from "./support/service.js";
-import { threeDsScene } from "./support/three-ds.js";
+import { launchChromium } from "../support/browser.js";
+import { rest } from "../support/clients.js";
+import { startService } from "../support/service.js";
+import { threeDsScene } from "../support/three-ds.js";
 
 /*
  * The sandbox 3D Secure flow (decisions §3) as a customer's browser goes through it: the merchant

@@ -8,11 +8,11 @@ import { Code } from "@connectrpc/connect";
 import { build } from "esbuild";
 import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { launchChromium } from "./support/browser.js";
-import { visaCard } from "./support/cards.js";
-import { issueKey, newMerchant } from "./support/merchant.js";
-import { createPayment, retrievePayment } from "./support/payments.js";
-import { startService, type TestService } from "./support/service.js";
+import { launchChromium } from "../support/browser.js";
+import { visaCard } from "../support/cards.js";
+import { issueKey, newMerchant } from "../support/merchant.js";
+import { createPayment, retrievePayment } from "../support/payments.js";
+import { startService, type TestService } from "../support/service.js";
 
 /*
  * A merchant's checkout page on its own origin confirms a payment from the customer's browser
@@ -22,7 +22,7 @@ import { startService, type TestService } from "./support/service.js";
  * and the same page served from an origin not in CORS_ALLOWED_ORIGINS cannot.
  */
 
-const repository = fileURLToPath(new URL("..", import.meta.url));
+const repository = fileURLToPath(new URL("../..", import.meta.url));
 
 /** The checkout page's script: calls the service over Connect or gRPC-Web and reports what the page could read. */
 const checkoutScript = `

@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import { log } from "../log.js";
+import { answerWithin } from "./answer-within.js";
 import type { WindowCounter } from "./counter.js";
 
 /** INCR and, for a window's first request, its expiry: one atomic step however many instances count. */
@@ -8,7 +9,13 @@ if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`;
 
 /** How long a rate-limit check may wait for Redis before the request goes ahead without it. */
-const commandTimeoutMs = 250;
+const answerWithinMs = 250;
+
+/**
+ * How long ioredis keeps a command Redis has not answered: a frozen Redis would otherwise hold every
+ * one of them, long after its request went ahead without it (answerWithinMs).
+ */
+const forgetAfterMs = 5_000;
 
 /** How often an unreachable Redis is logged while it stays unreachable. */
 const warnEveryMs = 30_000;
@@ -32,7 +39,7 @@ export class RedisCounter implements WindowCounter {
       lazyConnect: false,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: commandTimeoutMs,
+      commandTimeout: forgetAfterMs,
       connectTimeout: 1000,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     });
@@ -43,7 +50,7 @@ export class RedisCounter implements WindowCounter {
   async increment(key: string, windowMs: number): Promise<number> {
     try {
       const run = (this.redis as unknown as { incrementWindow(key: string, ms: number): Promise<number> }).incrementWindow;
-      return await run.call(this.redis, `ratelimit:${key}`, windowMs);
+      return await answerWithin(run.call(this.redis, `ratelimit:${key}`, windowMs), answerWithinMs, "Redis");
     } catch (error) {
       this.warn(error);
       this.fellBack();
@@ -53,7 +60,7 @@ export class RedisCounter implements WindowCounter {
 
   async current(key: string): Promise<number> {
     try {
-      return Number((await this.redis.get(`ratelimit:${key}`)) ?? 0);
+      return Number((await answerWithin(this.redis.get(`ratelimit:${key}`), answerWithinMs, "Redis")) ?? 0);
     } catch (error) {
       this.warn(error);
       return this.fallback.current(key);

@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeApp } from "../../src/app.js";
 import routes from "../../src/routes.js";
 import { ApiRouter } from "../../src/transport/api-router.js";
-import { errorCatalogue, type ErrorCode, serviceUnavailable } from "../../src/errors.js";
+import { type ErrorCode, serviceUnavailable } from "../../src/errors.js";
 import { writeMessage } from "../../src/rest-json/codec.js";
 import { httpRulesOf } from "../../src/transport/rest/router.js";
 import { PaymentService } from "../../gen/paymentservice/v1/payment_pb.js";
-import { documentedErrorType } from "../support/errors.js";
+import { documentedErrors } from "../support/errors.js";
 import { openTestApp } from "../support/service.js";
 import { callRest, callRpc, type Outcome, restWays, rpcWays } from "./protocols.js";
 import { sampleMessage, type SampleScope } from "./samples.js";
@@ -52,7 +52,7 @@ async function apiServices(): Promise<DescService[]> {
 }
 
 const services = await apiServices();
-const codes = Object.keys(documentedErrorType) as ErrorCode[];
+const codes = Object.keys(documentedErrors) as ErrorCode[];
 let server: StubServer;
 beforeAll(async () => {
   server = await startStubServer(services);
@@ -136,11 +136,11 @@ describe.each(methods.map((method, i) => ({ method, i })))("$method.parent.name/
     const rest = way.name.startsWith("REST");
     expect(outcome.error).toEqual({
       code,
-      type: documentedErrorType[code],
+      type: documentedErrors[code].type,
       // SU_01 always says what to do, whatever was thrown (transport/errors.ts).
       message: code === "SU_01" ? serviceUnavailable().message : stubErrorMessage(method),
       namesItsRequest: true,
-      status: rest ? errorCatalogue[code].httpStatus : errorCatalogue[code].connectCode,
+      status: rest ? documentedErrors[code].http : documentedErrors[code].rpc,
     });
     if (method.methodKind === "server_streaming") {
       // The stream's first message went out before the failure, headers with it.

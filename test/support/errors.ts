@@ -1,36 +1,36 @@
-import { ConnectError, type Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { ErrorDetailSchema } from "../../gen/paymentservice/v1/error_pb.js";
 import type { RestResponse } from "./clients.js";
 
 /**
- * The error type of each code as decisions §5 documents it, written out here rather than taken from
- * src/ so that a wrong catalogue entry fails the tests.
+ * Each code's error type, HTTP status and Connect/gRPC code as docs/api-conventions.md documents
+ * them, written out here rather than taken from src/ so that a wrong catalogue entry fails the tests.
  */
-export const documentedErrorType = {
-  IR_00: "invalid_request",
-  IR_01: "authentication_error",
-  IR_02: "invalid_request",
-  IR_03: "invalid_request",
-  IR_04: "invalid_request",
-  IR_05: "invalid_request",
-  IR_06: "invalid_request",
-  IR_13: "invalid_request",
-  IR_14: "invalid_request",
-  IR_16: "invalid_request",
-  IR_22: "authentication_error",
-  HE_00: "api_error",
-  HE_01: "invalid_request",
-  HE_02: "invalid_request",
-  IK_01: "idempotency_error",
-  IK_02: "idempotency_error",
-  RL_01: "rate_limit_error",
-  TO_01: "timeout_error",
-  SU_01: "api_error",
+export const documentedErrors = {
+  IR_00: { type: "invalid_request", http: 501, rpc: Code.Unimplemented },
+  IR_01: { type: "authentication_error", http: 401, rpc: Code.Unauthenticated },
+  IR_02: { type: "invalid_request", http: 404, rpc: Code.NotFound },
+  IR_03: { type: "invalid_request", http: 405, rpc: Code.Unimplemented },
+  IR_04: { type: "invalid_request", http: 400, rpc: Code.InvalidArgument },
+  IR_05: { type: "invalid_request", http: 400, rpc: Code.InvalidArgument },
+  IR_06: { type: "invalid_request", http: 400, rpc: Code.InvalidArgument },
+  IR_13: { type: "invalid_request", http: 400, rpc: Code.FailedPrecondition },
+  IR_14: { type: "invalid_request", http: 400, rpc: Code.FailedPrecondition },
+  IR_16: { type: "invalid_request", http: 400, rpc: Code.FailedPrecondition },
+  IR_22: { type: "authentication_error", http: 403, rpc: Code.PermissionDenied },
+  HE_00: { type: "api_error", http: 500, rpc: Code.Internal },
+  HE_01: { type: "invalid_request", http: 409, rpc: Code.AlreadyExists },
+  HE_02: { type: "invalid_request", http: 404, rpc: Code.NotFound },
+  IK_01: { type: "idempotency_error", http: 409, rpc: Code.Aborted },
+  IK_02: { type: "idempotency_error", http: 422, rpc: Code.InvalidArgument },
+  RL_01: { type: "rate_limit_error", http: 429, rpc: Code.ResourceExhausted },
+  TO_01: { type: "timeout_error", http: 504, rpc: Code.DeadlineExceeded },
+  SU_01: { type: "api_error", http: 503, rpc: Code.Unavailable },
 } as const;
 
 /** A documented error code. */
-export type DocumentedCode = keyof typeof documentedErrorType;
+export type DocumentedCode = keyof typeof documentedErrors;
 
 /**
  * Asserts a REST error response: the documented status and `{error: {type, code, message, request_id}}`
@@ -39,7 +39,7 @@ export type DocumentedCode = keyof typeof documentedErrorType;
  */
 export function expectRestError(res: RestResponse, status: number, code: DocumentedCode): string {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.error.type).toBe(documentedErrorType[code]);
+  expect(res.body.error.type).toBe(documentedErrors[code].type);
   expect(typeof res.body.error.message).toBe("string");
   expect(res.body.error.request_id).toBe(res.headers.get("x-request-id"));
   return res.body.error.message as string;
@@ -51,7 +51,7 @@ export function expectRestError(res: RestResponse, status: number, code: Documen
  */
 export function expectExactRestError(res: RestResponse, status: number, code: DocumentedCode, mention?: string): string {
   const message = expectRestError(res, status, code);
-  expect(res.body).toEqual({ error: { type: documentedErrorType[code], code, message, request_id: res.headers.get("x-request-id") } });
+  expect(res.body).toEqual({ error: { type: documentedErrors[code].type, code, message, request_id: res.headers.get("x-request-id") } });
   if (mention !== undefined) expect(message).toContain(mention);
   return message;
 }
@@ -71,7 +71,7 @@ export async function expectRpcError(call: Promise<unknown>, connectCode: Code, 
   expect({ connectCode: connectError.code, code: detail?.code, type: detail?.type, requestId: detail?.requestId }).toEqual({
     connectCode,
     code,
-    type: documentedErrorType[code],
+    type: documentedErrors[code].type,
     // In-process calls (test/in-process) pass no port, which is what names a request.
     requestId: connectError.metadata.get("x-request-id") ?? "",
   });

@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { DescEnum, JsonObject } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { Code } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { rest, type RestResponse } from "./clients.js";
-import { expectExactRestError, expectRpcError } from "./errors.js";
+import { type DocumentedCode, documentedErrors, expectExactRestError, expectRpcError } from "./errors.js";
 
 /*
  * Helpers shared by the resource suites (customers, payments, refunds, disputes, payouts, events),
@@ -69,38 +68,22 @@ export const uniqueId = (prefix: string) =>
     .slice(0, 16)
     .replace(/[0-9]/g, (digit) => "ghijklmnop"[Number(digit)]!)}`;
 
-/** How each error code the suites expect reaches REST callers (HTTP status) and RPC callers (Connect code). */
-export const errorTransport = {
-  IR_00: { http: 501, rpc: Code.Unimplemented },
-  IR_01: { http: 401, rpc: Code.Unauthenticated },
-  IR_02: { http: 404, rpc: Code.NotFound },
-  IR_04: { http: 400, rpc: Code.InvalidArgument },
-  IR_05: { http: 400, rpc: Code.InvalidArgument },
-  IR_06: { http: 400, rpc: Code.InvalidArgument },
-  IR_13: { http: 400, rpc: Code.FailedPrecondition },
-  IR_14: { http: 400, rpc: Code.FailedPrecondition },
-  IR_16: { http: 400, rpc: Code.FailedPrecondition },
-  IR_22: { http: 403, rpc: Code.PermissionDenied },
-  HE_01: { http: 409, rpc: Code.AlreadyExists },
-  HE_02: { http: 404, rpc: Code.NotFound },
-} as const;
-
 /**
  * Asserts that a call failed with the documented code whatever the protocol: over REST the status
  * and an error body with nothing else in it, over RPC the ConnectError code and the
  * paymentservice.v1.ErrorDetail. The message must name every one of `mentions` (usually the
  * offending field). Returns the message.
  */
-export async function expectError(call: Promise<unknown>, code: keyof typeof errorTransport, ...mentions: string[]): Promise<string> {
+export async function expectError(call: Promise<unknown>, code: DocumentedCode, ...mentions: string[]): Promise<string> {
   const failure: unknown = await call.then(
     () => undefined,
     (error: unknown) => error,
   );
   let message: string;
   if (failure instanceof RestFailure) {
-    message = expectExactRestError(failure.response, errorTransport[code].http, code);
+    message = expectExactRestError(failure.response, documentedErrors[code].http, code);
   } else {
-    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), errorTransport[code].rpc, code);
+    message = await expectRpcError(Promise.reject(failure ?? new Error("the call should have failed")), documentedErrors[code].rpc, code);
   }
   for (const mention of mentions) expect(message).toContain(mention);
   return message;

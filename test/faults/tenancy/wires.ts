@@ -4,8 +4,8 @@ import { ErrorDetailSchema } from "../../../gen/paymentservice/v1/error_pb.js";
 import { readMessage, writeMessage } from "../../../src/rest-json/codec.js";
 import type { ApiMethod, RestRoute } from "../../fuzz/schema.js";
 import { rest, rpcClient, type RestResponse } from "../../support/clients.js";
-import { expectExactRestError, expectRpcError, type DocumentedCode } from "../../support/errors.js";
-import { errorTransport, query } from "../../support/resource-api.js";
+import { type DocumentedCode, documentedErrors, expectExactRestError, expectRpcError } from "../../support/errors.js";
+import { query } from "../../support/resource-api.js";
 
 /*
  * One RPC called over one way in: a REST binding of its google.api.http rule, Connect with JSON or
@@ -84,26 +84,27 @@ function restAnswer(res: RestResponse): Answer {
   return {
     ok: false,
     code: res.body?.error?.code,
-    differsFrom: (code) => assertionText(() => expectExactRestError(res, errorTransport[code as keyof typeof errorTransport].http, code)),
+    differsFrom: (code) => assertionText(() => expectExactRestError(res, documentedErrors[code].http, code)),
     summary: `HTTP ${res.status} ${res.text.slice(0, 200)}`,
   };
 }
 
 async function rpcFailure(error: unknown): Promise<Answer> {
   const summary = error instanceof ConnectError ? `${Code[error.code]}: ${error.rawMessage}` : String(error);
-  let verdicts = new Map<DocumentedCode, string | undefined>();
   const judge = async (code: DocumentedCode) => {
     try {
-      await expectRpcError(Promise.reject(error), errorTransport[code as keyof typeof errorTransport].rpc, code);
+      await expectRpcError(Promise.reject(error), documentedErrors[code].rpc, code);
       return undefined;
     } catch (failure) {
       return failure instanceof Error ? failure.message.split("\n")[0] : String(failure);
     }
   };
-  // expectRpcError is asynchronous; the judged codes are few, so every one is judged up front.
-  verdicts = new Map(await Promise.all((Object.keys(errorTransport) as DocumentedCode[]).map(async (c) => [c, await judge(c)] as const)));
+  // expectRpcError is asynchronous; the codes are few, so every one is judged up front.
+  const verdicts = new Map(
+    await Promise.all((Object.keys(documentedErrors) as DocumentedCode[]).map(async (c) => [c, await judge(c)] as const)),
+  );
   const code = error instanceof ConnectError ? error.findDetails(ErrorDetailSchema)[0]?.code : undefined;
-  return { ok: false, code, differsFrom: (c) => (verdicts.has(c) ? verdicts.get(c) : `no transport for ${c}`), summary };
+  return { ok: false, code, differsFrom: (c) => verdicts.get(c), summary };
 }
 
 /** The REST path and body of `request` on `route`: path variables go in the path, the rest in the body or the query. */

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { startService } from "./support/service.js";
 import { formActionOf, threeDsScene } from "./support/three-ds.js";
 
 /*
@@ -8,7 +7,7 @@ import { formActionOf, threeDsScene } from "./support/three-ds.js";
  * test/system/browser-3ds.test.ts (the system tier).
  */
 
-const scene = threeDsScene((overrides) => startService(overrides));
+const scene = threeDsScene();
 
 describe("3D Secure without a browser", () => {
   it("gives the same outcome when the Complete form's URL is posted to directly: 303 to return_url", async () => {

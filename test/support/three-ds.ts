@@ -1,11 +1,10 @@
-import { createServer as createHttpServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, expect } from "vitest";
 import { cardData } from "./cards.js";
 import { newMerchant, type TestMerchant } from "./merchant.js";
 import { freePort } from "./ports.js";
 import { createPayment, retrievePayment } from "./payments.js";
-import type { TestService } from "./service.js";
+import { startService, type TestService } from "./service.js";
+import { type Site, startSite } from "./site.js";
 
 /*
  * The scene of the sandbox 3D Secure flow (decisions §3): the service on a public URL the browser
@@ -17,31 +16,19 @@ import type { TestService } from "./service.js";
 const threeDsCard = cardData("4000000000003220", new Date());
 
 /** The merchant's site: records the query of every request the browser brings back to return_url. */
-export interface MerchantSite {
-  readonly url: string;
+export interface MerchantSite extends Site {
   readonly visits: { path: string; query: Record<string, string> }[];
-  close(): Promise<void>;
 }
 
-export async function startMerchantSite(): Promise<MerchantSite> {
+async function startMerchantSite(): Promise<MerchantSite> {
   const visits: { path: string; query: Record<string, string> }[] = [];
-  const server: Server = createHttpServer((req, res) => {
+  const site = await startSite((req, res) => {
     const url = new URL(req.url ?? "/", "http://merchant.invalid");
     visits.push({ path: url.pathname, query: Object.fromEntries(url.searchParams) });
     res.setHeader("content-type", "text/html; charset=utf-8");
     res.end("<!doctype html><title>Merchant</title><h1>Thanks for your order</h1>");
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    visits,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...site, visits };
 }
 
 /** The 3DS scene of the calling file: started before its tests, a fresh merchant before each. */
@@ -58,17 +45,14 @@ export interface ThreeDsScene {
   retrieve(paymentId: string): Promise<Awaited<ReturnType<typeof retrievePayment>>>;
 }
 
-/**
- * Starts the scene in beforeAll (closed in afterAll) and makes a merchant before each test. The file
- * passes the start of its service (startService): .ci/run reads test files for the topology.
- */
-export function threeDsScene(start: (overrides: NodeJS.ProcessEnv) => Promise<TestService>): ThreeDsScene {
+/** Starts the scene in beforeAll (closed in afterAll) and makes a merchant before each test. */
+export function threeDsScene(): ThreeDsScene {
   let service: TestService | undefined;
   let site: MerchantSite | undefined;
   let merchant: TestMerchant | undefined;
   beforeAll(async () => {
     const port = await freePort();
-    service = await start({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+    service = await startService({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
     site = await startMerchantSite();
   });
   afterAll(async () => {

@@ -2,7 +2,6 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.js";
 import { rest } from "../support/clients.js";
-import { startService } from "../support/service.js";
 import { threeDsScene } from "../support/three-ds.js";
 
 /*
@@ -11,7 +10,7 @@ import { threeDsScene } from "../support/three-ds.js";
  * service's page, and the browser comes back to the merchant's return_url with payment_id and status.
  */
 
-const scene = threeDsScene((overrides) => startService(overrides));
+const scene = threeDsScene();
 let browser: Browser;
 beforeAll(async () => {
   browser = await launchChromium();

@@ -1,6 +1,4 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +11,7 @@ import { visaCard } from "../support/cards.js";
 import { issueKey, newMerchant } from "../support/merchant.js";
 import { createPayment, retrievePayment } from "../support/payments.js";
 import { startService, type TestService } from "../support/service.js";
+import { type Site, startSite } from "../support/site.js";
 
 /*
  * A merchant's checkout page on its own origin confirms a payment from the customer's browser
@@ -55,13 +54,8 @@ window.checkout = async ({ baseUrl, protocol, apiKey, paymentId, clientSecret, c
 `;
 
 /** A merchant's site serving the checkout page and its bundled script, on a port (an origin) of its own. */
-interface Site {
-  readonly origin: string;
-  close(): Promise<void>;
-}
-
-async function startSite(script: Buffer): Promise<Site> {
-  const server: Server = createServer((req, res) => {
+function startCheckoutSite(script: Buffer): Promise<Site> {
+  return startSite((req, res) => {
     if (req.url === "/checkout.js") {
       res.setHeader("content-type", "text/javascript");
       res.end(script);
@@ -70,16 +64,6 @@ async function startSite(script: Buffer): Promise<Site> {
     res.setHeader("content-type", "text/html; charset=utf-8");
     res.end('<!doctype html><title>Checkout</title><h1>Checkout</h1><script type="module" src="/checkout.js"></script>');
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 let bundleDir: string;
@@ -101,9 +85,9 @@ beforeAll(async () => {
     logLevel: "silent",
   });
   const script = await readFile(outfile);
-  allowedSite = await startSite(script);
-  otherSite = await startSite(script);
-  service = await startService({ CORS_ALLOWED_ORIGINS: allowedSite.origin });
+  allowedSite = await startCheckoutSite(script);
+  otherSite = await startCheckoutSite(script);
+  service = await startService({ CORS_ALLOWED_ORIGINS: allowedSite.url });
   browser = await launchChromium();
 });
 
@@ -143,7 +127,7 @@ async function checkoutFrom(site: Site, protocol: "connect" | "grpc-web") {
   expect(created.status).toBe("requires_payment_method");
 
   const page = await context.newPage();
-  await page.goto(`${site.origin}/checkout`);
+  await page.goto(`${site.url}/checkout`);
   await page.waitForFunction(() => "checkout" in globalThis);
   const result = await page.evaluate(
     (args) => (globalThis as unknown as { checkout(a: typeof args): Promise<CheckoutResult> }).checkout(args),

@@ -20,9 +20,9 @@ export default defineConfig({
     maxWorkers: Math.max(2, availableParallelism()),
     env: { LOG_LEVEL: "silent" },
     projects: [
-      // The in-process tiers share the modules of a worker between its files (file-setup.ts says
-      // what each file still gets of its own): loading them afresh for each file took a third of
-      // `npm test`'s time (docs/testing.md).
+      // Every tier shares the modules of a worker between its files (file-setup.ts says what each
+      // file still gets of its own): loading them afresh for each file took a third of `npm test`'s
+      // time (docs/testing.md).
       { extends: true, test: { name: "unit", include: ["src/**/*.spec.ts"], isolate: false } },
       { extends: true, test: { name: "parity", include: ["test/parity/**/*.test.ts"], isolate: false } },
       { extends: true, test: { name: "service", include: ["test/*.test.ts", "test/in-process/**/*.test.ts"], isolate: false } },
@@ -30,7 +30,10 @@ export default defineConfig({
       // clients, the README's tour — and is slow for it, where the service tier runs the service in
       // the test process. A folder of its own, not a list to exclude: a project's `exclude` would
       // replace the ones CI passes on the command line.
-      { extends: true, test: { name: "system", include: ["test/system/**/*.test.ts", "test/clients/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: { name: "system", include: ["test/system/**/*.test.ts", "test/clients/**/*.test.ts"], isolate: false },
+      },
     ],
     // `npm run test:coverage`: line and branch coverage of src/ by what runs in the test processes
     // (servers the tests spawn as processes of their own are not measured); docs/testing.md.

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
@@ -21,9 +22,10 @@ export interface EmbeddedDatabase {
  * server already at its limit turns the replacement away, failing a query that had nothing to do
  * with the error ("Connection terminated unexpectedly").
  *
- * An in-memory database starts as a copy of `template` (a snapshot) when one is given, instead of an
- * empty cluster: creating a cluster takes seconds (initdb), loading a copy under one, so the test
- * suite starts each of its many in-memory databases from one migrated snapshot.
+ * A new database (in memory, or a DATA_DIR without a cluster yet) starts as a copy of `template` (a
+ * snapshot) when one is given, instead of an empty cluster: creating a cluster takes seconds
+ * (initdb), loading a copy under one, so the test suite starts its many databases from one
+ * migrated snapshot.
  *
  * A database on disk has one owner: DATA_DIR's lock is taken first, and a second process on the
  * same directory gets DataDirInUseError instead of a copy of its own (data-dir-lock.ts).
@@ -39,7 +41,8 @@ export async function startEmbeddedDatabase(dataDir: string, poolSize: number, t
     try {
       const dir = path.resolve(dataDir, "pgdata");
       await mkdir(dir, { recursive: true });
-      db = await PGlite.create({ dataDir: dir });
+      const isNew = !existsSync(path.join(dir, "PG_VERSION"));
+      db = await PGlite.create(isNew && template !== undefined ? { dataDir: dir, loadDataDir: template } : { dataDir: dir });
     } catch (error) {
       await lock.release();
       throw error;

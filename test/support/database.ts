@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
 import pg from "pg";
 import { inject } from "vitest";
 import { applyMigrations } from "../../src/db/data-source.js";
@@ -15,8 +16,8 @@ import { startEmbeddedDatabase } from "../../src/db/embedded.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
-    /** The embedded template's file (global-setup.ts), when the tests run on the embedded database. */
-    embeddedTemplateFile: string;
+    /** The embedded template's directory (global-setup.ts), when the tests run on the embedded database. */
+    embeddedTemplateDir: string;
   }
 }
 
@@ -124,15 +125,27 @@ export async function dropFileDatabases(url: string): Promise<void> {
   });
 }
 
-/** Writes the embedded template to `file`: a snapshot of an in-memory embedded database, migrated. */
-export async function writeEmbeddedTemplate(file: string): Promise<void> {
+/** The embedded template's snapshot, in the directory global-setup.ts writes it to. */
+const snapshotFile = "snapshot.tar";
+/** The embedded template as a DATA_DIR, beside the snapshot. */
+const templateDataDir = "data-dir";
+
+/**
+ * Writes the embedded template into `dir`: the snapshot of an in-memory embedded database, migrated,
+ * which in-process services start from, and a DATA_DIR holding the same cluster, which server
+ * processes start from (copied, see serverProcessDatabase).
+ */
+export async function writeEmbeddedTemplate(dir: string): Promise<void> {
   const embedded = await startEmbeddedDatabase(":memory:", 1);
+  let snapshot: Blob;
   try {
     await applyMigrations(embedded.url, 10_000);
-    await writeFile(file, Buffer.from(await (await embedded.snapshot()).arrayBuffer()));
+    snapshot = await embedded.snapshot();
   } finally {
     await embedded.close();
   }
+  await writeFile(path.join(dir, snapshotFile), Buffer.from(await snapshot.arrayBuffer()));
+  await (await startEmbeddedDatabase(path.join(dir, templateDataDir), 1, snapshot)).close();
 }
 
 let embeddedTemplateCopy: Promise<Blob> | undefined;
@@ -140,6 +153,28 @@ let embeddedTemplateCopy: Promise<Blob> | undefined;
 /** The embedded template, read once per test file; undefined on PostgreSQL. */
 export function embeddedTemplate(): Promise<Blob> | undefined {
   if (onPostgres) return undefined;
-  embeddedTemplateCopy ??= readFile(inject("embeddedTemplateFile")).then((bytes) => new Blob([bytes]));
+  embeddedTemplateCopy ??= readFile(path.join(inject("embeddedTemplateDir"), snapshotFile)).then((bytes) => new Blob([bytes]));
   return embeddedTemplateCopy;
+}
+
+/**
+ * A DATA_DIR of its own for a server process on the embedded database, copied from the migrated
+ * template: the server opens it in under a second where creating a cluster (initdb) and migrating it
+ * takes several. It lies in the template's directory, which the run removes at its end.
+ */
+export async function migratedDataDir(): Promise<string> {
+  const template = inject("embeddedTemplateDir");
+  const dir = await mkdtemp(path.join(template, "copy-"));
+  await cp(path.join(template, templateDataDir), dir, { recursive: true });
+  return dir;
+}
+
+/**
+ * Where a server process the calling test spawns keeps its data, as spawnServer's environment: this
+ * file's PostgreSQL database (a few connections, as several servers may share it), or a migrated
+ * DATA_DIR of its own on the embedded database.
+ */
+export async function serverProcessDatabase(): Promise<{ DATABASE_URL: string; DATABASE_POOL_SIZE: string } | { DATA_DIR: string }> {
+  const url = await fileDatabaseUrl();
+  return url === undefined ? { DATA_DIR: await migratedDataDir() } : { DATABASE_URL: url, DATABASE_POOL_SIZE: "4" };
 }

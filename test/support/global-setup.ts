@@ -7,9 +7,9 @@ import { dropFileDatabases, writeEmbeddedTemplate } from "./database.js";
 import { expectRedis } from "./redis.js";
 import { testConfig } from "./service.js";
 
-/** What the run's first setup prepared: the embedded template's file (undefined on PostgreSQL), and how to clean up. */
+/** What the run's first setup prepared: the embedded template's directory (undefined on PostgreSQL), and how to clean up. */
 interface Prepared {
-  readonly templateFile: string | undefined;
+  readonly templateDir: string | undefined;
   readonly cleanUp: () => Promise<void>;
 }
 
@@ -24,25 +24,25 @@ async function prepare(): Promise<Prepared> {
   await expectRedis();
   const url = process.env.DATABASE_URL;
   if (url === undefined) {
-    const dir = await mkdtemp(path.join(tmpdir(), "embedded-template-"));
-    const templateFile = path.join(dir, "template.tar");
-    await writeEmbeddedTemplate(templateFile);
-    return { templateFile, cleanUp: () => rm(dir, { recursive: true, force: true }) };
+    const templateDir = await mkdtemp(path.join(tmpdir(), "embedded-template-"));
+    await writeEmbeddedTemplate(templateDir);
+    return { templateDir, cleanUp: () => rm(templateDir, { recursive: true, force: true }) };
   }
   await closeApp(await openApp(testConfig()));
-  return { templateFile: undefined, cleanUp: () => dropFileDatabases(url) };
+  return { templateDir: undefined, cleanUp: () => dropFileDatabases(url) };
 }
 
 /**
  * Fails at once when Redis does not answer (the rate-limit tests share counters through it;
  * .ci/prepare starts it). On real PostgreSQL, migrates DATABASE_URL's database once: it is the
  * template each test file clones its own database from. On the embedded database, writes the
- * migrated snapshot every service's in-memory database starts from (see database.ts).
+ * migrated template every service's in-memory database and every server process's DATA_DIR starts
+ * from (see database.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   run.paymentTestsPrepared ??= prepare();
   const prepared = await run.paymentTestsPrepared;
-  if (prepared.templateFile !== undefined) project.provide("embeddedTemplateFile", prepared.templateFile);
+  if (prepared.templateDir !== undefined) project.provide("embeddedTemplateDir", prepared.templateDir);
   return async () => {
     const first = run.paymentTestsPrepared;
     run.paymentTestsPrepared = undefined;

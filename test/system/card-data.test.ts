@@ -1,6 +1,3 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { toJsonString } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import pg from "pg";
@@ -10,7 +7,7 @@ import { PaymentMethod, PaymentSchema, PaymentService, PaymentStatus, type CardI
 import { startEmbeddedDatabase } from "../../src/db/embedded.js";
 import { expectNoCardData, type SentCardData } from "../support/card-data.js";
 import { rpcClient } from "../support/clients.js";
-import { fileDatabaseUrl } from "../support/database.js";
+import { serverProcessDatabase } from "../support/database.js";
 import { newMerchant, type TestMerchant } from "../support/merchant.js";
 import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
@@ -67,24 +64,19 @@ async function dumpDatabase(url: string): Promise<string[]> {
 
 describe("card data (decisions §4)", () => {
   /**
-   * Where the server keeps its data: when DATABASE_URL is set, the file's own database cloned from it
-   * (the template stays as the files that clone it after this one expect), else an embedded data dir.
+   * Where the server keeps its data (the file's own PostgreSQL database, or a DATA_DIR of its own),
+   * read back whole once the server has stopped.
    */
-  let databaseUrl: string | undefined;
-  let dataDir: string | undefined;
+  let database: Awaited<ReturnType<typeof serverProcessDatabase>>;
   let server: ServerProcess;
   /** The raw body of every response the server gave in this file. */
   const responses: string[] = [];
 
   beforeAll(async () => {
-    databaseUrl = await fileDatabaseUrl();
-    if (databaseUrl === undefined) dataDir = await mkdtemp(path.join(os.tmpdir(), "card-data-"));
-    server = await spawnServer(databaseUrl === undefined ? { DATA_DIR: dataDir! } : { DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4" });
+    database = await serverProcessDatabase();
+    server = await spawnServer(database);
   });
-  afterAll(async () => {
-    await server?.stop();
-    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => server?.stop());
 
   /** A REST call with a raw body; the response text is kept for the final search. */
   async function restCall(method: string, route: string, apiKey: string, body?: string) {
@@ -269,9 +261,9 @@ describe("card data (decisions §4)", () => {
     expect(calls.some((line) => /"protocol":"(connect|grpc|grpc-web)"/.test(line))).toBe(true);
     expectNoCardData(lines, "the server's output", sent);
 
-    const db = databaseUrl === undefined ? await startEmbeddedDatabase(dataDir!, 2) : undefined;
+    const db = "DATA_DIR" in database ? await startEmbeddedDatabase(database.DATA_DIR, 2) : undefined;
     try {
-      const rows = await dumpDatabase(databaseUrl ?? db!.url);
+      const rows = await dumpDatabase(db?.url ?? (database as { DATABASE_URL: string }).DATABASE_URL);
       expect(rows.filter((row) => row.startsWith("payments: ")).length).toBeGreaterThan(0);
       expect(rows.some((row) => row.startsWith("payments: ") && /"last4": ?"4242"/.test(row))).toBe(true);
       expectNoCardData(rows, "the database", sent);

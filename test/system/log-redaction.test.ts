@@ -1,10 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectNoCardData, type SentCardData } from "../support/card-data.js";
-import { fileDatabaseUrl } from "../support/database.js";
+import { serverProcessDatabase } from "../support/database.js";
 import { newMerchant, type TestMerchant } from "../support/merchant.js";
 import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
@@ -71,27 +68,16 @@ function withLeaf(tree: Record<string, unknown>, at: readonly string[], value: u
 }
 
 describe("the log holds no card data, whatever field it was sent in", () => {
-  /** When DATABASE_URL is set, the file's own database cloned from it: the template stays as the files that clone it after this one expect. */
-  let databaseUrl: string | undefined;
-  let dataDir: string | undefined;
   let server: ServerProcess;
   let merchant: TestMerchant;
   /** Requests sent, and how many were Connect calls, so the search is known to cover logged calls. */
   const calls = { all: 0, connect: 0 };
 
   beforeAll(async () => {
-    databaseUrl = await fileDatabaseUrl();
-    if (databaseUrl === undefined) dataDir = await mkdtemp(path.join(os.tmpdir(), "log-redaction-"));
-    server = await spawnServer({
-      LOG_LEVEL: "debug",
-      ...(databaseUrl === undefined ? { DATA_DIR: dataDir! } : { DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4" }),
-    });
+    server = await spawnServer({ LOG_LEVEL: "debug", ...(await serverProcessDatabase()) });
     merchant = await newMerchant(server.url);
   }, 120_000);
-  afterAll(async () => {
-    await server?.stop();
-    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => server?.stop());
 
   async function send(route: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<void> {
     const res = await fetch(server.url + route, {

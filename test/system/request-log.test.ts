@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LogLine, logLines } from "../support/server-log.js";
 import { rest } from "../support/clients.js";
 import { newMerchant, type TestMerchant } from "../support/merchant.js";
+import { serverProcessDatabase } from "../support/database.js";
 import { spawnServer, type ServerProcess } from "../support/server-process.js";
 import { startInstance } from "../support/service.js";
 
@@ -26,7 +27,7 @@ describe("the request log line", () => {
   const lineOf = (requestId: string) => lines.find((line) => line.request_id === requestId);
 
   beforeAll(async () => {
-    server = await spawnServer({ DATA_DIR: ":memory:" });
+    server = await spawnServer(await serverProcessDatabase());
     merchant = await newMerchant(server.url);
   }, 120_000);
   afterAll(async () => {

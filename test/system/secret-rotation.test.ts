@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runNpmScript } from "../support/server-log.js";
 import { secretId } from "../../src/secrets/server-secret.js";
 import { rest, type JsonBody } from "../support/clients.js";
-import { fileDatabaseUrl, onFileDatabase, onPostgres, rows } from "../support/database.js";
+import { fileDatabaseUrl, onFileDatabase, onPostgres, rows, serverProcessDatabase } from "../support/database.js";
 import { expectRestError } from "../support/errors.js";
 import { adminIssue, newMerchant, type TestMerchant } from "../support/merchant.js";
 import { payoutAccounts, payoutBodies } from "../support/payout-destinations.js";
@@ -36,14 +33,12 @@ const rotating = {
 /** Step 3's configuration: the new secrets alone. */
 const rotated = { API_KEY_HASH_SECRET: newHashSecret, DATA_ENCRYPTION_KEY: newDataKey };
 
-const dataDir = onPostgres ? undefined : mkdtempSync(path.join(tmpdir(), "secret-rotation-"));
-afterAll(() => {
-  if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
-});
+let database: ReturnType<typeof serverProcessDatabase> | undefined;
 
 /** Where the servers and the command keep their data: the file's PostgreSQL database, or one embedded data dir used in turn. */
-async function storage(): Promise<NodeJS.ProcessEnv> {
-  return onPostgres ? { DATABASE_URL: await fileDatabaseUrl() } : { DATA_DIR: dataDir };
+function storage(): ReturnType<typeof serverProcessDatabase> {
+  database ??= serverProcessDatabase();
+  return database;
 }
 
 /** Runs `work` against a server started with `env`, then stops it (the embedded database has one owner at a time). */

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LogLine, logLines } from "../support/server-log.js";
 import { CustomerService } from "../../gen/paymentservice/v1/customer_pb.js";
 import { rest, rpcClient } from "../support/clients.js";
-import { fileDatabaseUrl } from "../support/database.js";
+import { serverProcessDatabase } from "../support/database.js";
 import { newMerchant, type TestMerchant } from "../support/merchant.js";
 import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
@@ -72,12 +72,6 @@ async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; se
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, server };
 }
 
-/** Where the spawned server keeps its data: this file's PostgreSQL database, or an embedded one in memory. */
-async function databaseEnv(): Promise<Record<string, string>> {
-  const url = await fileDatabaseUrl();
-  return url === undefined ? { DATA_DIR: ":memory:" } : { DATABASE_URL: url };
-}
-
 /** Preloaded into a server to report how many OpenTelemetry modules it loaded. */
 const probe = `--import=${fileURLToPath(new URL("../support/loaded-modules.mjs", import.meta.url))}`;
 
@@ -102,7 +96,7 @@ describe("traces, with OTEL_EXPORTER_OTLP_ENDPOINT set", () => {
   beforeAll(async () => {
     receiver = await startReceiver();
     server = await spawnServer({
-      ...(await databaseEnv()),
+      ...(await serverProcessDatabase()),
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       NODE_OPTIONS: probe,
@@ -228,7 +222,7 @@ describe("traces, with OTEL_EXPORTER_OTLP_ENDPOINT set", () => {
 
 describe("traces, with OTEL_EXPORTER_OTLP_ENDPOINT unset", () => {
   it("loads no OpenTelemetry module and names no trace in the log", async () => {
-    const server = await spawnServer({ ...(await databaseEnv()), NODE_OPTIONS: probe });
+    const server = await spawnServer({ ...(await serverProcessDatabase()), NODE_OPTIONS: probe });
     try {
       const merchant = await newMerchant(server.url);
       const created = await rest(server.url, "POST", "/customers", { apiKey: merchant.apiKey, body: { name: "Jane" } });

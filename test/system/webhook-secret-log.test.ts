@@ -1,10 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cardData } from "../support/cards.js";
 import { rest } from "../support/clients.js";
-import { fileDatabaseUrl } from "../support/database.js";
+import { serverProcessDatabase } from "../support/database.js";
 import { newMerchant } from "../support/merchant.js";
 import { createPayment } from "../support/payments.js";
 import type { Json } from "../support/resource-api.js";
@@ -22,20 +19,8 @@ import { receiversPerTest } from "../support/webhook-receiver.js";
 const receiver = receiversPerTest();
 
 describe("the webhook secret in a server process", () => {
-  let dataDir: string | undefined;
-
-  beforeAll(async () => {
-    if ((await fileDatabaseUrl()) === undefined) dataDir = await mkdtemp(path.join(os.tmpdir(), "webhooks-"));
-  });
-  afterAll(async () => {
-    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
-  });
-
   it("never appears in the server's log nor in any event, through deliveries, failures and a rotation", { timeout: 60_000 }, async () => {
-    const databaseUrl = await fileDatabaseUrl();
-    const server = await spawnServer(
-      databaseUrl === undefined ? { DATA_DIR: dataDir! } : { DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: "4" },
-    );
+    const server = await spawnServer(await serverProcessDatabase());
     const secrets: string[] = [];
     let events: string;
     let bodies: string;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { cardData } from "./support/cards.js";
 import { newMerchant, type TestMerchant, updateProfile } from "./support/merchant.js";
 import { payoutAccounts, payoutBodies } from "./support/payout-destinations.js";
-import { expectError, type Json, restCaller } from "./support/resource-api.js";
+import { expectError, type Json, type RestCall, restCaller } from "./support/resource-api.js";
 import { runningService } from "./support/running.js";
 import { receiversPerTest } from "./support/webhook-receiver.js";
 import { waitUntil } from "./support/wait.js";
@@ -26,13 +26,25 @@ const card = (): Json => cardData(visa, new Date());
 const { bankPayout } = payoutBodies(() => new Date());
 
 /** A fresh merchant and a REST caller with its sandbox secret key. */
-async function merchantCalls(): Promise<{ merchant: TestMerchant; call: ReturnType<typeof restCaller> }> {
+async function merchantCalls(): Promise<{ merchant: TestMerchant; call: RestCall }> {
   const merchant = await newMerchant(service.url);
   return { merchant, call: restCaller(service.url, merchant.apiKey) };
 }
 
+/** Creates a payment confirmed with the Visa test card: `fields` say how much and how it is captured. */
+function cardPayment(call: RestCall, merchant: TestMerchant, fields: Json): Promise<Json> {
+  return call("POST", "/payments", {
+    currency: "USD",
+    profile_id: merchant.profileId,
+    confirm: true,
+    payment_method: "card",
+    payment_method_data: card(),
+    ...fields,
+  });
+}
+
 /** Retrieves `path` until its status is `status`: background work runs on whichever instance claims it. */
-function reaches(call: ReturnType<typeof restCaller>, path: string, status: string): Promise<Json> {
+function reaches(call: RestCall, path: string, status: string): Promise<Json> {
   return waitUntil(
     () => call("GET", path),
     (object) => object.status === status,
@@ -43,15 +55,7 @@ function reaches(call: ReturnType<typeof restCaller>, path: string, status: stri
 describe("one service, however many instances answer", () => {
   it("payments and refunds: authorized, captured in part, refunded, listed", async () => {
     const { merchant, call } = await merchantCalls();
-    const payment = await call("POST", "/payments", {
-      amount: 5000,
-      currency: "USD",
-      profile_id: merchant.profileId,
-      confirm: true,
-      capture_method: "manual",
-      payment_method: "card",
-      payment_method_data: card(),
-    });
+    const payment = await cardPayment(call, merchant, { amount: 5000, capture_method: "manual" });
     expect(payment).toMatchObject({ status: "requires_capture", amount_capturable: 5000 });
     const paymentId = payment.payment_id as string;
 
@@ -92,14 +96,7 @@ describe("one service, however many instances answer", () => {
 
   it("disputes: opened on a payment, accepted, listed", async () => {
     const { merchant, call } = await merchantCalls();
-    const payment = await call("POST", "/payments", {
-      amount: 2500,
-      currency: "USD",
-      profile_id: merchant.profileId,
-      confirm: true,
-      payment_method: "card",
-      payment_method_data: card(),
-    });
+    const payment = await cardPayment(call, merchant, { amount: 2500 });
     const dispute = await call("POST", `/sandbox/payments/${payment.payment_id}/dispute`);
     expect(dispute).toMatchObject({ status: "opened", amount: 2500, payment_id: payment.payment_id });
     expect(await call("POST", `/disputes/${dispute.dispute_id}/accept`)).toMatchObject({ status: "accepted" });
@@ -113,14 +110,7 @@ describe("one service, however many instances answer", () => {
     const receiver = await newReceiver();
     await updateProfile(service.url, merchant, { webhook_url: receiver.url });
     for (const amount of [1000, 2000, 3000]) {
-      await call("POST", "/payments", {
-        amount,
-        currency: "USD",
-        profile_id: merchant.profileId,
-        confirm: true,
-        payment_method: "card",
-        payment_method_data: card(),
-      });
+      await cardPayment(call, merchant, { amount });
     }
     const events = await waitUntil(
       async () => (await call("POST", "/events/list", {})).data as Json[],

@@ -263,7 +263,7 @@ describe("card data (decisions §4)", () => {
 
     const db = "DATA_DIR" in database ? await startEmbeddedDatabase(database.DATA_DIR, 2) : undefined;
     try {
-      const rows = await dumpDatabase(db?.url ?? (database as { DATABASE_URL: string }).DATABASE_URL);
+      const rows = await dumpDatabase("DATABASE_URL" in database ? database.DATABASE_URL : db!.url);
       expect(rows.filter((row) => row.startsWith("payments: ")).length).toBeGreaterThan(0);
       expect(rows.some((row) => row.startsWith("payments: ") && /"last4": ?"4242"/.test(row))).toBe(true);
       expectNoCardData(rows, "the database", sent);

@@ -26,11 +26,13 @@ import { createApiDescriptionPages } from "./openapi/pages.js";
 import { createProbePages } from "./health/probes.js";
 import { authenticationPath } from "./payments/transitions.js";
 import { paymentJobHandlers, type PaymentJobDependencies } from "./payments/jobs.js";
+import { leftAttemptsIntervalMs, settleLeftAttempts } from "./payments/operation.js";
 import { refundJobHandlers, type RefundJobDependencies } from "./refunds/jobs.js";
 import { disputeJobHandlers } from "./disputes/jobs.js";
 import { payoutJobHandlers, type PayoutJobDependencies } from "./payouts/jobs.js";
 import { ProcessorRegistry } from "./processors/registry.js";
 import { SandboxProcessor } from "./processors/sandbox.js";
+import { SandboxCallBooks } from "./processors/sandbox-books.js";
 import { sandboxPayoutRails } from "./processors/sandbox-payouts.js";
 import { DataCipher, dataEncryptionKey } from "./secrets/data-cipher.js";
 import { resolveServerSecret } from "./secrets/server-secret.js";
@@ -244,7 +246,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
       units,
       newObjects: new NewObjectWriter(dataSource, clock, units, webhooks),
       dataCipher: new DataCipher(dataKey, decryptOnlyKeys),
-      processors: new ProcessorRegistry(new SandboxProcessor(), sandboxPayoutRails(dataSource)),
+      processors: new ProcessorRegistry(new SandboxProcessor(new SandboxCallBooks(dataSource)), sandboxPayoutRails(dataSource)),
       scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,
       eventRetentionMs: config.eventRetentionDays * 86_400_000,
       embedded,
@@ -321,6 +323,7 @@ export function registerJobs(
   runner.register(refundJobHandlers(deps));
   runner.register(disputeJobHandlers(deps));
   runner.register(payoutJobHandlers(deps));
+  runner.every(leftAttemptsIntervalMs, () => settleLeftAttempts(deps));
   runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
   runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
   runner.every(listCountsMergeIntervalMs, () => mergeListCounts(deps.dataSource));

@@ -35,6 +35,14 @@ export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBase62(24)}`;
 }
 
+/**
+ * The id of the object a call creates: from the call's effect seed when it has one (its idempotency
+ * key's, the same for every retry of the request), else new.
+ */
+export function createdId(prefix: IdPrefix, effectSeed: string | undefined): string {
+  return effectSeed === undefined ? newId(prefix) : `${prefix}_${effectSeed}`;
+}
+
 /** Caller-chosen ids (payment_id, customer_id) must be safe in a URL path and bounded. */
 const callerIdPattern = /^[A-Za-z0-9_-]{1,64}$/;
 

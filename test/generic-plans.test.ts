@@ -72,6 +72,8 @@ describe.skipIf(!onPostgres)("the new-object write on a database that grew after
       modifiedAt: now,
       claimToken: null,
       claimedUntil: null,
+      claimedBy: null,
+      attempt: null,
     } satisfies PaymentRow);
     plans.length = 0;
     const view = await writer.create({ values: createContextValues() }, paymentResource, row, []);

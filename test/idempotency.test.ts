@@ -14,6 +14,7 @@ import { type Json, uniqueId } from "./support/resource-api.js";
 import { runningService, servicePair } from "./support/running.js";
 import { noPolling, type TestService } from "./support/service.js";
 import { waitUntil } from "./support/wait.js";
+import { settleLeftAttempts } from "../src/payments/operation.js";
 
 /*
  * Idempotency keys (decisions §6, interface §8, docs/idempotency.md): `X-Idempotency-Key` (or
@@ -426,12 +427,14 @@ describe("idempotency keys on one instance", () => {
       expectRestError(await post(merchant, "/payments", paymentBody(merchant), key), 409, "IK_01");
       expect(await effectsOf(service, merchant.merchantId)).toEqual(before);
 
-      // Lease over: nothing of that claim committed, so the same request runs (and another request still may not).
+      // Lease over: the same request runs (and another request still may not). What its first try
+      // recorded is the payment it finds, under the id the key keeps for it: never a second payment.
       clock.advance(1_000);
       expectRestError(await post(merchant, "/payments", paymentBody(merchant, { amount: 1001 }), key), 422, "IK_02");
       const takenOver = await post(merchant, "/payments", paymentBody(merchant), key);
       expect({ status: takenOver.status, replayed: replayed(takenOver) }).toEqual({ status: 200, replayed: null });
-      expect(takenOver.body.payment_id).not.toBe(first.body.payment_id);
+      expect(takenOver.body).toEqual(first.body);
+      expect(await effectsOf(service, merchant.merchantId)).toEqual(before);
       expectReplayOf(await post(merchant, "/payments", paymentBody(merchant), key), takenOver);
     });
 
@@ -713,14 +716,16 @@ describe("idempotency keys on one instance", () => {
     });
 
     it("rolls every effect back (payment, customer, refund, payout, customer deletion) when its response cannot be stored, and frees the key", async () => {
+      // A payment created without confirm: one confirmed at once is recorded before its processor is asked (the next test).
       const merchant = await newMerchant(service.url);
       const paid = await post(merchant, "/payments", paymentBody(merchant, { amount: 4000 }));
       const customer = await post(merchant, "/customers", { name: "Kept" });
       expect([paid.status, customer.status]).toEqual([200, 200]);
       const before = await effectsOf(service, merchant.merchantId);
 
+      const { payment_method_data: _card, ...unconfirmed } = paymentBody(merchant, { confirm: false }) as Record<string, Json>;
       const calls: [string, string, unknown][] = [
-        ["POST", "/payments", paymentBody(merchant)],
+        ["POST", "/payments", unconfirmed],
         ["POST", "/customers", { name: "Lost" }],
         ["POST", "/refunds", { payment_id: paid.body.payment_id, amount: 500 }],
         [
@@ -750,6 +755,29 @@ describe("idempotency keys on one instance", () => {
       const kept = await send(service.url, "GET", `/customers/${customer.body.customer_id}`, { apiKey: merchant.apiKey });
       expect(kept.status).toBe(200);
       expect(await effectsOf(service, merchant.merchantId)).toEqual(before);
+    });
+
+    it("keeps a payment confirmed at once, recorded before its processor was asked, and its key for the retry; recovery settles the payment", async () => {
+      const merchant = await newMerchant(service.url);
+      const key = uniqueId("unstorable");
+
+      const res = await send(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key });
+
+      expectRestError(res, 500, "HE_00");
+      const [recorded] = await service.app.dataSource.query("SELECT payment_id, status, attempt FROM payments WHERE merchant_id = $1", [
+        merchant.merchantId,
+      ]);
+      expect(recorded).toMatchObject({ status: "processing", attempt: { call: "authorize" } });
+      expect(await keyRow(service, merchant.merchantId, key)).toMatchObject({ state: "in_flight" });
+      expectRestError(
+        await send(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant, { amount: 1 }), key }),
+        422,
+        "IK_02",
+      );
+      // The sandbox authorized and captured: recovery asks it and writes what it did.
+      expect(await settleLeftAttempts(service.app)).toBe(1);
+      const settled = await send(service.url, "GET", `/payments/${recorded.payment_id}`, { apiKey: merchant.apiKey });
+      expect(settled.body).toMatchObject({ status: "succeeded", amount_received: 1000 });
     });
   });
 

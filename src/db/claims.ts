@@ -4,6 +4,7 @@ import type { DataSource, EntityManager, EntityMetadata } from "typeorm";
 import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
 import { randomBase62 } from "../ids.js";
+import { objectClaimMs } from "../leases.js";
 import { isDatabaseUnavailable } from "./errors.js";
 import { holderGone, holderOf } from "./liveness.js";
 import { rowFromDatabase } from "./lock.js";
@@ -29,11 +30,11 @@ export interface ClaimableRow extends StatusRow {
 }
 
 /**
- * How long a claim lasts: longer than a processor takes to answer. A claim whose instance died
- * mid-call ends as soon as the instance is seen gone (liveness.ts), or after this at the latest; the
- * processor call carries an idempotency key, so the operation run again does not move money twice.
+ * How long a claim lasts (src/leases.ts). A claim whose instance died mid-call ends as soon as the
+ * instance is seen gone (liveness.ts), or after this at the latest; what its operation recorded is
+ * then settled by whoever claims the object next, or by recovery.
  */
-const claimLeaseMs = 60_000;
+export const claimLeaseMs = objectClaimMs;
 
 /** Longest pause between two looks at a claimed object. */
 const longestPauseMs = 100;

@@ -18,6 +18,11 @@ import type { CallValues, UnitOfWork } from "./unit-of-work.js";
 interface NewObject<Row> {
   readonly row: Row;
   readonly jobs: readonly NewJob[];
+  /**
+   * Whether its first status is announced with an event: not for a record written before its
+   * processor is asked, whose outcome is the first status anyone hears of.
+   */
+  readonly announced: boolean;
 }
 
 /** What became of a new object: written, refused by its resource's guard, or its id already taken. */
@@ -48,14 +53,14 @@ function statementText<Row extends StatusRow, Desc extends DescMessage>(em: Enti
   const { names } = insertShapeOf(object);
   const key = object.primaryColumns.map((c) => `"${c.databaseName}"`).join(", ");
   const eventParam = 1 + insertShapeOf(object).columns.length;
-  const jobParam = eventParam + insertShapeOf(event).columns.length;
+  const jobParam = eventParam + insertShapeOf(event).columns.length + 1;
   const leaseParam = jobParam + insertShapeOf(job).columns.length + 1;
   text =
     `WITH input AS (SELECT * FROM ${unnestOf(object, "input", 1, "ordinality")}),\n` +
     `allowed AS (SELECT * FROM input${resource.guard === undefined ? "" : ` WHERE ${resource.guard("input")}`}),\n` +
     `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM allowed ON CONFLICT (${key}) DO NOTHING RETURNING ${key}),\n` +
     `written AS (SELECT allowed.position FROM allowed JOIN object USING (${key})),\n` +
-    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "ordinality")} JOIN written USING (position) RETURNING ${eventsReturning}),\n` +
+    `event AS (INSERT INTO "${event.tableName}" (${insertShapeOf(event).names}) SELECT ${qualifiedNames(event, "e")} FROM ${unnestOf(event, "e", eventParam, "array")} JOIN written USING (position) RETURNING ${eventsReturning}),\n` +
     `delivery AS (${deliveriesSql("event", `$${leaseParam}::timestamptz`)}),\n` +
     `job AS (INSERT INTO "${job.tableName}" (${insertShapeOf(job).names}) SELECT ${qualifiedNames(job, "j")} FROM ${unnestOf(job, "j", jobParam, "array")} JOIN written USING (position))\n` +
     `SELECT position, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written, ` +
@@ -88,11 +93,13 @@ async function writeNewObjects<Row extends StatusRow, Desc extends DescMessage>(
   query: (text: string, params: unknown[]) => Promise<Verdict[]>,
 ): Promise<{ outcomes: Outcome[]; deliveries: HandedOver[] }> {
   const rows = objects.map((o) => o.row);
-  const events = rows.map((row) => eventOf(resource, row, clock));
+  const announced = objects.flatMap((o, i) => (o.announced ? [i + 1] : []));
+  const events = announced.map((position) => eventOf(resource, rows[position - 1]!, clock));
   const eventArrays = arraysOf(em.connection.getMetadata(EventRow), events);
   const params = [
     ...arraysOf(em.connection.getMetadata(resource.entity), rows),
     ...eventArrays,
+    announced,
     ...arraysOf(
       em.connection.getMetadata(JobRow),
       objects.flatMap((o) => o.jobs.map((job) => jobRowOf(job, clock))),
@@ -141,7 +148,7 @@ export async function writeNewObject<Row extends StatusRow, Desc extends DescMes
   jobs: readonly NewJob[],
 ): Promise<boolean> {
   // Its transaction commits later, so its delivery is left to a look rather than handed over.
-  const { outcomes } = await writeNewObjects(em, clock, resource, [{ row, jobs }], undefined, (text, params) =>
+  const { outcomes } = await writeNewObjects(em, clock, resource, [{ row, jobs, announced: true }], undefined, (text, params) =>
     preparedIn(em, text, params),
   );
   return answerOf(em, resource, row, outcomes[0]!);
@@ -219,15 +226,31 @@ export class NewObjectWriter {
         return resource.view(row);
       });
     }
+    if (!answerOf(this.dataSource.manager, resource, row, await this.queueOf(resource).add({ row, jobs, announced: true }))) {
+      throw await refusalOf(this.dataSource.manager, resource, row);
+    }
+    return resource.view(row);
+  }
+
+  /**
+   * Writes `row` before anyone is told of it: the record an operation makes before it asks a
+   * processor, whose outcome is the object's first event and the call's effect. Batched whatever the
+   * call sent, since no response is stored with it. "taken" when its id is, which may be a retry
+   * meeting the record of the call it repeats; the resource's refusal when its guard stopped it.
+   */
+  async record<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row): Promise<"written" | "taken"> {
+    const outcome = await this.queueOf(resource).add({ row, jobs: [], announced: false });
+    if (outcome === "refused") throw await refusalOf(this.dataSource.manager, resource, row);
+    return outcome;
+  }
+
+  private queueOf<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>): Queue<Row, Desc> {
     let queue = this.queues.get(resource);
     if (queue === undefined) {
       queue = new Queue(this.dataSource, this.clock, resource as unknown as Resource<StatusRow, DescMessage>, this.webhooks);
       this.queues.set(resource, queue);
     }
-    if (!answerOf(this.dataSource.manager, resource, row, await queue.add({ row, jobs }))) {
-      throw await refusalOf(this.dataSource.manager, resource, row);
-    }
-    return resource.view(row);
+    return queue as unknown as Queue<Row, Desc>;
   }
 }
 

@@ -7,6 +7,11 @@ export type CallValues = Pick<HandlerContext, "values">;
 /** Stores a call's response in the transaction that commits the call's effect. */
 export interface ResponseRecorder {
   record(em: EntityManager, response: unknown): Promise<void>;
+  /**
+   * Says the call wrote a record before its effect (a payment before its processor is asked): if the
+   * call fails, its key waits for the same request's retry, which must find that record.
+   */
+  keepForRetry(): void;
 }
 
 /**
@@ -16,6 +21,14 @@ export interface ResponseRecorder {
 export const responseRecorderKey = createContextKey<ResponseRecorder | undefined>(undefined, {
   description: "idempotent response recorder",
 });
+
+/**
+ * The seed of the ids of the objects a call creates, set by the idempotency interceptor for a call
+ * with a key: kept by the key (idempotency/store.ts) for every retry of one request, so a retry that
+ * meets the record its crashed or failed first try made names the same object instead of creating
+ * a second one.
+ */
+export const effectSeedKey = createContextKey<string | undefined>(undefined, { description: "ids of the call's new objects" });
 
 /**
  * How an API call's effect reaches the database: a handler commits it once, with `commit`, in one

@@ -19,10 +19,20 @@ import { callerKey } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { isDatabaseUnavailable } from "../db/errors.js";
 import { ReleaseRetries } from "../db/release-retries.js";
-import { responseRecorderKey } from "../db/unit-of-work.js";
+import { effectSeedKey, responseRecorderKey } from "../db/unit-of-work.js";
 import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
 import { shown_once as shownOnce } from "../../gen/paymentservice/v1/options_pb.js";
-import { type Claim, claimKey, claimLeaseMs, completeKey, keyTakenOver, newClaimToken, releaseKey, type KeyRef } from "./store.js";
+import {
+  type Claim,
+  claimKey,
+  claimLeaseMs,
+  completeKey,
+  keyTakenOver,
+  newClaimToken,
+  releaseKey,
+  unlockKey,
+  type KeyRef,
+} from "./store.js";
 
 /** Header names a key may come in (decisions §6), first match wins. */
 const keyHeaders = ["x-idempotency-key", "idempotency-key"];
@@ -58,7 +68,8 @@ export interface IdempotencyDependencies {
  * on every protocol. The first request with a key claims it; the handler commits its effect through
  * `UnitOfWork.commit`, whose transaction also stores the response (the recorder set here), so a crash
  * can never leave an effect without the response that a retry would replay. A failed request frees
- * the key. Reads (methods marked NO_SIDE_EFFECTS) ignore keys.
+ * the key, unless it recorded something first (a payment before its processor is asked): then the
+ * key waits for that request's retry, which finishes what the first try recorded. Reads (methods marked NO_SIDE_EFFECTS) ignore keys.
  */
 export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Interceptor {
   const releases = new ReleaseRetries();
@@ -100,14 +111,20 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
         return res;
       }
     }
+    req.contextValues.set(effectSeedKey, claim.effectSeed);
     const responseOf = (response: unknown) =>
       toBinary(req.method.output, storable(req.method.output, create(req.method.output, response as MessageInitShape<DescMessage>)));
     let recorded = false;
+    let keptForRetry = false;
+    const free = () => (keptForRetry ? unlockKey(deps.dataSource, ref, token, deps.clock.now()) : release());
     req.contextValues.set(responseRecorderKey, {
       async record(em, response) {
         if (recorded) throw new Error(`${req.method.name}: a call commits its effect once`);
         recorded = true;
         await completeKey(em, ref, token, responseOf(response));
+      },
+      keepForRetry() {
+        keptForRetry = true;
       },
     });
     try {
@@ -120,11 +137,11 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
       // The caller hears of the failure that ended its call, at once: a key the database cannot free now
       // (it just failed the call, or fails the release) is freed once it can.
       if (isDatabaseUnavailable(error)) {
-        releases.add(token, release, claimLeaseMs);
+        releases.add(token, free, claimLeaseMs);
         throw error;
       }
-      const released = await release().catch(() => {
-        releases.add(token, release, claimLeaseMs);
+      const released = await free().catch(() => {
+        releases.add(token, free, claimLeaseMs);
         return "later" as const;
       });
       // A retry took the key over while this request ran: the key's answer is the retry's, so this

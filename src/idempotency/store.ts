@@ -3,6 +3,7 @@ import { holderGone, holderOf } from "../db/liveness.js";
 import type { Scope } from "../db/scope.js";
 import { type ApiError, idempotencyConflict } from "../errors.js";
 import { randomBase62 } from "../ids.js";
+import { idempotencyClaimMs } from "../leases.js";
 
 /** How long a key is kept (interface §8). */
 export const keyLifetimeMs = 24 * 60 * 60 * 1000;
@@ -12,11 +13,15 @@ export const keyLifetimeMs = 24 * 60 * 60 * 1000;
  * one whose instance is gone (db/liveness.ts), belongs to a request that can no longer commit: its
  * effect never committed (effect and completion commit together), so running the request again is safe.
  */
-export const claimLeaseMs = 60_000;
+export const claimLeaseMs = idempotencyClaimMs;
 
 /** What claiming a key found. */
 export type Claim =
-  | { readonly kind: "claimed" }
+  /**
+   * `effectSeed` names the objects the request creates (db/unit-of-work.ts): that of an earlier try
+   * of the request with this key that never completed, so a retry names the object it recorded.
+   */
+  | { readonly kind: "claimed"; readonly effectSeed: string }
   | { readonly kind: "replay"; readonly response: Uint8Array }
   | { readonly kind: "in_flight" }
   | { readonly kind: "mismatch" };
@@ -53,16 +58,17 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprints
   for (;;) {
     const claimed = (await dataSource.query(
       `INSERT INTO idempotency_keys AS k
-         (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at, claimed_by)
-       VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, NULL, $7, $8, $9::integer)
+         (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at, claimed_by, effect_seed)
+       VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, NULL, $7, $8, $9::integer, $11)
        ON CONFLICT (merchant_id, livemode, idempotency_key) DO UPDATE
          SET fingerprint = EXCLUDED.fingerprint, state = 'in_flight', claim_token = EXCLUDED.claim_token,
              locked_until = EXCLUDED.locked_until, response = NULL, created = EXCLUDED.created, expires_at = EXCLUDED.expires_at,
-             claimed_by = EXCLUDED.claimed_by
+             claimed_by = EXCLUDED.claimed_by,
+             effect_seed = CASE WHEN k.expires_at <= $7 OR k.effect_seed IS NULL THEN EXCLUDED.effect_seed ELSE k.effect_seed END
          WHERE k.expires_at <= $7
             OR (k.state = 'in_flight' AND (k.locked_until <= $7 OR ${holderGone("k.claimed_by")})
                 AND (k.fingerprint = EXCLUDED.fingerprint OR k.fingerprint = ANY ($10::bytea[])))
-       RETURNING claim_token`,
+       RETURNING effect_seed`,
       [
         ref.merchantId,
         ref.livemode,
@@ -74,9 +80,10 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprints
         new Date(now.getTime() + keyLifetimeMs),
         holderOf(dataSource),
         alternates(fingerprints),
+        randomBase62(24),
       ],
-    )) as unknown[];
-    if (claimed.length === 1) return { kind: "claimed" };
+    )) as { effect_seed: string }[];
+    if (claimed.length === 1) return { kind: "claimed", effectSeed: claimed[0]!.effect_seed };
     const [existing] = (await dataSource.query(
       `SELECT fingerprint, state, response FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
       [ref.merchantId, ref.livemode, ref.key],
@@ -128,6 +135,20 @@ export async function releaseKey(dataSource: DataSource, ref: KeyRef, token: str
     [ref.merchantId, ref.livemode, ref.key, token],
   )) as [unknown, number];
   return deleted === 1 ? "released" : "taken_over";
+}
+
+/**
+ * Ends the claim of a request that failed after it recorded something its retry must find (a
+ * payment recorded before its processor was asked): the key stays with its request, whose next try
+ * takes it over at once and names the same objects, while another request with the key is IK_02.
+ */
+export async function unlockKey(dataSource: DataSource, ref: KeyRef, token: string, now: Date): Promise<"released" | "taken_over"> {
+  const [, updated] = (await dataSource.query(
+    `UPDATE idempotency_keys SET locked_until = $5
+     WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND claim_token = $4 AND state = 'in_flight'`,
+    [ref.merchantId, ref.livemode, ref.key, token, now],
+  )) as [unknown, number];
+  return updated === 1 ? "released" : "taken_over";
 }
 
 /** Keys deleted per statement: short statements, so the reaper never holds many row locks for long. */

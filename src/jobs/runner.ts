@@ -2,6 +2,7 @@ import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
 import { FailureStreak, log } from "../log.js";
 import type { JobRow } from "./job.entity.js";
+import { jobLeaseMs } from "../leases.js";
 import type { JobKind } from "./kinds.js";
 import { buryJob, claimDueJobs, endJobIn, endLeasedJob, releaseJob, retryJobLater } from "./leases.js";
 import { Slots } from "./slots.js";
@@ -90,7 +91,7 @@ const batchSize = 64;
  * knows (it only fails): it covers the wait for a slot, after which the transaction's row lock on
  * the job keeps every other runner away.
  */
-const transactionalLeaseMs = 60_000;
+const transactionalLeaseMs = jobLeaseMs;
 
 /** Upkeep the runner starts in its passes, at most one run of each at a time. */
 interface Chore {

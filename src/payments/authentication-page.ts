@@ -1,19 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import type { DataSource } from "typeorm";
 import { log } from "../log.js";
 import { ProfileRow } from "../merchants/profile.entity.js";
 import { PaymentRow } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
-import { claimObject, finishClaimed } from "../db/claims.js";
-import { writeClaimedChange } from "../db/resource.js";
-import { paymentResource } from "./store.js";
-import { authenticate, authenticationPath, type PaymentMoveDependencies } from "./transitions.js";
+import { operateOnPayment, type PaymentOperationDependencies } from "./operation.js";
+import { authenticate, authenticationPath } from "./transitions.js";
 
-/** What the 3DS pages need: the database besides what the moves need. */
-export interface AuthenticationPageDependencies extends PaymentMoveDependencies {
-  readonly dataSource: DataSource;
-}
+/** What the 3DS pages need: what the operations need. */
+export type AuthenticationPageDependencies = PaymentOperationDependencies;
 
 /** Serves one request for a page under its path prefix; the port has already parsed the path. */
 export type PageHandler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse, path: string) => void;
@@ -128,17 +123,18 @@ async function finishAuthentication(
   token: string,
   authenticated: boolean,
 ): Promise<{ paymentId: string; status: string; returnUrl: string | null } | undefined> {
-  const { dataSource, clock } = deps;
-  const found = await dataSource.manager.findOneBy(PaymentRow, { authenticationToken: token });
+  const found = await deps.dataSource.manager.findOneBy(PaymentRow, { authenticationToken: token });
   if (found === null) return undefined;
   const awaitsThisToken = (row: PaymentRow) => paymentStates.allows("authenticate", row.status) && row.authenticationToken === token;
-  const claim = await claimObject(dataSource, clock, paymentResource, found, found.paymentId, awaitsThisToken);
-  if (claim === undefined) return undefined;
-  const row = claim.row;
-  return finishClaimed(dataSource, paymentResource, claim, async () => {
-    const jobs = await authenticate(deps, row, authenticated);
-    await writeClaimedChange(dataSource.manager, clock, paymentResource, claim, "requires_action", jobs);
-    const profile = await dataSource.manager.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });
-    return { paymentId: row.paymentId, status: row.status, returnUrl: row.returnUrl ?? profile?.returnUrl ?? null };
-  });
+  const operated = await operateOnPayment(
+    deps,
+    found,
+    found.paymentId,
+    { check: awaitsThisToken, move: (row) => authenticate(deps, row, authenticated) },
+    undefined,
+  );
+  if (operated === undefined) return undefined;
+  const row = operated.row;
+  const profile = await deps.dataSource.manager.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });
+  return { paymentId: row.paymentId, status: row.status, returnUrl: row.returnUrl ?? profile?.returnUrl ?? null };
 }

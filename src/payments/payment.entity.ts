@@ -15,6 +15,26 @@ export interface StoredNextAction {
   redirect_to_url: string;
 }
 
+/**
+ * A processor call a payment makes, recorded on the payment before the call is made and cleared by
+ * the statement that writes its outcome (record first, docs/architecture.md): a crash in between
+ * leaves it for recovery to settle with the processor's answer to its idempotency `key`. It holds
+ * what making the call again and applying its answer need, except card details, which are never stored.
+ */
+export type StoredAttempt = {
+  /** The processor's idempotency key for this call, unique to the attempt. */
+  readonly key: string;
+  /** The processor asked (its name in the registry). */
+  readonly processor: string;
+  /** The idempotency key of the API call that made the attempt: a retry of that call finishes it. */
+  readonly requestKey: string | null;
+} & (
+  | { readonly call: "authorize"; readonly capture: boolean; readonly card: StoredCard }
+  | { readonly call: "completeAuthentication"; readonly capture: boolean; readonly authenticated: boolean }
+  | { readonly call: "capture"; readonly amount: string }
+  | { readonly call: "void"; readonly operation: "cancel" | "expire"; readonly reason: string }
+);
+
 /** Payment statuses of interface §3, as stored. */
 export type PaymentStatusWord =
   | "requires_payment_method"
@@ -130,4 +150,12 @@ export class PaymentRow {
 
   @Column({ name: "claimed_until", type: "timestamptz", nullable: true })
   claimedUntil!: Date | null;
+
+  /** The instance holding the claim (src/db/liveness.ts): a claim whose instance is gone has lapsed. */
+  @Column({ name: "claimed_by", type: "integer", nullable: true })
+  claimedBy!: number | null;
+
+  /** The processor call under way or left unsettled by a crash; null between calls. */
+  @Column({ name: "attempt", type: "jsonb", nullable: true })
+  attempt!: StoredAttempt | null;
 }

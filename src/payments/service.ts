@@ -1,7 +1,7 @@
 import { timestampToDate } from "../validation/time.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { IsNull, type DataSource, type EntityManager } from "typeorm";
+import { IsNull, type EntityManager } from "typeorm";
 import {
   type CaptureMethod,
   CaptureMethodSchema,
@@ -15,13 +15,11 @@ import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { secretsEqual } from "../auth/api-key-secret.js";
 import { CustomerRow } from "../customers/customer.entity.js";
 import { sentWord } from "../enum-words.js";
-import { alreadyExists, ApiError, forbidden, invalidField, missingField, notFound } from "../errors.js";
+import { forbidden, invalidField, missingField, notFound } from "../errors.js";
 import type { Clock } from "../clock.js";
-import { claimObject, finishClaimed, lockUnclaimed, waitingForClaims } from "../db/claims.js";
-import type { NewObjectWriter } from "../db/new-objects.js";
-import { writeClaimedChange } from "../db/resource.js";
-import type { UnitOfWork } from "../db/unit-of-work.js";
-import { callerIdProblem, newId, randomBase62 } from "../ids.js";
+import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
+import { effectSeedKey } from "../db/unit-of-work.js";
+import { callerIdProblem, createdId, randomBase62 } from "../ids.js";
 import { readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { email, text, url } from "../validation/fields.js";
@@ -29,21 +27,16 @@ import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
-import type { JobWaker, NewJob } from "../jobs/runner.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
 import { findObject } from "../db/resource.js";
 import { paymentResource, writePaymentChange } from "./store.js";
-import { cancel, capture, confirm, releaseFunds, type PaymentMoveDependencies } from "./transitions.js";
+import { createConfirmed, operateOnPayment, type ApiCall, type PaymentOperation, type PaymentOperationDependencies } from "./operation.js";
+import { cancel, capture, confirm } from "./transitions.js";
 import { toPayment } from "./view.js";
 
-/** What the payments API needs besides what the moves need: the database, and the job runner to wake. */
-export interface PaymentDependencies extends PaymentMoveDependencies {
-  readonly dataSource: DataSource;
-  readonly newObjects: NewObjectWriter;
-  readonly units: UnitOfWork;
-  readonly jobs: JobWaker;
-}
+/** What the payments API needs: what its operations need. */
+export type PaymentDependencies = PaymentOperationDependencies;
 
 /** Card details from a request, checked by the processor that will see them. */
 function requestedCard(clock: Clock, processor: Processor, data: PaymentMethodDataInput | undefined): CardDetails | undefined {
@@ -97,42 +90,18 @@ async function assertCustomer(em: EntityManager, caller: MerchantCaller, custome
 }
 
 /**
- * Payments (interface §4, decisions §4). Each operation is one pipeline: validate the request; claim
- * the payment (one statement) and check the state machine; call the processor with no transaction
- * open; then commit the outcome, its event, its jobs and the end of the claim as the call's effect.
- * An update, which calls no processor, locks the payment in the transaction that commits it.
+ * Payments (interface §4, decisions §4). Each call validates its request, then runs its operation
+ * (operation.ts): claim the payment, record the processor call, make it with no transaction open,
+ * write the outcome with its event and jobs as the call's effect. An update, which calls no
+ * processor, locks the payment in the transaction that commits it.
  */
 export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof PaymentService> {
   const { dataSource, clock, units } = deps;
 
-  /**
-   * Claims the payment for a move that calls the processor (`check` guards it first), makes the move,
-   * and commits its outcome as the call's effect; the claim ends with the commit, or at once if the
-   * move or the commit fails.
-   */
-  async function moveClaimed(
-    ctx: HandlerContext,
-    paymentId: string,
-    check: (row: PaymentRow) => void,
-    move: (row: PaymentRow) => Promise<NewJob[]>,
-  ) {
-    const caller = merchantOf(ctx);
-    const proceeds = (row: PaymentRow) => {
-      check(row);
-      return true;
-    };
-    const claim = (await claimObject(dataSource, clock, paymentResource, caller, paymentId, proceeds, ctx.signal))!;
-    const previous = claim.row.status;
-    const { payment, jobs } = await finishClaimed(dataSource, paymentResource, claim, async () => {
-      const jobs = await move(claim.row);
-      const payment = await units.commitStatement(ctx, async (em) => {
-        await writeClaimedChange(em, clock, paymentResource, claim, previous, jobs);
-        return toPayment(claim.row);
-      });
-      return { payment, jobs };
-    });
-    wakeForDueJobs(deps, jobs);
-    return payment;
+  /** Runs an operation on the payment as the API call `ctx`, answering the payment as the operation left it. */
+  async function operate(ctx: HandlerContext, paymentId: string, operation: PaymentOperation) {
+    const operated = await operateOnPayment(deps, merchantOf(ctx), paymentId, operation, apiCall(ctx));
+    return toPayment(operated!.row);
   }
 
   return {
@@ -154,7 +123,9 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       }
       const method = captureMethodWord(req.captureMethod);
       const now = clock.now();
-      const paymentId = req.paymentId ?? newId("pay");
+      // Only a create that records the payment before its processor is asked can be retried into its own record.
+      const effectSeed = req.paymentId === undefined && card !== undefined ? ctx.values.get(effectSeedKey) : undefined;
+      const paymentId = req.paymentId ?? createdId("pay", effectSeed);
       const fields: PaymentRow = {
         merchantId: caller.merchantId,
         livemode: caller.livemode,
@@ -188,27 +159,14 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         modifiedAt: now,
         claimToken: null,
         claimedUntil: null,
+        claimedBy: null,
+        attempt: null,
       };
       const row = Object.assign(new PaymentRow(), fields);
-      // The processor's idempotency key is made of the payment_id: with a taken one, it would answer
-      // with the other payment's authorization, which must then not be released.
-      if (
-        card !== undefined &&
-        req.paymentId !== undefined &&
-        (await dataSource.manager.existsBy(PaymentRow, { merchantId: caller.merchantId, livemode: caller.livemode, paymentId }))
-      ) {
-        throw alreadyExists("payment", "payment_id", paymentId);
-      }
-      const jobs = card === undefined ? [] : await confirm(deps, row, processor, card);
-      const payment = await deps.newObjects.create(ctx, paymentResource, row, jobs).catch(async (error: unknown) => {
-        // Nothing was written: release what the processor holds for this payment, unless the id was
-        // taken meanwhile by a concurrent create, whose authorization the processor answered with.
-        const taken = error instanceof ApiError && error.code === "HE_01";
-        if (row.processorReference !== null && !taken) await releaseFunds(processor, row);
-        throw error;
-      });
-      wakeForDueJobs(deps, jobs);
-      return payment;
+      if (card === undefined) return deps.newObjects.create(ctx, paymentResource, row, []);
+      const attempt = confirm(deps, row, processor.name, card);
+      const created = await createConfirmed(deps, row, attempt, card, apiCall(ctx), effectSeed !== undefined);
+      return toPayment(created.row);
     },
 
     async updatePayment(req, ctx) {
@@ -265,44 +223,44 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       paymentMethodWord(req.paymentMethod, card);
       const paymentMethodType = text("payment_method_type", req.paymentMethodType, 32);
       const returnUrl = url("return_url", req.returnUrl);
-      return moveClaimed(
-        ctx,
-        req.paymentId,
-        (row) => {
+      return operate(ctx, req.paymentId, {
+        card,
+        check: (row) => {
           assertClientSecret(caller, row, req.clientSecret);
           paymentStates.guard("confirm", row.status);
+          return true;
         },
-        (row) => {
+        move: (row) => {
           if (paymentMethodType !== undefined) row.paymentMethodType = paymentMethodType;
           if (returnUrl !== undefined) row.returnUrl = returnUrl;
-          return confirm(deps, row, processor, card);
+          return confirm(deps, row, processor.name, card);
         },
-      );
+      });
     },
 
     async capturePayment(req, ctx) {
       const requested = req.amountToCapture === undefined ? undefined : positiveAmount("amount_to_capture", req.amountToCapture);
-      return moveClaimed(
-        ctx,
-        req.paymentId,
-        (row) => {
+      return operate(ctx, req.paymentId, {
+        check: (row) => {
           paymentStates.guard("capture", row.status);
           if (requested !== undefined && requested > row.amountCapturable) {
             throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
           }
+          return true;
         },
-        (row) => capture(deps, row, requested ?? row.amountCapturable),
-      );
+        move: (row) => capture(row, requested ?? row.amountCapturable),
+      });
     },
 
     async cancelPayment(req, ctx) {
       const reason = text("cancellation_reason", req.cancellationReason, 255);
-      return moveClaimed(
-        ctx,
-        req.paymentId,
-        (row) => paymentStates.guard("cancel", row.status),
-        (row) => cancel(deps, row, "cancel", reason ?? "requested_by_customer"),
-      );
+      return operate(ctx, req.paymentId, {
+        check: (row) => {
+          paymentStates.guard("cancel", row.status);
+          return true;
+        },
+        move: (row) => cancel(deps, row, "cancel", reason ?? "requested_by_customer"),
+      });
     },
 
     async listPayments(req, ctx) {
@@ -323,8 +281,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
   };
 }
 
-/** Runs at once, on this instance, the jobs a commit made due now (e.g. a dispute report). */
-function wakeForDueJobs(deps: PaymentDependencies, jobs: readonly NewJob[]): void {
-  const now = deps.clock.now();
-  if (jobs.some((job) => job.runAt <= now)) deps.jobs.wake();
+/** The API call `ctx` as its operation answers it: an idempotency key's effect seed names the call across its retries. */
+function apiCall(ctx: HandlerContext): ApiCall {
+  return { ctx, requestKey: ctx.values.get(effectSeedKey) };
 }

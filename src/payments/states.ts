@@ -5,7 +5,7 @@ import type { PaymentStatusWord } from "./payment.entity.js";
 const authorizationOutcomes: readonly PaymentStatusWord[] = ["succeeded", "requires_capture", "requires_action", "failed"];
 
 /** What can be done to a payment. */
-export type PaymentOperation = "update" | "confirm" | "authenticate" | "capture" | "cancel" | "expire" | "refund" | "dispute";
+export type PaymentOperation = "update" | "confirm" | "settle" | "authenticate" | "capture" | "cancel" | "expire" | "refund" | "dispute";
 
 /**
  * The payment state machine (interface §3, decisions §4). Every operation locks the payment row
@@ -16,6 +16,11 @@ export const paymentStates = new StateMachine<PaymentStatusWord, PaymentOperatio
   {
     update: { from: ["requires_payment_method", "requires_confirmation"], to: ["requires_confirmation"], action: "updated" },
     confirm: { from: ["requires_payment_method", "requires_confirmation"], to: authorizationOutcomes, action: "confirmed" },
+    /**
+     * A payment created with confirm: true is recorded in processing before its processor is asked;
+     * the answer settles it, or, when the processor never received the call, it waits for a method.
+     */
+    settle: { from: ["processing"], to: [...authorizationOutcomes, "requires_payment_method"], action: "settled" },
     authenticate: { from: ["requires_action"], to: ["succeeded", "requires_capture", "failed"], action: "authenticated" },
     capture: { from: ["requires_capture"], to: ["succeeded", "failed"], action: "captured", code: "IR_14" },
     cancel: {

@@ -3,16 +3,17 @@ import { randomBase62 } from "../ids.js";
 import { jobKinds } from "../jobs/kinds.js";
 import { jobFor, type NewJob } from "../jobs/runner.js";
 import { cardView } from "../processors/card.js";
-import type { AuthorizeResult, CardDetails, Processor } from "../processors/processor.js";
+import type { AuthorizeResult, CardDetails, ProcessorAnswers, StepResult } from "../processors/processor.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
-import type { PaymentRow } from "./payment.entity.js";
+import type { PaymentRow, StoredAttempt } from "./payment.entity.js";
 import { authorizationValidityMs, paymentStates } from "./states.js";
 
 /*
  * The moves of a payment that involve its processor, shared by the API, the job runner and the 3DS
- * page: each guards the payment's status, asks the processor, and applies the answer to the row
- * (which the caller has claimed, src/db/claims.ts, and then writes). Each returns the jobs its new
- * status needs.
+ * page (src/payments/operation.ts runs them). A move guards the payment's status and says which
+ * processor call it needs, as an attempt to record before the call is made; applying the call's
+ * answer, or the processor's word that it never received the call, gives the payment its new status
+ * and the jobs that status needs.
  */
 
 /** What the moves need: time, the processors, and the base of the URLs handed to browsers. */
@@ -25,45 +26,145 @@ export interface PaymentMoveDependencies {
 /** Path prefix of the pages a customer's browser is sent to for 3D Secure. */
 export const authenticationPath = "/3ds/";
 
-/** Authorizes the card for the payment at `processor` (the one its environment gets), capturing at once unless manual. */
-export async function confirm(deps: PaymentMoveDependencies, row: PaymentRow, processor: Processor, card: CardDetails): Promise<NewJob[]> {
+/** A processor call a move needs, before the API call's idempotency key is added to it. */
+export type Attempt = StoredAttempt extends infer A ? (A extends StoredAttempt ? Omit<A, "requestKey"> : never) : never;
+
+/** The answer of an attempt's call. */
+export type AttemptAnswer = ProcessorAnswers[StoredAttempt["call"]];
+
+/** A processor idempotency key of its own for each attempt: a new attempt after one that never reached the processor is a new call. */
+function attemptKey(row: PaymentRow, call: StoredAttempt["call"]): string {
+  return `${row.merchantId}:${row.paymentId}:${call}:${randomBase62(12)}`;
+}
+
+/** Authorizes the card at `processor` (the one the payment's environment gets), capturing at once unless manual. */
+export function confirm(deps: PaymentMoveDependencies, row: PaymentRow, processor: string, card: CardDetails): Attempt {
   paymentStates.guard("confirm", row.status);
-  const result = await processor.authorize({
-    idempotencyKey: `${row.merchantId}:${row.paymentId}:authorize`,
-    amount: row.amount,
-    currency: row.currency,
-    card,
-    capture: capturesOnAuthorization(row, deps.clock.now()),
-  });
   const view = cardView(card);
-  row.card = { last4: view.last4, brand: view.brand, exp_month: view.expMonth, exp_year: view.expYear };
-  row.paymentMethod = "card";
-  return applyAuthorization(deps, row, "confirm", result, processor.name);
+  return {
+    call: "authorize",
+    key: attemptKey(row, "authorize"),
+    processor,
+    capture: capturesOnAuthorization(row, deps.clock.now()),
+    card: { last4: view.last4, brand: view.brand, exp_month: view.expMonth, exp_year: view.expYear },
+  };
 }
 
 /** Finishes a 3D Secure authentication with the cardholder's outcome. */
-export async function authenticate(deps: PaymentMoveDependencies, row: PaymentRow, authenticated: boolean): Promise<NewJob[]> {
+export function authenticate(deps: PaymentMoveDependencies, row: PaymentRow, authenticated: boolean): Attempt {
   paymentStates.guard("authenticate", row.status);
-  const processor = deps.processors.ofPayment(row);
-  const result = await processor.completeAuthentication({
-    idempotencyKey: `${row.merchantId}:${row.paymentId}:authenticate`,
-    reference: row.processorReference!,
-    authenticated,
+  return {
+    call: "completeAuthentication",
+    key: attemptKey(row, "completeAuthentication"),
+    processor: row.processor!,
     capture: capturesOnAuthorization(row, deps.clock.now()),
-  });
-  return applyAuthorization(deps, row, "authenticate", result, processor.name);
+    authenticated,
+  };
 }
 
-/** Captures `amount` of an authorized payment: succeeded with amount_received, or failed if the processor refuses. */
-export async function capture(deps: PaymentMoveDependencies, row: PaymentRow, amount: bigint): Promise<NewJob[]> {
+/** Captures `amount` of an authorized payment. */
+export function capture(row: PaymentRow, amount: bigint): Attempt {
   paymentStates.guard("capture", row.status);
-  const result = await deps.processors.ofPayment(row).capture({
-    idempotencyKey: `${row.merchantId}:${row.paymentId}:capture`,
-    reference: row.processorReference!,
-    amount,
-    currency: row.currency,
-  });
+  return { call: "capture", key: attemptKey(row, "capture"), processor: row.processor!, amount: amount.toString() };
+}
+
+/**
+ * Cancels a payment (`cancel`, at the merchant's request) or ends an authorization nobody captured
+ * (`expire`). An authorization the processor holds is voided first; a payment without one is
+ * cancelled at once, and the move answers undefined.
+ */
+export function cancel(
+  deps: PaymentMoveDependencies,
+  row: PaymentRow,
+  operation: "cancel" | "expire",
+  reason: string,
+): Attempt | undefined {
+  paymentStates.guard(operation, row.status);
+  if (row.status === "requires_capture" && row.processorReference !== null) {
+    return { call: "void", key: attemptKey(row, "void"), processor: row.processor!, operation, reason };
+  }
+  applyCancel(deps, row, operation, reason);
+  return undefined;
+}
+
+/** Makes the attempt's call with its own idempotency key; an authorization needs the card, which only the API call that sent it has. */
+export function callAttempt(
+  processors: ProcessorRegistry,
+  row: PaymentRow,
+  attempt: StoredAttempt,
+  card: CardDetails | undefined,
+): Promise<AttemptAnswer> {
+  const processor = processors.named(attempt.processor);
+  const idempotencyKey = attempt.key;
+  switch (attempt.call) {
+    case "authorize":
+      if (card === undefined) throw new Error(`payment ${row.paymentId}: an authorization is made again only with its card`);
+      return processor.authorize({ idempotencyKey, amount: row.amount, currency: row.currency, card, capture: attempt.capture });
+    case "completeAuthentication":
+      return processor.completeAuthentication({
+        idempotencyKey,
+        reference: row.processorReference!,
+        authenticated: attempt.authenticated,
+        capture: attempt.capture,
+      });
+    case "capture":
+      return processor.capture({
+        idempotencyKey,
+        reference: row.processorReference!,
+        amount: BigInt(attempt.amount),
+        currency: row.currency,
+      });
+    case "void":
+      return processor.void({ idempotencyKey, reference: row.processorReference! });
+  }
+}
+
+/** The processor's first answer to the attempt's call, or undefined when it never received it (and now never will). */
+export function recallAttempt(processors: ProcessorRegistry, attempt: StoredAttempt): Promise<AttemptAnswer | undefined> {
+  return processors.named(attempt.processor).recall(attempt.call, attempt.key);
+}
+
+/**
+ * Applies the answer to an attempt (undefined: the processor never received the call) and clears the
+ * attempt: the payment's new status and the jobs that status needs.
+ */
+export function applyAttempt(
+  deps: PaymentMoveDependencies,
+  row: PaymentRow,
+  attempt: StoredAttempt,
+  answer: AttemptAnswer | undefined,
+): NewJob[] {
+  row.attempt = null;
   row.modifiedAt = deps.clock.now();
+  if (answer === undefined) {
+    // Nothing happened at the processor: the payment is as before the attempt, and one created to be
+    // confirmed at once waits for a payment method, as after a declined card.
+    if (row.status === "processing") paymentStates.move(row, "settle", "requires_payment_method");
+    return [];
+  }
+  switch (attempt.call) {
+    case "authorize":
+      row.card = attempt.card;
+      row.paymentMethod = "card";
+      return applyAuthorization(
+        deps,
+        row,
+        row.status === "processing" ? "settle" : "confirm",
+        answer as AuthorizeResult,
+        attempt.processor,
+      );
+    case "completeAuthentication":
+      return applyAuthorization(deps, row, "authenticate", answer as AuthorizeResult, attempt.processor);
+    case "capture":
+      return applyCapture(row, BigInt(attempt.amount), answer as StepResult);
+    case "void":
+      applyCancel(deps, row, attempt.operation, attempt.reason);
+      return [];
+  }
+}
+
+/** A capture's answer: succeeded with amount_received, or failed if the processor refused. */
+function applyCapture(row: PaymentRow, amount: bigint, result: StepResult): NewJob[] {
   row.amountCapturable = 0n;
   if (result.status === "declined") {
     paymentStates.move(row, "capture", "failed");
@@ -76,43 +177,14 @@ export async function capture(deps: PaymentMoveDependencies, row: PaymentRow, am
   return result.disputeExpected === true ? [reportedDisputeJob(row, row.modifiedAt)] : [];
 }
 
-/**
- * Cancels a payment (`cancel`, at the merchant's request) or ends an authorization nobody captured
- * (`expire`), releasing what the processor holds. A cancelled payment needs no jobs.
- */
-export async function cancel(
-  deps: PaymentMoveDependencies,
-  row: PaymentRow,
-  operation: "cancel" | "expire",
-  reason: string,
-): Promise<NewJob[]> {
-  paymentStates.guard(operation, row.status);
-  if (row.status === "requires_capture" && row.processorReference !== null) {
-    await deps.processors
-      .ofPayment(row)
-      .void({ idempotencyKey: `${row.merchantId}:${row.paymentId}:void`, reference: row.processorReference });
-  }
+/** A cancelled payment needs no jobs. */
+function applyCancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): void {
   paymentStates.move(row, operation, "cancelled");
   row.cancellationReason = reason;
   row.amountCapturable = 0n;
   row.nextAction = null;
   row.authenticationToken = null;
   row.modifiedAt = deps.clock.now();
-  return [];
-}
-
-/** Gives back what the processor holds or took for a payment that could not be recorded. */
-export async function releaseFunds(processor: Processor, row: PaymentRow): Promise<void> {
-  const reference = row.processorReference!;
-  if (row.status === "requires_capture") await processor.void({ idempotencyKey: `${row.merchantId}:${row.paymentId}:release`, reference });
-  if (row.status === "succeeded") {
-    await processor.refund({
-      idempotencyKey: `${row.merchantId}:${row.paymentId}:release`,
-      reference,
-      amount: row.amount,
-      currency: row.currency,
-    });
-  }
 }
 
 /**
@@ -122,7 +194,7 @@ export async function releaseFunds(processor: Processor, row: PaymentRow): Promi
 function applyAuthorization(
   deps: PaymentMoveDependencies,
   row: PaymentRow,
-  operation: "confirm" | "authenticate",
+  operation: "confirm" | "settle" | "authenticate",
   result: AuthorizeResult,
   processor: string,
 ): NewJob[] {

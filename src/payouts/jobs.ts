@@ -4,6 +4,7 @@ import { ApiError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { JobRow } from "../jobs/job.entity.js";
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
+import { jobLeaseMs } from "../leases.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";
 import type { PayoutDestination, PayoutProcessor, PayoutResult } from "../processors/processor.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
@@ -22,11 +23,8 @@ export interface PayoutJobDependencies {
   readonly dataCipher: DataCipher;
 }
 
-/**
- * How long a sending job is leased: longer than a processor takes to answer. An instance that dies
- * mid-send leaves the job to be picked up again after it.
- */
-const sendLeaseMs = 60_000;
+/** How long a sending job is leased (src/leases.ts): an instance that dies mid-send leaves the job to be picked up again. */
+const sendLeaseMs = jobLeaseMs;
 
 /** An attempt committed as pending, to be sent now. */
 interface PlannedAttempt {

@@ -1,7 +1,9 @@
 /*
  * The processor interface (Hyperswitch calls it a connector): everything the service asks of a card
  * network or bank. The sandbox implements it in-process; a real processor would implement it over
- * its HTTP API. Calls carry our ids as idempotency keys so a retried call never moves money twice.
+ * its HTTP API. Every call carries an idempotency key, recorded before the call is made (record first,
+ * docs/architecture.md), so a retried call never moves money twice and recovery can ask what a call
+ * that lost its answer did.
  */
 
 /** Card details as the processor receives them: the only place a full card number travels. */
@@ -95,6 +97,27 @@ export interface Processor {
     readonly amount: bigint;
     readonly currency: string;
   }): Promise<RefundResult>;
+
+  /**
+   * The first answer to the call `operation` made with `idempotencyKey`, for recovery after a crash
+   * lost it; undefined when the processor never received that call. A key recalled unseen is refused
+   * from then on (declined, `attempt_abandoned`), so a call that arrives late cannot move money after
+   * recovery settled its attempt as never made. A real connector implements this with its processor's
+   * lookup of a request by idempotency key, and a void of whatever a late call authorized.
+   */
+  recall<Operation extends keyof ProcessorAnswers>(
+    operation: Operation,
+    idempotencyKey: string,
+  ): Promise<ProcessorAnswers[Operation] | undefined>;
+}
+
+/** What each call of a Processor answers, by the call's name: what `recall` gives back. */
+export interface ProcessorAnswers {
+  readonly authorize: AuthorizeResult;
+  readonly completeAuthentication: AuthorizeResult;
+  readonly capture: StepResult;
+  readonly void: StepResult;
+  readonly refund: RefundResult;
 }
 
 /** Outcome of a payout attempt. */

@@ -31,6 +31,13 @@ export class ProcessorRegistry {
     return processor;
   }
 
+  /** The processor of that name, to which an attempt recorded with it goes. */
+  named(name: string): Processor {
+    const processor = this.byName.get(name);
+    if (processor === undefined) throw new Error(`no processor is named ${name}`);
+    return processor;
+  }
+
   /** The payout processors of the environment, in routing order. */
   payoutRailsFor(livemode: boolean): readonly PayoutProcessor[] {
     if (!livemode) return this.sandboxPayoutRails;

@@ -1,6 +1,7 @@
 import { invalidField } from "../errors.js";
 import { randomBase62 } from "../ids.js";
-import type { AuthorizeResult, CardDetails, Processor, RefundResult, StepResult } from "./processor.js";
+import type { AuthorizeResult, CardDetails, Processor, ProcessorAnswers, RefundResult, StepResult } from "./processor.js";
+import type { SandboxCallBooks } from "./sandbox-books.js";
 
 /** How a sandbox test card behaves (decisions §3). */
 export type TestCard =
@@ -53,62 +54,83 @@ export function newReference(): string {
 }
 
 /**
- * The built-in processor behind sandbox keys (decisions §3). It holds no state: every outcome
- * follows from the arguments, so any number of service instances behave alike.
+ * The built-in processor behind sandbox keys (decisions §3). Every outcome follows from the arguments,
+ * and its books (sandbox-books.ts, in the database) answer a repeated idempotency key with the first
+ * call's answer, on any instance, so any number of service instances behave alike.
  */
 export class SandboxProcessor implements Processor {
   readonly name = "sandbox";
+
+  constructor(private readonly books: SandboxCallBooks) {}
 
   checkCard(card: Omit<CardDetails, "cvc">, field: string): void {
     checkTestCard(card.number, field);
   }
 
-  async authorize(request: { readonly card: CardDetails; readonly capture: boolean }): Promise<AuthorizeResult> {
-    const testCard = testCardFor(request.card.number);
-    switch (testCard.outcome) {
-      case "succeeds": {
-        // The reference remembers a dispute card, so a later capture (on any instance) still knows.
-        const reference = testCard.disputeExpected ? `${disputedPrefix}${randomBase62(24)}` : newReference();
-        return { status: request.capture ? "captured" : "authorized", reference, disputeExpected: testCard.disputeExpected === true };
-      }
-      case "requires_authentication":
-        return { status: "requires_authentication", reference: newReference() };
-      case "declined":
-        return { status: "declined", reference: newReference(), errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
-    }
+  authorize(request: { readonly idempotencyKey: string; readonly card: CardDetails; readonly capture: boolean }): Promise<AuthorizeResult> {
+    return this.books.book("authorize", request.idempotencyKey, authorization(request.card, request.capture));
   }
 
-  async completeAuthentication(request: {
+  completeAuthentication(request: {
+    readonly idempotencyKey: string;
     readonly reference: string;
     readonly authenticated: boolean;
     readonly capture: boolean;
   }): Promise<AuthorizeResult> {
     const { reference } = request;
-    if (!request.authenticated) {
-      return {
-        status: "declined",
-        reference,
-        errorCode: "authentication_failed",
-        errorMessage: "The cardholder failed 3D Secure authentication.",
-      };
-    }
-    return { status: request.capture ? "captured" : "authorized", reference };
+    const outcome: AuthorizeResult = request.authenticated
+      ? { status: request.capture ? "captured" : "authorized", reference }
+      : {
+          status: "declined",
+          reference,
+          errorCode: "authentication_failed",
+          errorMessage: "The cardholder failed 3D Secure authentication.",
+        };
+    return this.books.book("completeAuthentication", request.idempotencyKey, outcome);
   }
 
-  async capture(request: { readonly reference: string }): Promise<StepResult> {
-    return { status: "succeeded", reference: newReference(), disputeExpected: request.reference.startsWith(disputedPrefix) };
+  capture(request: { readonly idempotencyKey: string; readonly reference: string }): Promise<StepResult> {
+    const disputeExpected = request.reference.startsWith(disputedPrefix);
+    return this.books.book("capture", request.idempotencyKey, { status: "succeeded", reference: newReference(), disputeExpected });
   }
 
-  async void(): Promise<StepResult> {
-    return { status: "succeeded", reference: newReference() };
+  void(request: { readonly idempotencyKey: string }): Promise<StepResult> {
+    return this.books.book("void", request.idempotencyKey, { status: "succeeded", reference: newReference() });
   }
 
   /** Refunds succeed, except the amounts scripted like test cards: 9995 fails, 9996 goes to manual review. */
-  async refund(request: { readonly amount: bigint }): Promise<RefundResult> {
+  refund(request: { readonly idempotencyKey: string; readonly amount: bigint }): Promise<RefundResult> {
     const reference = newReference();
     const scripted = scriptedRefunds.get(request.amount);
-    if (scripted === "manual_review") return { status: "manual_review", reference };
-    if (scripted !== undefined) return { status: "declined", reference, ...scripted };
-    return { status: "succeeded", reference };
+    const outcome: RefundResult =
+      scripted === "manual_review"
+        ? { status: "manual_review", reference }
+        : scripted === undefined
+          ? { status: "succeeded", reference }
+          : { status: "declined", reference, ...scripted };
+    return this.books.book("refund", request.idempotencyKey, outcome);
+  }
+
+  recall<Operation extends keyof ProcessorAnswers>(
+    _operation: Operation,
+    idempotencyKey: string,
+  ): Promise<ProcessorAnswers[Operation] | undefined> {
+    return this.books.recall(idempotencyKey);
+  }
+}
+
+/** What the issuer of a test card answers an authorization. */
+function authorization(card: CardDetails, capture: boolean): AuthorizeResult {
+  const testCard = testCardFor(card.number);
+  switch (testCard.outcome) {
+    case "succeeds": {
+      // The reference remembers a dispute card, so a later capture (on any instance) still knows.
+      const reference = testCard.disputeExpected ? `${disputedPrefix}${randomBase62(24)}` : newReference();
+      return { status: capture ? "captured" : "authorized", reference, disputeExpected: testCard.disputeExpected === true };
+    }
+    case "requires_authentication":
+      return { status: "requires_authentication", reference: newReference() };
+    case "declined":
+      return { status: "declined", reference: newReference(), errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
   }
 }

@@ -4,6 +4,7 @@ import { claimObject, finishClaimed } from "../db/claims.js";
 import { BatchedReads } from "../db/batched-reads.js";
 import { writeClaimedChange } from "../db/resource.js";
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
+import { jobLeaseMs as leaseMs } from "../leases.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
 import { refundStates } from "./states.js";
@@ -15,9 +16,6 @@ export interface RefundJobDependencies {
   readonly clock: Clock;
   readonly processors: ProcessorRegistry;
 }
-
-/** How long a refund job is leased: as long as the claim it takes on the refund. */
-const leaseMs = 60_000;
 
 /** A refund's payment as its processor knows it: the jobs of one claim read theirs in one statement. */
 const paymentsAtProcessor = new BatchedReads<{ processor: string | null; reference: string }>(

@@ -68,7 +68,7 @@ describe("a repeated key", () => {
 });
 
 describe("a failed attempt", () => {
-  it("frees the key, and the retry reaches the processor with the first attempt's processor key", async () => {
+  it("frees the key, and the retry finishes the first attempt with its processor key", async () => {
     processor.script("authorize", new Error("read ECONNRESET"));
     await expectRpcError(payments.createPayment(purchase(1250n, "pay_idem_retry"), withKey("order-4")), Code.Internal, "HE_00");
 
@@ -77,7 +77,7 @@ describe("a failed attempt", () => {
     expect(retried.status).toBe(PaymentStatus.SUCCEEDED);
     const [first, second] = processor.callsTo("authorize");
     expect(second).toEqual(first);
-    expect(second?.idempotencyKey).toBe(`${suite.merchant.merchantId}:pay_idem_retry:authorize`);
+    expect(second?.idempotencyKey).toMatch(new RegExp(`^${suite.merchant.merchantId}:pay_idem_retry:authorize:`));
   });
 });
 

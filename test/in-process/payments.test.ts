@@ -3,7 +3,8 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import { CaptureMethod, NextActionType, PaymentService, PaymentStatus } from "../../gen/paymentservice/v1/payment_pb.js";
 import { expectRpcError } from "../support/errors.js";
 import { inProcessSuite } from "../support/in-process.js";
-import { ScriptedProcessor } from "../support/scripted-processor.js";
+import { lostAnswer, ScriptedProcessor } from "../support/scripted-processor.js";
+import { settleLeftAttempts } from "../../src/payments/operation.js";
 import type { AuthorizeResult } from "../../src/processors/processor.js";
 
 /*
@@ -25,6 +26,11 @@ beforeEach(() => {
 /** A Luhn-valid card the sandbox refuses: accepting it at all is this processor's decision. */
 const card = { cardNumber: "4000056655665556", cardExpMonth: "12", cardExpYear: "2031", cardCvc: "123", cardHolderName: "Ada Lovelace" };
 
+/** Matches the processor idempotency key of an attempt at `call` on the payment: its own for each attempt. */
+function attemptKey(paymentId: string, call: string) {
+  return expect.stringMatching(new RegExp(`^${suite.merchant.merchantId}:${paymentId}:${call}:[0-9A-Za-z]{12}$`));
+}
+
 /** Creates and confirms a payment of 1250 EUR with `card`, capturing at once unless `manual`. */
 function confirmedPayment(options: { manual?: boolean; paymentId?: string } = {}) {
   return payments.createPayment({
@@ -44,7 +50,7 @@ describe("create and confirm", () => {
 
     expect(processor.calls.map((call) => call.method)).toEqual(["authorize"]);
     expect(processor.callsTo("authorize")[0]).toEqual({
-      idempotencyKey: `${suite.merchant.merchantId}:pay_inproc_order_1:authorize`,
+      idempotencyKey: attemptKey("pay_inproc_order_1", "authorize"),
       amount: 1250n,
       currency: "EUR",
       capture: true,
@@ -68,7 +74,7 @@ describe("create and confirm", () => {
     const confirmed = await payments.confirmPayment({ paymentId: created.paymentId, paymentMethodData: { card } });
 
     expect(processor.callsTo("authorize")).toMatchObject([
-      { idempotencyKey: `${suite.merchant.merchantId}:${created.paymentId}:authorize`, amount: 990n, currency: "USD", capture: true },
+      { idempotencyKey: attemptKey(created.paymentId, "authorize"), amount: 990n, currency: "USD", capture: true },
     ]);
     expect(confirmed).toMatchObject({ status: PaymentStatus.SUCCEEDED, amountReceived: 990n });
   });
@@ -94,7 +100,7 @@ describe("create and confirm", () => {
     expect(payment.nextAction?.redirectToUrl).toMatch(/^https:\/\/pay\.example\.test\/3ds\/[0-9A-Za-z]{40}$/);
   });
 
-  it("refuses a taken payment_id (HE_01) before asking the processor, whose key for it is the first payment's", async () => {
+  it("refuses a taken payment_id (HE_01) when recording the payment, before asking the processor", async () => {
     processor.script("authorize", { status: "captured", reference: "auth_first" });
     const first = await confirmedPayment({ paymentId: "pay_inproc_twice" });
 
@@ -117,7 +123,7 @@ describe("steps after the authorization go to the processor the payment recorded
 
     expect(processor.callsTo("capture")).toEqual([
       {
-        idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:capture`,
+        idempotencyKey: attemptKey(authorized.paymentId, "capture"),
         reference: "auth_capture_me",
         amount: 700n,
         currency: "EUR",
@@ -147,9 +153,7 @@ describe("steps after the authorization go to the processor the payment recorded
 
     const cancelled = await payments.cancelPayment({ paymentId: authorized.paymentId, cancellationReason: "duplicate" });
 
-    expect(processor.callsTo("void")).toEqual([
-      { idempotencyKey: `${suite.merchant.merchantId}:${authorized.paymentId}:void`, reference: "auth_void_me" },
-    ]);
+    expect(processor.callsTo("void")).toEqual([{ idempotencyKey: attemptKey(authorized.paymentId, "void"), reference: "auth_void_me" }]);
     expect(cancelled).toMatchObject({ status: PaymentStatus.CANCELLED, cancellationReason: "duplicate", amountCapturable: 0n });
   });
 
@@ -166,18 +170,60 @@ describe("steps after the authorization go to the processor the payment recorded
 });
 
 describe("a processor that fails", () => {
-  it("gives HE_00 on create and leaves no payment behind", async () => {
+  it("gives HE_00 on create, and recovery settles the recorded payment as the processor never received the call", async () => {
     processor.script("authorize", new Error("connect ETIMEDOUT 203.0.113.7:443"));
 
     const message = await expectRpcError(confirmedPayment({ paymentId: "pay_inproc_timeout" }), Code.Internal, "HE_00");
 
     expect(message).not.toContain("ETIMEDOUT");
-    expect(processor.calls.map((call) => call.method)).toEqual(["authorize"]);
-    await expectRpcError(payments.retrievePayment({ paymentId: "pay_inproc_timeout" }), Code.NotFound, "HE_02");
-    expect((await payments.listPayments({})).totalCount).toBe(0n);
+    expect(await payments.retrievePayment({ paymentId: "pay_inproc_timeout" })).toMatchObject({ status: PaymentStatus.PROCESSING });
+    expect(await settleLeftAttempts(suite.services.deps)).toBeGreaterThanOrEqual(1);
+    const settled = await payments.retrievePayment({ paymentId: "pay_inproc_timeout" });
+    expect(settled).toMatchObject({ status: PaymentStatus.REQUIRES_PAYMENT_METHOD, amountCapturable: 0n });
+    expect(settled.amountReceived).toBeUndefined();
+    // The key recovery settled as never received is refused from then on: a late call cannot authorize.
+    const [timedOut] = processor.callsTo("authorize");
+    expect(await processor.recall("authorize", timedOut!.idempotencyKey)).toBeUndefined();
   });
 
-  it("gives HE_00 on confirm and leaves the payment as it was, to be confirmed again", async () => {
+  it("settles a create whose answer was lost with the processor's own record: the money it took is on the payment", async () => {
+    processor.script("authorize", lostAnswer({ status: "captured", reference: "auth_taken_then_lost" }));
+
+    await expectRpcError(confirmedPayment({ paymentId: "pay_inproc_lost" }), Code.Internal, "HE_00");
+    await settleLeftAttempts(suite.services.deps);
+
+    expect(await payments.retrievePayment({ paymentId: "pay_inproc_lost" })).toMatchObject({
+      status: PaymentStatus.SUCCEEDED,
+      amountReceived: 1250n,
+      paymentMethodData: { card: { last4: "5556" } },
+    });
+    expect(processor.callsTo("authorize")).toHaveLength(1);
+  });
+
+  it("finishes a create retried with its idempotency key after a lost answer: the same payment, one authorization", async () => {
+    processor.script("authorize", lostAnswer({ status: "authorized", reference: "auth_retried" }));
+    const headers = { "idempotency-key": "create-lost-answer" };
+    const request = {
+      amount: 1250n,
+      currency: "EUR",
+      profileId: suite.merchant.profileId,
+      confirm: true,
+      captureMethod: CaptureMethod.MANUAL,
+      paymentMethodData: { card },
+    };
+
+    await expectRpcError(payments.createPayment(request, { headers }), Code.Internal, "HE_00");
+    const retried = await payments.createPayment(request, { headers });
+
+    expect(retried).toMatchObject({ status: PaymentStatus.REQUIRES_CAPTURE, amountCapturable: 1250n });
+    expect((await payments.listPayments({})).totalCount).toBe(1n);
+    const keys = processor.callsTo("authorize").map((call) => call.idempotencyKey);
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    expect(await payments.createPayment(request, { headers })).toEqual(retried);
+  });
+
+  it("gives HE_00 on confirm and leaves the payment as it was, to be confirmed again under a new key", async () => {
     const created = await payments.createPayment({ amount: 400n, currency: "GBP", profileId: suite.merchant.profileId });
     processor.script("authorize", new Error("socket hang up"));
 
@@ -188,9 +234,35 @@ describe("a processor that fails", () => {
     expect(unchanged.paymentMethodData).toBeUndefined();
     const retried = await payments.confirmPayment({ paymentId: created.paymentId, paymentMethodData: { card } });
     expect(retried.status).toBe(PaymentStatus.SUCCEEDED);
-    // The retry carries the same key, so a processor that did authorize the first time answers with that.
+    // The retry first asked what the failed call did: nothing, and its key is now refused, so the new
+    // attempt's key cannot authorize twice.
     const [first, second] = processor.callsTo("authorize");
-    expect(second?.idempotencyKey).toBe(first?.idempotencyKey);
+    expect(second?.idempotencyKey).not.toBe(first?.idempotencyKey);
+    expect(await processor.recall("authorize", first!.idempotencyKey)).toBeUndefined();
+  });
+
+  it("records the payment in processing, with its attempt's key, before the processor is asked", async () => {
+    let answer!: (result: { status: "captured" }) => void;
+    processor.script("authorize", new Promise((resolve) => (answer = resolve)));
+
+    const creating = confirmedPayment({ paymentId: "pay_inproc_recorded" });
+    await vi.waitFor(() => expect(processor.callsTo("authorize")).toHaveLength(1));
+
+    const [stored] = await suite.services.deps.dataSource.query(
+      "SELECT status, attempt FROM payments WHERE merchant_id = $1 AND payment_id = 'pay_inproc_recorded'",
+      [suite.merchant.merchantId],
+    );
+    expect(stored).toEqual({
+      status: "processing",
+      attempt: expect.objectContaining({ call: "authorize", key: processor.callsTo("authorize")[0]!.idempotencyKey }),
+    });
+    answer({ status: "captured" });
+    expect(await creating).toMatchObject({ status: PaymentStatus.SUCCEEDED });
+    const [after] = await suite.services.deps.dataSource.query(
+      "SELECT attempt FROM payments WHERE merchant_id = $1 AND payment_id = 'pay_inproc_recorded'",
+      [suite.merchant.merchantId],
+    );
+    expect(after).toEqual({ attempt: null });
   });
 
   it("gives HE_00 on capture and leaves the authorization to be captured again", async () => {

@@ -1,4 +1,11 @@
-import type { AuthorizeResult, CardDetails, Processor, RefundResult, StepResult } from "../../src/processors/processor.js";
+import type {
+  AuthorizeResult,
+  CardDetails,
+  Processor,
+  ProcessorAnswers,
+  RefundResult,
+  StepResult,
+} from "../../src/processors/processor.js";
 
 /*
  * A fake payment processor for in-process tests: it records every request it receives and answers
@@ -28,7 +35,19 @@ interface Answers {
   refund: Answer<RefundResult>;
 }
 
-/** A scripted answer: a result, an error to throw (an outage, a timeout), or a promise the test settles. */
+/** An answer the processor gave and the network lost: the processor keeps it, the caller gets an error. */
+export class LostAnswer<A> extends Error {
+  constructor(readonly answer: A) {
+    super("socket hang up");
+  }
+}
+
+/** Scripts an answer the processor gives and keeps, while its caller only sees the connection drop. */
+export function lostAnswer<A>(answer: A): LostAnswer<A> {
+  return new LostAnswer(answer);
+}
+
+/** A scripted answer: a result, an error to throw (an outage, a timeout), a lost answer, or a promise the test settles. */
 export type Scripted<M extends ProcessorMethod> = Answers[M] | Error | Promise<Answers[M]>;
 
 /** The request type of one method's calls. */
@@ -40,6 +59,8 @@ export class ScriptedProcessor implements Processor {
   readonly calls: ProcessorCall[] = [];
   private readonly scripts = new Map<ProcessorMethod, Scripted<ProcessorMethod>[]>();
   private references = 0;
+  /** The answer given to each idempotency key, as a real processor's records hold them; undefined: recalled unseen. */
+  private readonly answered = new Map<string, unknown>();
 
   /** `name` is what payments record; a name other than "sandbox" shows later steps follow the record. */
   constructor(readonly name = "scripted") {}
@@ -56,6 +77,7 @@ export class ScriptedProcessor implements Processor {
   reset(): void {
     this.calls.length = 0;
     this.scripts.clear();
+    this.answered.clear();
   }
 
   /** The requests `method` received, in order. */
@@ -89,15 +111,34 @@ export class ScriptedProcessor implements Processor {
     return this.answer({ method: "refund", request }, { status: "succeeded" });
   }
 
-  /** Records the call and answers with the next scripted answer, else `fallback`. */
+  /** The answer given to the key, as recovery asks for it; a key never seen is refused from then on. */
+  async recall<Operation extends keyof ProcessorAnswers>(
+    _operation: Operation,
+    idempotencyKey: string,
+  ): Promise<ProcessorAnswers[Operation] | undefined> {
+    if (!this.answered.has(idempotencyKey)) this.answered.set(idempotencyKey, undefined);
+    return this.answered.get(idempotencyKey) as ProcessorAnswers[Operation] | undefined;
+  }
+
+  /** Records the call and answers with the next scripted answer, else `fallback`; a key answered before gets that answer again. */
   private async answer<M extends ProcessorMethod>(
     call: Extract<ProcessorCall, { method: M }>,
     fallback: Answers[M],
   ): Promise<Answers[M] & { readonly reference: string }> {
     this.calls.push(call);
+    const key = call.request.idempotencyKey;
+    if (this.answered.has(key)) {
+      const first = this.answered.get(key) as (Answers[M] & { readonly reference: string }) | undefined;
+      return first ?? ({ status: "declined", reference: "recalled", errorCode: "attempt_abandoned", errorMessage: "recalled" } as never);
+    }
     const scripted = (this.scripts.get(call.method)?.shift() as Scripted<M> | undefined) ?? fallback;
+    if (scripted instanceof LostAnswer) {
+      this.answered.set(key, { reference: `${this.name}_${call.method}_${++this.references}`, ...(scripted.answer as Answers[M]) });
+      throw scripted;
+    }
     if (scripted instanceof Error) throw scripted;
-    const answer = await scripted;
-    return { reference: `${this.name}_${call.method}_${++this.references}`, ...answer };
+    const answer = { reference: `${this.name}_${call.method}_${++this.references}`, ...(await scripted) };
+    this.answered.set(key, answer);
+    return answer;
   }
 }

@@ -18,6 +18,7 @@ import { ListCounts1765400000000 } from "./1765400000000-list-counts.js";
 import { StatusChecks1765500000000 } from "./1765500000000-status-checks.js";
 import { JsonStatistics1765600000000 } from "./1765600000000-json-statistics.js";
 import { RefundHolds1765700000000 } from "./1765700000000-refund-holds.js";
+import { ProcessorAttempts1765800000000 } from "./1765800000000-processor-attempts.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -41,4 +42,5 @@ export const migrations = [
   StatusChecks1765500000000,
   JsonStatistics1765600000000,
   RefundHolds1765700000000,
+  ProcessorAttempts1765800000000,
 ];

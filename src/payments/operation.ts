@@ -1,0 +1,254 @@
+import type { DataSource } from "typeorm";
+import { claimLeaseMs, claimObject, finishClaimed, unclaimedSql, type Claimed } from "../db/claims.js";
+import { holderOf } from "../db/liveness.js";
+import type { NewObjectWriter } from "../db/new-objects.js";
+import { preparedQuery } from "../db/prepared.js";
+import { writeClaimedChange } from "../db/resource.js";
+import type { Scope } from "../db/scope.js";
+import { responseRecorderKey, type CallValues, type UnitOfWork } from "../db/unit-of-work.js";
+import { alreadyExists, claimLost } from "../errors.js";
+import { failpoint } from "../failpoints.js";
+import { randomBase62 } from "../ids.js";
+import type { JobWaker, NewJob } from "../jobs/runner.js";
+import type { CardDetails } from "../processors/processor.js";
+import type { PaymentRow, PaymentStatusWord, StoredAttempt } from "./payment.entity.js";
+import { paymentResource } from "./store.js";
+import {
+  applyAttempt,
+  callAttempt,
+  confirm,
+  recallAttempt,
+  type Attempt,
+  type AttemptAnswer,
+  type PaymentMoveDependencies,
+} from "./transitions.js";
+
+/*
+ * How every payment operation that may call a processor runs (the API's create with confirm,
+ * confirm, capture and cancel, the 3DS page, the scheduled capture and the expiry jobs), record first:
+ *
+ *   claim the payment → settle an attempt a crash left on it → decide the move → record its attempt
+ *   → call the processor, no transaction open → write the outcome, its event and jobs, clearing the
+ *   attempt and the claim, with the API call's response when it has an idempotency key.
+ *
+ * A crash after the record leaves the attempt on the payment. Whoever claims the payment next settles
+ * it first: the retry of the same API call makes the same call again (the processor answers its
+ * idempotency key with the first answer), anyone else asks the processor what the call did
+ * (`Processor.recall`); the recovery upkeep does the same for payments nobody touches.
+ */
+
+/** What the operations need: the database and its writers, time, the processors, and the job runner to wake. */
+export interface PaymentOperationDependencies extends PaymentMoveDependencies {
+  readonly dataSource: DataSource;
+  readonly units: UnitOfWork;
+  readonly newObjects: NewObjectWriter;
+  readonly jobs: JobWaker;
+}
+
+/** The API call an operation answers: its context (whose idempotency key stores the response) and that key. */
+export interface ApiCall {
+  readonly ctx: CallValues & { readonly signal?: AbortSignal };
+  /** The call's idempotency key: an attempt recorded under it is this call's own, to finish rather than recall. */
+  readonly requestKey: string | undefined;
+}
+
+/** One operation on an existing payment. */
+export interface PaymentOperation {
+  /**
+   * Checks the claimed payment before the move (the client secret, a job's due status): errors answer
+   * the call; false leaves the payment alone (a job whose payment moved on) and the operation answers undefined.
+   */
+  check(row: PaymentRow): boolean;
+  /** The move (transitions.ts): the processor call to make, or undefined when the move is already applied to the row. */
+  move(row: PaymentRow): Attempt | undefined;
+  /** The card of an authorization, which only the API call that sent it has. */
+  readonly card?: CardDetails;
+}
+
+/** What an operation did to the payment: its row now, and whether its final status ended its pending jobs. */
+export interface Operated {
+  readonly row: PaymentRow;
+  readonly ended: boolean;
+}
+
+/**
+ * Runs `operation` on the payment: as the API call `call` (its response stored with the outcome), or
+ * for a job or the 3DS page when undefined. Undefined when `check` left the payment alone.
+ */
+export async function operateOnPayment(
+  deps: PaymentOperationDependencies,
+  scope: Scope,
+  paymentId: string,
+  operation: PaymentOperation,
+  call: ApiCall | undefined,
+): Promise<Operated | undefined> {
+  for (;;) {
+    const claim = await claimObject(
+      deps.dataSource,
+      deps.clock,
+      paymentResource,
+      scope,
+      paymentId,
+      (row) => row.attempt !== null || operation.check(row),
+      call?.ctx.signal,
+    );
+    if (claim === undefined) return undefined;
+    const left = claim.row.attempt;
+    if (left === null) return finishClaimed(deps.dataSource, paymentResource, claim, () => makeMove(deps, claim, operation, call));
+    // A crash left an attempt: settle it before anything else happens to the payment. When it is this
+    // call's own (a retry), its outcome answers the call; otherwise claim again for the operation.
+    const own = call !== undefined && left.requestKey !== null && left.requestKey === call.requestKey;
+    const settled = await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
+      const answer = own ? await callAttempt(deps.processors, claim.row, left, operation.card) : await recallAttempt(deps.processors, left);
+      return writeOutcome(deps, claim, left, answer, own ? call : undefined);
+    });
+    if (own) return settled;
+  }
+}
+
+/**
+ * Creates a payment confirmed at once: records it in processing with its authorization's attempt,
+ * asks the processor, writes the outcome. A retry of the API call that meets the record of its first
+ * run (the same id, from its idempotency key's effect seed) finishes that run instead.
+ */
+export async function createConfirmed(
+  deps: PaymentOperationDependencies,
+  row: PaymentRow,
+  attempt: Attempt,
+  card: CardDetails,
+  call: ApiCall,
+  idFromSeed: boolean,
+): Promise<Operated> {
+  const token = randomBase62(24);
+  const recorded: StoredAttempt = { ...attempt, requestKey: call.requestKey ?? null };
+  Object.assign(row, {
+    status: "processing",
+    attempt: recorded,
+    claimToken: token,
+    claimedUntil: new Date(deps.clock.now().getTime() + claimLeaseMs),
+    claimedBy: holderOf(deps.dataSource),
+  });
+  const claim: Claimed<PaymentRow> = { row, token };
+  // Inside finishClaimed: a record whose commit lost its answer is released, so a retry need not wait out its lease.
+  const created = await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
+    if ((await deps.newObjects.record(paymentResource, row)) === "taken") return "taken" as const;
+    call.ctx.values.get(responseRecorderKey)?.keepForRetry();
+    failpoint("payment.recorded");
+    return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, row, recorded, card), call);
+  });
+  if (created !== "taken") return created;
+  const resumed = await operateOnPayment(deps, row, row.paymentId, resumeCreate(deps, card, attempt.processor, idFromSeed), call);
+  return resumed!;
+}
+
+/**
+ * A create with confirm that found its payment_id taken. It is a retry of the same API call when the
+ * payment holds that call's attempt (finished by `operateOnPayment` before any check), or when the id
+ * came from the call's effect seed: then a payment whose attempt never reached the processor is
+ * confirmed with the card, and any other is answered as it is. Otherwise the id is someone else's: HE_01.
+ */
+function resumeCreate(deps: PaymentMoveDependencies, card: CardDetails, processor: string, idFromSeed: boolean): PaymentOperation {
+  return {
+    card,
+    check: (row) => {
+      if (!idFromSeed) throw alreadyExists("payment", "payment_id", row.paymentId);
+      return true;
+    },
+    move: (row) => (row.status === "requires_payment_method" ? confirm(deps, row, processor, card) : undefined),
+  };
+}
+
+/** How often each instance looks for attempts left by a crash that nobody has settled. */
+export const leftAttemptsIntervalMs = 1000;
+
+/** Settles left attempts per look: at most one claim statement's worth. */
+const leftAttemptsPerLook = 100;
+
+/**
+ * Recovery: settles the attempts that crashed operations left on payments nobody has touched since
+ * (a create with confirm whose client gave up), once their claim has lapsed: asks the processor what
+ * each call did and writes the outcome. How many it settled.
+ */
+export async function settleLeftAttempts(deps: PaymentOperationDependencies): Promise<number> {
+  const left = await preparedQuery<{ merchant_id: string; livemode: boolean; payment_id: string }>(
+    deps.dataSource,
+    `SELECT merchant_id, livemode, payment_id FROM payments AS p WHERE attempt IS NOT NULL AND ${unclaimedSql("p", "$1")} LIMIT ${leftAttemptsPerLook}`,
+    [deps.clock.now()],
+  );
+  const settleOnly: PaymentOperation = { check: () => false, move: () => undefined };
+  for (const payment of left) {
+    await operateOnPayment(
+      deps,
+      { merchantId: payment.merchant_id, livemode: payment.livemode },
+      payment.payment_id,
+      settleOnly,
+      undefined,
+    );
+  }
+  return left.length;
+}
+
+/** Decides the move on the claimed payment, records its attempt, calls the processor and writes the outcome. */
+async function makeMove(
+  deps: PaymentOperationDependencies,
+  claim: Claimed<PaymentRow>,
+  operation: PaymentOperation,
+  call: ApiCall | undefined,
+): Promise<Operated> {
+  const row = claim.row;
+  const previous = row.status;
+  const attempt = operation.move(row);
+  if (attempt === undefined) return writeChange(deps, claim, previous, [], call);
+  const recorded: StoredAttempt = { ...attempt, requestKey: call?.requestKey ?? null };
+  await recordAttempt(deps.dataSource, claim, recorded);
+  call?.ctx.values.get(responseRecorderKey)?.keepForRetry();
+  failpoint("payment.recorded");
+  return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, row, recorded, operation.card), call);
+}
+
+/** Writes the attempt on the payment this operation holds, before the processor is asked; IK_01 when the claim was lost. */
+async function recordAttempt(dataSource: DataSource, claim: Claimed<PaymentRow>, attempt: StoredAttempt): Promise<void> {
+  const { row, token } = claim;
+  const written = await preparedQuery(
+    dataSource,
+    "UPDATE payments SET attempt = $5 WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND claim_token = $4 RETURNING 1",
+    [row.merchantId, row.livemode, row.paymentId, token, JSON.stringify(attempt)],
+  );
+  if (written.length === 0) throw claimLost(paymentResource.name, row.paymentId);
+  row.attempt = attempt;
+}
+
+/** Applies the processor's answer to the attempt (undefined: it never received the call) and writes the outcome. */
+function writeOutcome(
+  deps: PaymentOperationDependencies,
+  claim: Claimed<PaymentRow>,
+  attempt: StoredAttempt,
+  answer: AttemptAnswer | undefined,
+  call: ApiCall | undefined,
+): Promise<Operated> {
+  failpoint("payment.answered");
+  const previous = claim.row.status;
+  const jobs = applyAttempt(deps, claim.row, attempt, answer);
+  return writeChange(deps, claim, previous, jobs, call);
+}
+
+/** Writes the claimed payment's change, ending the claim: as the API call's effect (with its response) when there is one. */
+async function writeChange(
+  deps: PaymentOperationDependencies,
+  claim: Claimed<PaymentRow>,
+  previous: PaymentStatusWord,
+  jobs: NewJob[],
+  call: ApiCall | undefined,
+): Promise<Operated> {
+  let ended: "ended" | undefined;
+  if (call === undefined) ended = await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
+  else {
+    await deps.units.commitStatement(call.ctx, async (em) => {
+      ended = await writeClaimedChange(em, deps.clock, paymentResource, claim, previous, jobs);
+      return paymentResource.view(claim.row);
+    });
+  }
+  const now = deps.clock.now();
+  if (jobs.some((job) => job.runAt <= now)) deps.jobs.wake();
+  return { row: claim.row, ended: ended === "ended" };
+}

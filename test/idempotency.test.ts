@@ -757,7 +757,7 @@ describe("idempotency keys on one instance", () => {
       expect(await effectsOf(service, merchant.merchantId)).toEqual(before);
     });
 
-    it("keeps a payment confirmed at once, recorded before its processor was asked, and its key for the retry; recovery settles the payment", async () => {
+    it("keeps a payment confirmed at once, recorded before its processor was asked, and its key; recovery settles both, and the retry replays", async () => {
       const merchant = await newMerchant(service.url);
       const key = uniqueId("unstorable");
 
@@ -774,10 +774,17 @@ describe("idempotency keys on one instance", () => {
         422,
         "IK_02",
       );
-      // The sandbox authorized and captured: recovery asks it and writes what it did.
-      expect(await settleLeftAttempts(service.app)).toBe(1);
-      const settled = await send(service.url, "GET", `/payments/${recorded.payment_id}`, { apiKey: merchant.apiKey });
-      expect(settled.body).toMatchObject({ status: "succeeded", amount_received: 1000 });
+      // The sandbox authorized and captured: recovery asks it and writes what it did, with the key's answer
+      // (which the trigger lets through this time).
+      await service.app.dataSource.query("ALTER TABLE idempotency_keys DISABLE TRIGGER refuse_unstorable");
+      try {
+        expect(await settleLeftAttempts(service.app)).toBe(1);
+      } finally {
+        await service.app.dataSource.query("ALTER TABLE idempotency_keys ENABLE TRIGGER refuse_unstorable");
+      }
+      const retried = await send(service.url, "POST", "/payments", { apiKey: merchant.apiKey, body: paymentBody(merchant), key });
+      expect({ status: retried.status, replayed: replayed(retried) }).toEqual({ status: 200, replayed: "true" });
+      expect(retried.body).toMatchObject({ payment_id: recorded.payment_id, status: "succeeded", amount_received: 1000 });
     });
   });
 

@@ -22,13 +22,20 @@ export const responseRecorderKey = createContextKey<ResponseRecorder | undefined
   description: "idempotent response recorder",
 });
 
-/**
- * The seed of the ids of the objects a call creates, set by the idempotency interceptor for a call
- * with a key: kept by the key (idempotency/store.ts) for every retry of one request, so a retry that
- * meets the record its crashed or failed first try made names the same object instead of creating
- * a second one.
- */
-export const effectSeedKey = createContextKey<string | undefined>(undefined, { description: "ids of the call's new objects" });
+/** What the idempotency interceptor tells a handler of a call with a key. */
+export interface IdempotentCall {
+  /** The client's idempotency key: an attempt recorded under it is this request's own (no other request may use it). */
+  readonly key: string;
+  /**
+   * The seed of the ids of the objects the call creates, kept by the key (idempotency/store.ts) for
+   * every retry of the request, so a retry that meets the record its crashed or failed first try
+   * made names the same object instead of creating a second one.
+   */
+  readonly effectSeed: string;
+}
+
+/** Set by the idempotency interceptor for a call with a key. */
+export const idempotentCallKey = createContextKey<IdempotentCall | undefined>(undefined, { description: "the call's idempotency key" });
 
 /**
  * How an API call's effect reaches the database: a handler commits it once, with `commit`, in one

@@ -19,7 +19,7 @@ import { callerKey } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { isDatabaseUnavailable } from "../db/errors.js";
 import { ReleaseRetries } from "../db/release-retries.js";
-import { effectSeedKey, responseRecorderKey } from "../db/unit-of-work.js";
+import { idempotentCallKey, responseRecorderKey } from "../db/unit-of-work.js";
 import { idempotencyConflict, idempotencyKeyReused, invalidField } from "../errors.js";
 import { shown_once as shownOnce } from "../../gen/paymentservice/v1/options_pb.js";
 import {
@@ -111,7 +111,7 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
         return res;
       }
     }
-    req.contextValues.set(effectSeedKey, claim.effectSeed);
+    req.contextValues.set(idempotentCallKey, { key, effectSeed: claim.effectSeed });
     const responseOf = (response: unknown) =>
       toBinary(req.method.output, storable(req.method.output, create(req.method.output, response as MessageInitShape<DescMessage>)));
     let recorded = false;

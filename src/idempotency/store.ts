@@ -151,6 +151,20 @@ export async function unlockKey(dataSource: DataSource, ref: KeyRef, token: stri
   return updated === 1 ? "released" : "taken_over";
 }
 
+/**
+ * Stores `response` as the answer of the request in flight with the key, in `em`'s transaction: for
+ * recovery, which settles what a request recorded before it died, so the request's retry replays the
+ * outcome instead of running again on an object that has moved on. A key that is not in flight any
+ * more (completed, expired) is left as it is.
+ */
+export async function answerInFlightKey(em: EntityManager, ref: KeyRef, response: Uint8Array): Promise<void> {
+  await em.query(
+    `UPDATE idempotency_keys SET state = 'completed', response = $4
+     WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND state = 'in_flight'`,
+    [ref.merchantId, ref.livemode, ref.key, Buffer.from(response)],
+  );
+}
+
 /** Keys deleted per statement: short statements, so the reaper never holds many row locks for long. */
 const reapBatch = 2000;
 

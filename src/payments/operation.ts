@@ -1,4 +1,6 @@
+import { create, toBinary } from "@bufbuild/protobuf";
 import type { DataSource } from "typeorm";
+import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import { claimLeaseMs, claimObject, finishClaimed, unclaimedSql, type Claimed } from "../db/claims.js";
 import { holderOf } from "../db/liveness.js";
 import type { NewObjectWriter } from "../db/new-objects.js";
@@ -7,6 +9,7 @@ import { writeClaimedChange } from "../db/resource.js";
 import type { Scope } from "../db/scope.js";
 import { responseRecorderKey, type CallValues, type UnitOfWork } from "../db/unit-of-work.js";
 import { alreadyExists, claimLost } from "../errors.js";
+import { answerInFlightKey } from "../idempotency/store.js";
 import { failpoint } from "../failpoints.js";
 import { randomBase62 } from "../ids.js";
 import type { JobWaker, NewJob } from "../jobs/runner.js";
@@ -16,7 +19,6 @@ import { paymentResource } from "./store.js";
 import {
   applyAttempt,
   callAttempt,
-  confirm,
   recallAttempt,
   type Attempt,
   type AttemptAnswer,
@@ -137,24 +139,24 @@ export async function createConfirmed(
     return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, row, recorded, card), call);
   });
   if (created !== "taken") return created;
-  const resumed = await operateOnPayment(deps, row, row.paymentId, resumeCreate(deps, card, attempt.processor, idFromSeed), call);
+  const resumed = await operateOnPayment(deps, row, row.paymentId, resumeCreate(card, idFromSeed), call);
   return resumed!;
 }
 
 /**
  * A create with confirm that found its payment_id taken. It is a retry of the same API call when the
  * payment holds that call's attempt (finished by `operateOnPayment` before any check), or when the id
- * came from the call's effect seed: then a payment whose attempt never reached the processor is
- * confirmed with the card, and any other is answered as it is. Otherwise the id is someone else's: HE_01.
+ * came from the call's effect seed: then the payment is answered as it is (recovery settled it, and
+ * the call's key, in between). Otherwise the id is someone else's: HE_01.
  */
-function resumeCreate(deps: PaymentMoveDependencies, card: CardDetails, processor: string, idFromSeed: boolean): PaymentOperation {
+function resumeCreate(card: CardDetails, idFromSeed: boolean): PaymentOperation {
   return {
     card,
     check: (row) => {
       if (!idFromSeed) throw alreadyExists("payment", "payment_id", row.paymentId);
       return true;
     },
-    move: (row) => (row.status === "requires_payment_method" ? confirm(deps, row, processor, card) : undefined),
+    move: () => undefined,
   };
 }
 
@@ -229,19 +231,32 @@ function writeOutcome(
   failpoint("payment.answered");
   const previous = claim.row.status;
   const jobs = applyAttempt(deps, claim.row, attempt, answer);
-  return writeChange(deps, claim, previous, jobs, call);
+  // Settled for a request that is gone: its key gets the outcome as its answer, for its retry to replay.
+  const answers = call === undefined && attempt.requestKey !== null ? attempt.requestKey : undefined;
+  return writeChange(deps, claim, previous, jobs, call, answers);
 }
 
-/** Writes the claimed payment's change, ending the claim: as the API call's effect (with its response) when there is one. */
+/**
+ * Writes the claimed payment's change, ending the claim: as the API call's effect (with its response)
+ * when there is one; else, when `answersKey` names the idempotency key of a request that recorded the
+ * settled attempt, with the payment as that key's answer.
+ */
 async function writeChange(
   deps: PaymentOperationDependencies,
   claim: Claimed<PaymentRow>,
   previous: PaymentStatusWord,
   jobs: NewJob[],
   call: ApiCall | undefined,
+  answersKey?: string,
 ): Promise<Operated> {
   let ended: "ended" | undefined;
-  if (call === undefined) ended = await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
+  if (answersKey !== undefined) {
+    await deps.dataSource.transaction(async (em) => {
+      ended = await writeClaimedChange(em, deps.clock, paymentResource, claim, previous, jobs);
+      const response = toBinary(PaymentSchema, create(PaymentSchema, paymentResource.view(claim.row)));
+      await answerInFlightKey(em, { merchantId: claim.row.merchantId, livemode: claim.row.livemode, key: answersKey }, response);
+    });
+  } else if (call === undefined) ended = await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
   else {
     await deps.units.commitStatement(call.ctx, async (em) => {
       ended = await writeClaimedChange(em, deps.clock, paymentResource, claim, previous, jobs);

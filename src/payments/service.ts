@@ -18,7 +18,7 @@ import { sentWord } from "../enum-words.js";
 import { forbidden, invalidField, missingField, notFound } from "../errors.js";
 import type { Clock } from "../clock.js";
 import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
-import { effectSeedKey } from "../db/unit-of-work.js";
+import { idempotentCallKey } from "../db/unit-of-work.js";
 import { callerIdProblem, createdId, randomBase62 } from "../ids.js";
 import { readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
@@ -124,7 +124,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       const method = captureMethodWord(req.captureMethod);
       const now = clock.now();
       // Only a create that records the payment before its processor is asked can be retried into its own record.
-      const effectSeed = req.paymentId === undefined && card !== undefined ? ctx.values.get(effectSeedKey) : undefined;
+      const effectSeed = req.paymentId === undefined && card !== undefined ? ctx.values.get(idempotentCallKey)?.effectSeed : undefined;
       const paymentId = req.paymentId ?? createdId("pay", effectSeed);
       const fields: PaymentRow = {
         merchantId: caller.merchantId,
@@ -281,7 +281,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
   };
 }
 
-/** The API call `ctx` as its operation answers it: an idempotency key's effect seed names the call across its retries. */
+/** The API call `ctx` as its operation answers it: its idempotency key names it across its retries. */
 function apiCall(ctx: HandlerContext): ApiCall {
-  return { ctx, requestKey: ctx.values.get(effectSeedKey) };
+  return { ctx, requestKey: ctx.values.get(idempotentCallKey)?.key };
 }

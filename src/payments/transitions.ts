@@ -138,8 +138,12 @@ export function applyAttempt(
   row.modifiedAt = deps.clock.now();
   if (answer === undefined) {
     // Nothing happened at the processor: the payment is as before the attempt, and one created to be
-    // confirmed at once waits for a payment method, as after a declined card.
-    if (row.status === "processing") paymentStates.move(row, "settle", "requires_payment_method");
+    // confirmed at once waits for a payment method, saying why, as after a declined card.
+    if (row.status === "processing") {
+      paymentStates.move(row, "settle", "requires_payment_method");
+      row.errorCode = "processing_error";
+      row.errorMessage = "The processor never received the authorization; confirm the payment again.";
+    }
     return [];
   }
   switch (attempt.call) {
@@ -201,6 +205,8 @@ function applyAuthorization(
   const now = deps.clock.now();
   row.processor = processor;
   row.processorReference = result.reference;
+  row.errorCode = null;
+  row.errorMessage = null;
   row.nextAction = null;
   row.authenticationToken = null;
   row.modifiedAt = now;

@@ -495,7 +495,7 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     await restarting;
 
     const violations: string[] = [];
-    const checked = { acknowledged: 0, keys: 0, objects: 0, payments: 0, payouts: 0, transfers: 0, events: 0 };
+    const checked = { acknowledged: 0, keys: 0, objects: 0, payments: 0, payouts: 0, transfers: 0, events: 0, authorizations: 0 };
     for (const [what, n] of Object.entries(left)) if (n > 0) violations.push(`after the drain: ${n} ${what}`);
 
     // 1. Every acknowledged object exists, in the API and the database, at or after the acknowledged status.
@@ -645,6 +645,34 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
       if (!(eventsOf.get(ack.id) ?? []).some((e) => e.type === `${ack.resource}.${ack.status}`)) {
         violations.push(`${ack.resource} ${ack.id}: no ${ack.resource}.${ack.status} event for the acknowledged status`);
       }
+    }
+
+    // 6. No authorization without its payment, by the sandbox processor's own books: every authorization
+    // it granted (authorized or captured) under a processor key of the run's merchants belongs to the
+    // payment its key names, which holds its reference; and no payment was granted two.
+    const granted = await rows<{ idempotency_key: string; status: string; reference: string; holders: string[] | null }>(
+      db,
+      `SELECT c.idempotency_key, c.outcome->>'status' AS status, c.outcome->>'reference' AS reference,
+              (SELECT array_agg(p.payment_id) FROM payments p
+                WHERE p.merchant_id = ANY($1) AND p.processor_reference = c.outcome->>'reference') AS holders
+         FROM sandbox_processor_calls c
+        WHERE c.operation = 'authorize' AND c.outcome->>'status' IN ('authorized', 'captured') AND c.idempotency_key LIKE ANY($2)`,
+      [merchantIds, merchantIds.map((id) => `${id}:%`)],
+    );
+    const grantsOf = new Map<string, string[]>();
+    for (const grant of granted) {
+      checked.authorizations++;
+      const paymentId = grant.idempotency_key.split(":")[1]!;
+      grantsOf.set(paymentId, [...(grantsOf.get(paymentId) ?? []), grant.idempotency_key]);
+      const holders = grant.holders ?? [];
+      if (holders.length !== 1 || holders[0] !== paymentId) {
+        violations.push(
+          `the processor ${grant.status} ${grant.reference} (key ${grant.idempotency_key}) but the payments holding it are [${holders.join(", ")}]`,
+        );
+      }
+    }
+    for (const [paymentId, keys] of grantsOf) {
+      if (keys.length > 1) violations.push(`payment ${paymentId} was authorized ${keys.length} times: ${keys.join(", ")}`);
     }
 
     const byStatus = (resource: Resource) => {

@@ -179,7 +179,7 @@ describe("a processor that fails", () => {
     expect(await payments.retrievePayment({ paymentId: "pay_inproc_timeout" })).toMatchObject({ status: PaymentStatus.PROCESSING });
     expect(await settleLeftAttempts(suite.services.deps)).toBeGreaterThanOrEqual(1);
     const settled = await payments.retrievePayment({ paymentId: "pay_inproc_timeout" });
-    expect(settled).toMatchObject({ status: PaymentStatus.REQUIRES_PAYMENT_METHOD, amountCapturable: 0n });
+    expect(settled).toMatchObject({ status: PaymentStatus.REQUIRES_PAYMENT_METHOD, amountCapturable: 0n, errorCode: "processing_error" });
     expect(settled.amountReceived).toBeUndefined();
     // The key recovery settled as never received is refused from then on: a late call cannot authorize.
     const [timedOut] = processor.callsTo("authorize");
@@ -221,6 +221,19 @@ describe("a processor that fails", () => {
     expect(keys).toHaveLength(2);
     expect(keys[1]).toBe(keys[0]);
     expect(await payments.createPayment(request, { headers })).toEqual(retried);
+  });
+
+  it("answers a capture retried with its key after recovery settled it with the outcome, captured once", async () => {
+    const authorized = await confirmedPayment({ manual: true });
+    processor.script("capture", lostAnswer({ status: "succeeded" }));
+    const headers = { "idempotency-key": "capture-settled-by-recovery" };
+
+    await expectRpcError(payments.capturePayment({ paymentId: authorized.paymentId }, { headers }), Code.Internal, "HE_00");
+    await settleLeftAttempts(suite.services.deps);
+    const retried = await payments.capturePayment({ paymentId: authorized.paymentId }, { headers });
+
+    expect(retried).toMatchObject({ status: PaymentStatus.SUCCEEDED, amountReceived: 1250n });
+    expect(processor.callsTo("capture")).toHaveLength(1);
   });
 
   it("gives HE_00 on confirm and leaves the payment as it was, to be confirmed again under a new key", async () => {

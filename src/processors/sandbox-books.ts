@@ -26,7 +26,10 @@ function abandoned(): ProcessorAnswers["authorize"] {
  * key, as a real processor keeps them. They live in the service's database only because the sandbox
  * has nowhere else to keep them; each call commits on its own, as an external system would, whatever
  * happens to the caller afterwards. The calls answered at about the same time are booked together,
- * in one statement (src/db/batches.ts).
+ * in one statement (src/db/batches.ts), which commits without waiting for its WAL flush: the books
+ * are the simulated processor's, not ours, and should PostgreSQL itself crash and lose their last
+ * moments, recovery finds those calls never made and settles them so (a sandbox moves no money).
+ * Our own records, the attempt before the call and the outcome after, are flushed as every write is.
  */
 export class SandboxCallBooks {
   private readonly batches: StatementBatches<BookedCall, BookedCall>;
@@ -58,6 +61,7 @@ export class SandboxCallBooks {
       this.dataSource,
       `INSERT INTO sandbox_processor_calls (idempotency_key, operation, outcome, created)
        SELECT key, operation, outcome, now() FROM unnest($1::varchar[], $2::varchar[], $3::jsonb[]) AS input(key, operation, outcome)
+       CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS commit_without_flush
        ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key`,
       [keys, calls.map((call) => call.operation), calls.map((call) => JSON.stringify(call.outcome))],
     );

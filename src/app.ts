@@ -9,12 +9,14 @@ import { KeyLookup } from "./api-keys/lookup.js";
 import { ApiKeyHasher, apiKeyHashSecret } from "./auth/api-key-secret.js";
 import { createAuthenticator, publishableKeyMayCall } from "./auth/authenticate.js";
 import { systemClock, type Clock } from "./clock.js";
-import { SandboxTestClock } from "./sandbox/test-clock.js";
+import { SandboxTestClock } from "./test-clock.js";
 import type { Config } from "./config.js";
 import { openDataSource } from "./db/data-source.js";
+import { entities } from "./entities.js";
+import { migrations } from "./migrations/index.js";
 import { type DatabaseTimeouts, poolOf, waitingForConnections } from "./db/pool.js";
 import { InstanceLiveness } from "./db/liveness.js";
-import { NewObjectWriter } from "./db/new-objects.js";
+import { NewObjectWriter } from "./objects/new-objects.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
@@ -50,7 +52,7 @@ import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
 import { ApiRouter } from "./transport/api-router.js";
 import { createNodeHandler } from "./transport/node-handler.js";
-import { startTracing, type Tracing } from "./traces/tracing.js";
+import { startTracing, type Tracing } from "./transport/tracing.js";
 import { RequestRecord } from "./transport/request-record.js";
 import { createAdmission } from "./transport/admission.js";
 import { ClientAddresses } from "./transport/client-address.js";
@@ -196,7 +198,10 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
       ...(config.dataEncryptionNextKey === undefined ? [] : [config.dataEncryptionNextKey]),
     ].map((key) => dataEncryptionKey.parse(key));
     const timeouts = databaseTimeouts(config);
-    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts, config.migrateOnStart);
+    const dataSource = await openDataSource(config.databaseUrl ?? embedded!.url, config.databasePoolSize, timeouts, config.migrateOnStart, {
+      entities,
+      migrations,
+    });
     if (embedded === undefined) useNamedStatements(dataSource);
     const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
@@ -368,7 +373,10 @@ export async function serve(opened: App): Promise<RunningService> {
   routes(router, app);
   // The embedded database belongs to this one instance, with no load balancer to mislead: its pool will do.
   const probeConnection = app.config.databaseUrl === undefined ? undefined : new ProbeConnection(app.config.databaseUrl);
-  const readiness = new Readiness(probeConnection ?? app.dataSource);
+  const readiness = new Readiness(
+    probeConnection ?? app.dataSource,
+    migrations.map((Migration) => new Migration().name),
+  );
   // Read at the first health call, when every service (reflection's too) is registered.
   let served: ReadonlySet<string> | undefined;
   router.service(

@@ -83,7 +83,41 @@ describe("the import graph of src/", () => {
     const graph = new Map([...sources].map(([module, source]) => [module, importsOf(module, source)]));
     expect(cycles(graph)).toEqual([]);
   });
+
+  it("has no cycle between folders: each folder of src/ builds on the ones below it, never on one that needs it", () => {
+    expect(cycles(folderGraph())).toEqual([]);
+  });
+
+  it("keeps db/ infrastructure: it imports no other folder of src/, only top-level modules", () => {
+    const outside = [...sources].flatMap(([module, source]) =>
+      module.startsWith("db/")
+        ? importsOf(module, source).filter((target) => folderOf(target) !== "db" && folderOf(target) !== undefined)
+        : [],
+    );
+    expect(outside).toEqual([]);
+  });
 });
+
+/** A module's folder of src/; undefined for a top-level module (the composition root and the shared leaves). */
+function folderOf(module: string): string | undefined {
+  return module.includes("/") ? module.split("/")[0] : undefined;
+}
+
+/** Which folders each folder imports from. Top-level modules are left out: app.ts sees every folder, and errors.ts is seen by all. */
+function folderGraph(): Map<string, string[]> {
+  const graph = new Map<string, Set<string>>();
+  for (const [module, source] of sources) {
+    const from = folderOf(module);
+    if (from === undefined) continue;
+    const targets = graph.get(from) ?? new Set<string>();
+    for (const target of importsOf(module, source)) {
+      const to = folderOf(target);
+      if (to !== undefined && to !== from) targets.add(to);
+    }
+    graph.set(from, targets);
+  }
+  return new Map([...graph].map(([folder, targets]) => [folder, [...targets]]));
+}
 
 describe("errors", () => {
   it("are built by the typed constructors of src/errors.ts only", () => {

@@ -1,8 +1,8 @@
 import type { DataSource } from "typeorm";
-import type { ApiKeyHasher } from "../auth/api-key-secret.js";
-import type { Clock } from "../clock.js";
-import { issueApiKey } from "../api-keys/service.js";
-import { createMerchant } from "./service.js";
+import type { ApiKeyHasher } from "./auth/api-key-secret.js";
+import type { Clock } from "./clock.js";
+import { issueApiKey } from "./api-keys/service.js";
+import { createMerchant } from "./merchants/service.js";
 
 /** A ready sandbox merchant, its default profile and a secret key, for a new user's first call. */
 export interface SandboxStart {

@@ -8,7 +8,7 @@ import { clusterMetrics, reportToPrimary } from "./metrics/cluster-metrics.js";
 import { openOpsListener } from "./transport/ops-listener.js";
 import { signalExitCode, StopSignals } from "./stop-signals.js";
 import { MerchantRow } from "./merchants/merchant.entity.js";
-import { bootstrapSandbox, describeSandboxStart } from "./merchants/bootstrap.js";
+import { bootstrapSandbox, describeSandboxStart } from "./sandbox-merchant.js";
 
 /**
  * Starts the service from the environment. On an empty embedded database it first creates a sandbox
@@ -52,7 +52,7 @@ export async function main(): Promise<RunningService> {
 
 /** What a first start on an empty PostgreSQL database says, so a new user knows the way in. */
 const noMerchantYet =
-  "no merchant in the database yet: run `npm run bootstrap` (in the image: node dist/src/bootstrap.js) with this instance's environment; it creates a sandbox merchant, its profile and a secret key, and prints them";
+  "no merchant in the database yet: run `npm run bootstrap` (in the image: node dist/src/cli/bootstrap.js) with this instance's environment; it creates a sandbox merchant, its profile and a secret key, and prints them";
 
 /** A worker that lived this long was healthy: its exit does not count towards the backoff. */
 const healthyLifetimeMs = 30_000;

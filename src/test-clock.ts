@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Clock } from "../clock.js";
+import type { Clock } from "./clock.js";
 
 /**
  * The latest time the test clock may show. Objects take times later than their clock's (an

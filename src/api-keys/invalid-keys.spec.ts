@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidKeys } from "./invalid-keys.js";
-import type { KeyRecord } from "./key-record.js";
+import type { KeyRecord } from "../auth/key-record.js";
 
 /* Presented keys remembered as invalid: only invalid ones, by hash, for INVALID_KEY_CACHE_SECONDS. */
 

@@ -1,4 +1,4 @@
-import type { KeyRecord } from "./key-record.js";
+import type { KeyRecord } from "../auth/key-record.js";
 
 /** Presented keys remembered at most; beyond that the oldest go first. */
 const maxEntries = 10_000;

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { log } from "../log.js";
-import type { KeyRecord } from "./key-record.js";
+import type { KeyRecord } from "../auth/key-record.js";
 
 /** The channel the api_keys trigger announces every committed change on (migration 1764500000000). */
 const channel = "api_key_changed";

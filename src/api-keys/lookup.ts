@@ -4,7 +4,7 @@ import { preparedQuery } from "../db/prepared.js";
 import { log } from "../log.js";
 import type { InvalidKeys } from "./invalid-keys.js";
 import type { KeyCache } from "./key-cache.js";
-import type { KeyRecord } from "./key-record.js";
+import type { KeyRecord } from "../auth/key-record.js";
 
 /** A key as found by one of its hashes, with the hash it is stored under and the id of that hash's secret. */
 interface FoundKey extends KeyRecord {

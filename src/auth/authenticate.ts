@@ -1,6 +1,6 @@
 import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import { Access, access } from "../../gen/paymentservice/v1/options_pb.js";
-import type { KeyRecord } from "../api-keys/key-record.js";
+import type { KeyRecord } from "./key-record.js";
 import type { Clock } from "../clock.js";
 import { ApiError, forbidden, unauthenticated } from "../errors.js";
 import type { AuthFailureLimiter } from "../rate-limits/auth-failures.js";

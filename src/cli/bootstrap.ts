@@ -1,7 +1,7 @@
-import { closeApp, openApp } from "./app.js";
-import { loadConfig } from "./config.js";
-import { log } from "./log.js";
-import { bootstrapSandbox, describeSandboxStart } from "./merchants/bootstrap.js";
+import { closeApp, openApp } from "../app.js";
+import { loadConfig } from "../config.js";
+import { log } from "../log.js";
+import { bootstrapSandbox, describeSandboxStart } from "../sandbox-merchant.js";
 
 /*
  * `npm run bootstrap`: creates a sandbox merchant, profile and secret key in the configured database

@@ -1,11 +1,12 @@
 import { pathToFileURL } from "node:url";
 import { loadConfig, type Config } from "../config.js";
+import { applyMigrations } from "../db/data-source.js";
+import { startEmbeddedDatabase } from "../db/embedded.js";
 import { log } from "../log.js";
-import { applyMigrations } from "./data-source.js";
-import { startEmbeddedDatabase } from "./embedded.js";
+import { migrations } from "../migrations/index.js";
 
 /*
- * `npm run migrate` (in a build: `node dist/src/db/migrate.js`): applies pending migrations once and
+ * `npm run migrate` (in a build: `node dist/src/cli/migrate.js`): applies pending migrations once and
  * exits, so a deploy job can migrate before instances started with MIGRATE_ON_START=false take over.
  */
 
@@ -17,7 +18,7 @@ export async function migrate(config: Config): Promise<string[]> {
   // Room for the migrations' two connections (applyMigrations).
   const embedded = config.databaseUrl === undefined ? await startEmbeddedDatabase(config.dataDir, 2) : undefined;
   try {
-    return await applyMigrations(config.databaseUrl ?? embedded!.url, config.databaseConnectTimeoutMs);
+    return await applyMigrations(config.databaseUrl ?? embedded!.url, config.databaseConnectTimeoutMs, migrations);
   } finally {
     await embedded?.close();
   }

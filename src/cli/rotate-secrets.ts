@@ -6,7 +6,7 @@ import { log } from "../log.js";
 import { countDestinationsNotUnder, reencryptDestinations, type Reencryption } from "../payouts/destination.js";
 
 /*
- * `npm run rotate-secrets` (in a build: `node dist/src/secrets/rotate-secrets.js`), step 3 of a
+ * `npm run rotate-secrets` (in a build: `node dist/src/cli/rotate-secrets.js`), step 3 of a
  * rotation (docs/operations.md, "Rotating secrets"): re-encrypts every stored value under the current
  * DATA_ENCRYPTION_KEY and reports what is left under other keys, and counts the API keys not yet
  * re-hashed with the current API_KEY_HASH_SECRET. Runs beside the instances, against the same

@@ -1,8 +1,19 @@
 import "reflect-metadata";
-import { DataSource, MigrationExecutor } from "typeorm";
-import { entities } from "./entities.js";
-import { migrations } from "./migrations/index.js";
+import { DataSource, MigrationExecutor, type MigrationInterface } from "typeorm";
 import { type DatabaseTimeouts, poolOptions } from "./pool.js";
+
+/** A migration as TypeORM takes it: a class. */
+export type Migration = new () => MigrationInterface;
+
+/**
+ * What the data source maps and how the schema gets there, given by the composition root
+ * (src/entities.ts, src/migrations/): db/ knows no resource.
+ */
+export interface Schema {
+  // biome-ignore lint/complexity/noBannedTypes: TypeORM's own type for an entity class.
+  readonly entities: readonly Function[];
+  readonly migrations: readonly Migration[];
+}
 
 /** Advisory lock key held while migrating ("payments" in ASCII), so instances starting together migrate once. */
 const migrationLock = 0x7061796d656e7473n;
@@ -14,11 +25,11 @@ const migrationLock = 0x7061796d656e7473n;
  * timeout. Migrations run in one transaction while this process holds an advisory lock, so instances
  * (or a deploy job) starting together apply each one once.
  */
-export async function applyMigrations(url: string, connectTimeoutMs: number): Promise<string[]> {
+export async function applyMigrations(url: string, connectTimeoutMs: number, migrations: readonly Migration[]): Promise<string[]> {
   const dataSource = new DataSource({
     type: "postgres",
     url,
-    migrations,
+    migrations: [...migrations],
     migrationsTransactionMode: "all",
     logging: false,
     // One connection holds the lock, the other migrates.
@@ -50,7 +61,7 @@ async function expectMigrated(dataSource: DataSource): Promise<void> {
   if (pending.length > 0) {
     throw new Error(
       `MIGRATE_ON_START is false and the database lacks ${pending.length} migration(s) this release needs (${pending.join(", ")}): ` +
-        "run `npm run migrate` (in the image: node dist/src/db/migrate.js) against this DATABASE_URL first, or set MIGRATE_ON_START=true",
+        "run `npm run migrate` (in the image: node dist/src/cli/migrate.js) against this DATABASE_URL first, or set MIGRATE_ON_START=true",
     );
   }
 }
@@ -65,13 +76,14 @@ export async function openDataSource(
   poolSize: number,
   timeouts: DatabaseTimeouts,
   migrateOnStart: boolean,
+  schema: Schema,
 ): Promise<DataSource> {
-  if (migrateOnStart) await applyMigrations(url, timeouts.connectTimeoutMs);
+  if (migrateOnStart) await applyMigrations(url, timeouts.connectTimeoutMs, schema.migrations);
   const dataSource = new DataSource({
     type: "postgres",
     url,
-    entities,
-    migrations,
+    entities: [...schema.entities],
+    migrations: [...schema.migrations],
     migrationsRun: false,
     synchronize: false,
     // Failed queries are logged by the outcome interceptor without parameters, which hold personal data.

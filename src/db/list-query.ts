@@ -4,7 +4,14 @@ import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
 import { rowFromDatabase } from "./lock.js";
 import { type KeptCount, keptCountQuery } from "./list-counts.js";
 import { preparedQuery } from "./prepared.js";
-import type { Page } from "../validation/list.js";
+
+/** The list parameters every list endpoint shares (decisions §7), as validation/list.ts reads them from a request. */
+export interface Page {
+  readonly limit: number;
+  readonly offset: number;
+  readonly createdGte: Date | undefined;
+  readonly createdLte: Date | undefined;
+}
 
 /**
  * Runs a list query the documented way (decisions §7): the creation window, newest first by the

@@ -7,7 +7,7 @@ import type { UnitOfWork } from "../db/unit-of-work.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
 import { missingField, preconditionFailed } from "../errors.js";
-import { findObject } from "../db/resource.js";
+import { findObject } from "../objects/resource.js";
 import { text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { DisputeRow, type StoredEvidence } from "./dispute.entity.js";

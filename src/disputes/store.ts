@@ -1,8 +1,8 @@
 import type { EntityManager } from "typeorm";
 import { DisputeSchema } from "../../gen/paymentservice/v1/dispute_pb.js";
 import type { Clock } from "../clock.js";
-import { writeNewObject } from "../db/new-objects.js";
-import { findObject, lockObject, writeObjectChange, type Resource } from "../db/resource.js";
+import { writeNewObject } from "../objects/new-objects.js";
+import { findObject, lockObject, writeObjectChange, type Resource } from "../objects/resource.js";
 import type { Scope } from "../db/scope.js";
 import type { NewJob } from "../jobs/runner.js";
 import { lockPayment } from "../payments/store.js";

@@ -1,5 +1,3 @@
-import { migrations } from "../db/migrations/index.js";
-
 /**
  * How long a readiness probe waits for the database. Kubernetes gives a probe one second by
  * default: an answer of NOT_SERVING in time is worth more than SERVING too late.
@@ -11,9 +9,6 @@ const databaseTimeoutMs = 800;
  * storm of them costs at most one database query per instance per interval.
  */
 const probeReuseMs = 1_000;
-
-/** The name TypeORM records for each migration once applied. */
-const migrationNames = migrations.map((Migration) => new Migration().name);
 
 /** Where a probe asks: on PostgreSQL a connection of the probe's own (ProbeConnection), else the data source. */
 export interface ProbeDatabase {
@@ -32,6 +27,8 @@ export class Readiness {
 
   constructor(
     private readonly database: ProbeDatabase,
+    /** The name TypeORM records for each migration of this release once applied. */
+    private readonly migrationNames: readonly string[],
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -84,8 +81,8 @@ export class Readiness {
       timer = setTimeout(() => resolve(false), databaseTimeoutMs);
     });
     const applied = this.database
-      .query("SELECT count(DISTINCT name)::int AS applied FROM migrations WHERE name = ANY($1)", [migrationNames])
-      .then((rows) => (rows as { applied: number }[])[0]?.applied === migrationNames.length)
+      .query("SELECT count(DISTINCT name)::int AS applied FROM migrations WHERE name = ANY($1)", [this.migrationNames])
+      .then((rows) => (rows as { applied: number }[])[0]?.applied === this.migrationNames.length)
       .catch(() => false);
     try {
       return await Promise.race([applied, timedOut]);

@@ -5,15 +5,15 @@ import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
 import { randomBase62 } from "../ids.js";
 import { objectClaimMs } from "../leases.js";
-import { isDatabaseUnavailable } from "./errors.js";
-import { holderGone, holderOf } from "./liveness.js";
-import { rowFromDatabase } from "./lock.js";
-import { preparedQuery } from "./prepared.js";
-import { ReleaseRetries } from "./release-retries.js";
-import { BatchesByResource } from "./batches.js";
-import { sqlType } from "./statement.js";
+import { isDatabaseUnavailable } from "../db/errors.js";
+import { holderGone, holderOf } from "../db/liveness.js";
+import { rowFromDatabase } from "../db/lock.js";
+import { preparedQuery } from "../db/prepared.js";
+import { ReleaseRetries } from "../db/release-retries.js";
+import { BatchesByResource } from "../db/batches.js";
+import { sqlType } from "../db/statement.js";
 import { idOf, lockObject, type Resource, type StatusRow } from "./resource.js";
-import { objectKey, type Scope } from "./scope.js";
+import { objectKey, type Scope } from "../db/scope.js";
 
 /*
  * Claims let an operation call a processor without holding a transaction (and a pooled connection)

@@ -4,7 +4,7 @@ import { EventRow } from "../events/event.entity.js";
 import { JobRow } from "../jobs/job.entity.js";
 import type { NewJob } from "../jobs/runner.js";
 import { deliveriesSql, eventsReturning } from "../webhooks/schedule.js";
-import type { Statement } from "./statement.js";
+import type { Statement } from "../db/statement.js";
 
 /**
  * Adds what must commit with a change — the event of the status it entered, its webhook delivery and

@@ -8,11 +8,11 @@ import type { NewJob } from "../jobs/runner.js";
 import type { DeliveryHandOff, HandedOver } from "../webhooks/delivery-thread.js";
 import { deliveriesSql, eventsReturning, handedOver, handedOverSql } from "../webhooks/schedule.js";
 import { jobRowOf } from "./follow-ups.js";
-import { rejectedByDatabase, StatementBatches } from "./batches.js";
-import { preparedIn, preparedQuery } from "./prepared.js";
+import { rejectedByDatabase, StatementBatches } from "../db/batches.js";
+import { preparedIn, preparedQuery } from "../db/prepared.js";
 import { eventOf, idOf, type Resource, type StatusRow } from "./resource.js";
-import { arraysOf, insertShapeOf, qualifiedNames, unnestOf } from "./statement.js";
-import type { CallValues, UnitOfWork } from "./unit-of-work.js";
+import { arraysOf, insertShapeOf, qualifiedNames, unnestOf } from "../db/statement.js";
+import type { CallValues, UnitOfWork } from "../db/unit-of-work.js";
 
 /** A new object with the jobs its first status needs. */
 interface NewObject<Row> {

@@ -8,13 +8,13 @@ import { deliveriesSql, eventsReturning } from "../webhooks/schedule.js";
 import { newEvent } from "../events/record.js";
 import type { NewJob } from "../jobs/runner.js";
 import type { StateMachine } from "../state-machine.js";
-import { BatchesByResource } from "./batches.js";
+import { BatchesByResource } from "../db/batches.js";
 import { addEndOfJobs, addFollowUps, jobRowOf } from "./follow-ups.js";
-import { BatchedReads } from "./batched-reads.js";
-import { lockRow, rowFromDatabase } from "./lock.js";
-import { preparedIn } from "./prepared.js";
-import { objectKey, type Scope } from "./scope.js";
-import { arraysOf, insertShapeOf, qualifiedNames, Statement, unnestOf } from "./statement.js";
+import { BatchedReads } from "../db/batched-reads.js";
+import { lockRow, rowFromDatabase } from "../db/lock.js";
+import { preparedIn } from "../db/prepared.js";
+import { objectKey, type Scope } from "../db/scope.js";
+import { arraysOf, insertShapeOf, qualifiedNames, Statement, unnestOf } from "../db/statement.js";
 
 /** A stored object with a status, owned by one merchant in one environment. */
 export interface StatusRow {

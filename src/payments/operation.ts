@@ -1,11 +1,11 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { DataSource } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
-import { claimLeaseMs, claimObject, finishClaimed, unclaimedSql, type Claimed } from "../db/claims.js";
+import { claimLeaseMs, claimObject, finishClaimed, unclaimedSql, type Claimed } from "../objects/claims.js";
 import { holderOf } from "../db/liveness.js";
-import type { NewObjectWriter } from "../db/new-objects.js";
+import type { NewObjectWriter } from "../objects/new-objects.js";
 import { preparedQuery } from "../db/prepared.js";
-import { writeClaimedChange } from "../db/resource.js";
+import { writeClaimedChange } from "../objects/resource.js";
 import type { Scope } from "../db/scope.js";
 import { responseRecorderKey, type CallValues, type UnitOfWork } from "../db/unit-of-work.js";
 import { alreadyExists, claimLost } from "../errors.js";
@@ -16,14 +16,7 @@ import type { JobWaker, NewJob } from "../jobs/runner.js";
 import type { CardDetails } from "../processors/processor.js";
 import type { PaymentRow, PaymentStatusWord, StoredAttempt } from "./payment.entity.js";
 import { paymentResource } from "./store.js";
-import {
-  applyAttempt,
-  callAttempt,
-  recallAttempt,
-  type Attempt,
-  type AttemptAnswer,
-  type PaymentMoveDependencies,
-} from "./transitions.js";
+import { applyAttempt, callAttempt, recallAttempt, type Attempt, type AttemptAnswer, type PaymentMoveDependencies } from "./transitions.js";
 
 /*
  * How every payment operation that may call a processor runs (the API's create with confirm,
@@ -256,7 +249,8 @@ async function writeChange(
       const response = toBinary(PaymentSchema, create(PaymentSchema, paymentResource.view(claim.row)));
       await answerInFlightKey(em, { merchantId: claim.row.merchantId, livemode: claim.row.livemode, key: answersKey }, response);
     });
-  } else if (call === undefined) ended = await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
+  } else if (call === undefined)
+    ended = await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
   else {
     await deps.units.commitStatement(call.ctx, async (em) => {
       ended = await writeClaimedChange(em, deps.clock, paymentResource, claim, previous, jobs);

@@ -1,7 +1,7 @@
 import type { EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { Clock } from "../clock.js";
-import { lockObject, writeObjectChange, type Resource } from "../db/resource.js";
+import { lockObject, writeObjectChange, type Resource } from "../objects/resource.js";
 import type { Scope } from "../db/scope.js";
 import type { NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";

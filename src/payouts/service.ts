@@ -9,10 +9,10 @@ import {
 } from "../../gen/paymentservice/v1/payout_pb.js";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
-import type { NewObjectWriter } from "../db/new-objects.js";
+import type { NewObjectWriter } from "../objects/new-objects.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
-import { findObject } from "../db/resource.js";
+import { findObject } from "../objects/resource.js";
 import { sentWord } from "../enum-words.js";
 import { invalidField, invalidRequest, missingField } from "../errors.js";
 import { newId } from "../ids.js";

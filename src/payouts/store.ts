@@ -2,7 +2,7 @@ import type { EntityManager } from "typeorm";
 import { PayoutSchema } from "../../gen/paymentservice/v1/payout_pb.js";
 import type { Clock } from "../clock.js";
 import { jobKinds } from "../jobs/kinds.js";
-import { lockObject, writeObjectChange, type Resource } from "../db/resource.js";
+import { lockObject, writeObjectChange, type Resource } from "../objects/resource.js";
 import type { Scope } from "../db/scope.js";
 import { jobFor, type NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";

@@ -1,8 +1,8 @@
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
-import { claimObject, finishClaimed } from "../db/claims.js";
+import { claimObject, finishClaimed } from "../objects/claims.js";
 import { BatchedReads } from "../db/batched-reads.js";
-import { writeClaimedChange } from "../db/resource.js";
+import { writeClaimedChange } from "../objects/resource.js";
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
 import { jobLeaseMs as leaseMs } from "../leases.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";

@@ -1,9 +1,9 @@
 import type { EntityManager } from "typeorm";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { Clock } from "../clock.js";
-import { objectBusy, unclaimedSql } from "../db/claims.js";
+import { objectBusy, unclaimedSql } from "../objects/claims.js";
 import { BatchedReads } from "../db/batched-reads.js";
-import { writeObjectChange, type Resource } from "../db/resource.js";
+import { writeObjectChange, type Resource } from "../objects/resource.js";
 import { objectKey, type Scope } from "../db/scope.js";
 import { notFound, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import type { PaymentStatusWord } from "../payments/payment.entity.js";

@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { DisputeOutcome, type SandboxService } from "../../gen/paymentservice/v1/sandbox_pb.js";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
-import { lockUnclaimed, waitingForClaims } from "../db/claims.js";
+import { lockUnclaimed, waitingForClaims } from "../objects/claims.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { openDispute } from "../disputes/open.js";
 import { disputeStates } from "../disputes/states.js";
@@ -12,7 +12,7 @@ import { toDispute } from "../disputes/view.js";
 import { invalidField, missingField, preconditionFailed } from "../errors.js";
 import type { JobWaker } from "../jobs/runner.js";
 import { paymentResource } from "../payments/store.js";
-import { type SandboxTestClock, testClockEnd } from "./test-clock.js";
+import { type SandboxTestClock, testClockEnd } from "../test-clock.js";
 
 /** What the sandbox controls need: time, the shared test clock when it is on, the job runner to wake, and how effects commit. */
 export interface SandboxDependencies {

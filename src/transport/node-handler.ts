@@ -30,7 +30,7 @@ import { callValues, RequestRecord, requestIdOf } from "./request-record.js";
 import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
 import { RestRouter } from "./rest/router.js";
-import type { Tracing } from "../traces/tracing.js";
+import type { Tracing } from "./tracing.js";
 import { sendStreamHeadKey } from "../stream-head.js";
 
 /** Browser pages served beside the API (e.g. the 3DS challenge), by path prefix. */

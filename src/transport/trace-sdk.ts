@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
 import { NodeSDK } from "@opentelemetry/sdk-node";
-import type { RequestRecord } from "../transport/request-record.js";
+import type { RequestRecord } from "./request-record.js";
 import type { WireProtocol } from "../transport/protocol.js";
 import type { CallSpan, Tracing } from "./tracing.js";
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { RequestRecord } from "../transport/request-record.js";
+import type { RequestRecord } from "./request-record.js";
 
 /** One call's server span, open while the call is served. */
 export interface CallSpan {
@@ -26,6 +26,6 @@ export interface Tracing {
  */
 export async function startTracing(endpoint: string | undefined): Promise<Tracing | undefined> {
   if (endpoint === undefined) return undefined;
-  const { startSdk } = await import("./sdk.js");
+  const { startSdk } = await import("./trace-sdk.js");
   return await startSdk();
 }

@@ -2,13 +2,7 @@ import { timestampToDate } from "./time.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { describeValue, invalidField, invalidRequest } from "../errors.js";
 
-/** The list parameters every list endpoint shares (decisions §7), validated. */
-export interface Page {
-  readonly limit: number;
-  readonly offset: number;
-  readonly createdGte: Date | undefined;
-  readonly createdLte: Date | undefined;
-}
+import type { Page } from "../db/list-query.js";
 
 /** What a list request message carries, whatever its resource. */
 interface PageRequest {

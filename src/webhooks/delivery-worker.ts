@@ -8,7 +8,7 @@ import pg from "pg";
 import { systemClock } from "../clock.js";
 import { poolOptions } from "../db/pool.js";
 import { log } from "../log.js";
-import { SandboxTestClock } from "../sandbox/test-clock.js";
+import { SandboxTestClock } from "../test-clock.js";
 import type { DeliveryThreadSettings, FromThread, ToThread } from "./delivery-thread.js";
 import { WebhookDispatcher } from "./dispatcher.js";
 

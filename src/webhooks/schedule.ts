@@ -1,5 +1,4 @@
 import type { EntityManager } from "typeorm";
-import type { EventRow } from "../events/event.entity.js";
 import type { HandedOver } from "./delivery-thread.js";
 
 /** How long a failing delivery is retried before it is marked failed (decisions §8: 3 days). */
@@ -59,11 +58,20 @@ export function handedOverSql(deliveries: string): string {
 /** A delivery's row of `handedOverSql`. */
 type HandedOverRow = [eventId: string, url: string | null, secret: string, previousSecret: string | null, previousUntil: string | null];
 
+/** What a delivery handed over carries of its event (an events/event.entity.ts row): webhooks sit below events. */
+export interface DeliveredEvent {
+  readonly eventId: string;
+  readonly livemode: boolean;
+  readonly profileId: string | null;
+  readonly type: string;
+  readonly created: Date;
+}
+
 /**
  * The deliveries a statement wrote (`answer`, from `handedOverSql`) with what sending them needs:
  * each one's event among `events`, the ones the statement wrote, whose data were sent as `dataJson`.
  */
-export function handedOver(answer: string, events: readonly EventRow[], dataJson: readonly string[]): HandedOver[] {
+export function handedOver(answer: string, events: readonly DeliveredEvent[], dataJson: readonly string[]): HandedOver[] {
   const place = new Map(events.map((event, i) => [event.eventId, i]));
   return (JSON.parse(answer) as HandedOverRow[]).map(([eventId, url, secret, previousSecret, previousUntil]) => {
     const i = place.get(eventId)!;

@@ -4,6 +4,7 @@ import path from "node:path";
 import pg from "pg";
 import { inject } from "vitest";
 import { applyMigrations } from "../../src/db/data-source.js";
+import { migrations } from "../../src/migrations/index.js";
 import { startEmbeddedDatabase } from "../../src/db/embedded.js";
 
 /*
@@ -139,7 +140,7 @@ export async function writeEmbeddedTemplate(dir: string): Promise<void> {
   const embedded = await startEmbeddedDatabase(":memory:", 1);
   let snapshot: Blob;
   try {
-    await applyMigrations(embedded.url, 10_000);
+    await applyMigrations(embedded.url, 10_000, migrations);
     snapshot = await embedded.snapshot();
   } finally {
     await embedded.close();

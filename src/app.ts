@@ -26,7 +26,7 @@ import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { createAuthenticationPages } from "./payments/authentication-page.js";
 import { createApiDescriptionPages } from "./openapi/pages.js";
 import { createProbePages } from "./health/probes.js";
-import { authenticationPath } from "./payments/transitions.js";
+import { authenticationPath } from "./payments/attempts.js";
 import { paymentJobHandlers, type PaymentJobDependencies } from "./payments/jobs.js";
 import { leftAttemptsIntervalMs, settleLeftAttempts } from "./payments/operation.js";
 import { refundJobHandlers, type RefundJobDependencies } from "./refunds/jobs.js";

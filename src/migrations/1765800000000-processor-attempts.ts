@@ -19,6 +19,8 @@ export class ProcessorAttempts1765800000000 implements MigrationInterface {
   async up(runner: QueryRunner): Promise<void> {
     await runner.query("ALTER TABLE payments ADD COLUMN attempt jsonb");
     await runner.query("CREATE INDEX payments_unsettled ON payments (claimed_until) WHERE attempt IS NOT NULL");
+    // No statement filters on the JSON itself (1765600000000-json-statistics.ts says why ANALYZE skips such columns).
+    await runner.query("ALTER TABLE payments ALTER COLUMN attempt SET STATISTICS 0");
     await runner.query(`
       CREATE TABLE sandbox_processor_calls (
         idempotency_key varchar(255) PRIMARY KEY,
@@ -26,6 +28,7 @@ export class ProcessorAttempts1765800000000 implements MigrationInterface {
         outcome jsonb NOT NULL,
         created timestamptz NOT NULL
       )`);
+    await runner.query("ALTER TABLE sandbox_processor_calls ALTER COLUMN outcome SET STATISTICS 0");
     await runner.query("ALTER TABLE idempotency_keys ADD COLUMN effect_seed varchar(24)");
   }
 

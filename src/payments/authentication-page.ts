@@ -5,7 +5,8 @@ import { ProfileRow } from "../merchants/profile.entity.js";
 import { PaymentRow } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
 import { operateOnPayment, type PaymentOperationDependencies } from "./operation.js";
-import { authenticate, authenticationPath } from "./transitions.js";
+import { authenticationPath } from "./attempts.js";
+import { authenticateOperation } from "./operations/authenticate.js";
 
 /** What the 3DS pages need: what the operations need. */
 export type AuthenticationPageDependencies = PaymentOperationDependencies;
@@ -125,14 +126,7 @@ async function finishAuthentication(
 ): Promise<{ paymentId: string; status: string; returnUrl: string | null } | undefined> {
   const found = await deps.dataSource.manager.findOneBy(PaymentRow, { authenticationToken: token });
   if (found === null) return undefined;
-  const awaitsThisToken = (row: PaymentRow) => paymentStates.allows("authenticate", row.status) && row.authenticationToken === token;
-  const operated = await operateOnPayment(
-    deps,
-    found,
-    found.paymentId,
-    { check: awaitsThisToken, move: (row) => authenticate(deps, row, authenticated) },
-    undefined,
-  );
+  const operated = await operateOnPayment(deps, found, found.paymentId, authenticateOperation(deps, token, authenticated), undefined);
   if (operated === undefined) return undefined;
   const row = operated.row;
   const profile = await deps.dataSource.manager.findOneBy(ProfileRow, { merchantId: row.merchantId, profileId: row.profileId });

@@ -1,19 +1,18 @@
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
-import { jobLeaseMs as leaseMs } from "../leases.js";
 import type { JobRow } from "../jobs/job.entity.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";
+import { jobLeaseMs as leaseMs } from "../leases.js";
 import { operateOnPayment, type PaymentOperation, type PaymentOperationDependencies } from "./operation.js";
-import type { PaymentRow } from "./payment.entity.js";
-import { paymentStates } from "./states.js";
-import { cancel, capture } from "./transitions.js";
+import { expireOperation } from "./operations/cancel.js";
+import { scheduledCaptureOperation } from "./operations/capture.js";
 
 /** What the payment jobs need: what the operations need. */
 export type PaymentJobDependencies = PaymentOperationDependencies;
 
 /**
  * Time-based payment moves, run by the job runner: a scheduled capture at capture_on, and the end of
- * a manual-capture authorization after 7 days. Each runs as the API's operations do (operation.ts); a
- * payment that moved on in the meantime is left alone.
+ * a manual-capture authorization after 7 days. Each runs its operation as the API runs its own
+ * (operation.ts); a payment that moved on in the meantime is left alone.
  */
 export function paymentJobHandlers(deps: PaymentJobDependencies): Map<JobKind, LeasedJobHandler> {
   /** Runs the job's operation; "ended" when its outcome ended the payment's pending jobs, this one with them. */
@@ -21,16 +20,9 @@ export function paymentJobHandlers(deps: PaymentJobDependencies): Map<JobKind, L
     const operated = await operateOnPayment(deps, job, job.objectId, operation, undefined);
     return operated?.ended === true ? "ended" : undefined;
   }
-  const stillAllows = (operation: "capture" | "expire") => (row: PaymentRow) => paymentStates.allows(operation, row.status);
 
   return new Map<JobKind, LeasedJobHandler>([
-    [
-      jobKinds.capturePayment,
-      { leaseMs, run: (job) => run(job, { check: stillAllows("capture"), move: (row) => capture(row, row.amountCapturable) }) },
-    ],
-    [
-      jobKinds.expireAuthorization,
-      { leaseMs, run: (job) => run(job, { check: stillAllows("expire"), move: (row) => cancel(deps, row, "expire", "expired") }) },
-    ],
+    [jobKinds.capturePayment, { leaseMs, run: (job) => run(job, scheduledCaptureOperation()) }],
+    [jobKinds.expireAuthorization, { leaseMs, run: (job) => run(job, expireOperation(deps)) }],
   ]);
 }

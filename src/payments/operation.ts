@@ -1,26 +1,25 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { DataSource } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
-import { claimLeaseMs, claimObject, finishClaimed, unclaimedSql, type Claimed } from "../objects/claims.js";
-import { holderOf } from "../db/liveness.js";
+import { claimObject, finishClaimed, unclaimedSql, type Claimed } from "../objects/claims.js";
 import type { NewObjectWriter } from "../objects/new-objects.js";
 import { preparedQuery } from "../db/prepared.js";
 import { writeClaimedChange } from "../objects/resource.js";
 import type { Scope } from "../db/scope.js";
 import { responseRecorderKey, type CallValues, type UnitOfWork } from "../db/unit-of-work.js";
-import { alreadyExists, claimLost } from "../errors.js";
+import { claimLost } from "../errors.js";
 import { answerInFlightKey } from "../idempotency/store.js";
 import { failpoint } from "../failpoints.js";
-import { randomBase62 } from "../ids.js";
 import type { JobWaker, NewJob } from "../jobs/runner.js";
 import type { CardDetails } from "../processors/processor.js";
 import type { PaymentRow, PaymentStatusWord, StoredAttempt } from "./payment.entity.js";
 import { paymentResource } from "./store.js";
-import { applyAttempt, callAttempt, recallAttempt, type Attempt, type AttemptAnswer, type PaymentMoveDependencies } from "./transitions.js";
+import { applyAttempt, callAttempt, recallAttempt, type Attempt, type AttemptAnswer, type PaymentMoveDependencies } from "./attempts.js";
 
 /*
- * How every payment operation that may call a processor runs (the API's create with confirm,
- * confirm, capture and cancel, the 3DS page, the scheduled capture and the expiry jobs), record first:
+ * How every payment operation that may call a processor runs (operations/: the API's create with
+ * confirm, confirm, capture and cancel, the 3DS page, the scheduled capture and the expiry jobs),
+ * record first:
  *
  *   claim the payment → settle an attempt a crash left on it → decide the move → record its attempt
  *   → call the processor, no transaction open → write the outcome, its event and jobs, clearing the
@@ -54,7 +53,7 @@ export interface PaymentOperation {
    * the call; false leaves the payment alone (a job whose payment moved on) and the operation answers undefined.
    */
   check(row: PaymentRow): boolean;
-  /** The move (transitions.ts): the processor call to make, or undefined when the move is already applied to the row. */
+  /** The move: the processor call to make, or undefined when the move is already applied to the row. */
   move(row: PaymentRow): Attempt | undefined;
   /** The card of an authorization, which only the API call that sent it has. */
   readonly card?: CardDetails;
@@ -99,58 +98,6 @@ export async function operateOnPayment(
     });
     if (own) return settled;
   }
-}
-
-/**
- * Creates a payment confirmed at once: records it in processing with its authorization's attempt,
- * asks the processor, writes the outcome. A retry of the API call that meets the record of its first
- * run (the same id, from its idempotency key's effect seed) finishes that run instead.
- */
-export async function createConfirmed(
-  deps: PaymentOperationDependencies,
-  row: PaymentRow,
-  attempt: Attempt,
-  card: CardDetails,
-  call: ApiCall,
-  idFromSeed: boolean,
-): Promise<Operated> {
-  const token = randomBase62(24);
-  const recorded: StoredAttempt = { ...attempt, requestKey: call.requestKey ?? null };
-  Object.assign(row, {
-    status: "processing",
-    attempt: recorded,
-    claimToken: token,
-    claimedUntil: new Date(deps.clock.now().getTime() + claimLeaseMs),
-    claimedBy: holderOf(deps.dataSource),
-  });
-  const claim: Claimed<PaymentRow> = { row, token };
-  // Inside finishClaimed: a record whose commit lost its answer is released, so a retry need not wait out its lease.
-  const created = await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
-    if ((await deps.newObjects.record(paymentResource, row)) === "taken") return "taken" as const;
-    call.ctx.values.get(responseRecorderKey)?.keepForRetry();
-    failpoint("payment.recorded");
-    return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, row, recorded, card), call);
-  });
-  if (created !== "taken") return created;
-  const resumed = await operateOnPayment(deps, row, row.paymentId, resumeCreate(card, idFromSeed), call);
-  return resumed!;
-}
-
-/**
- * A create with confirm that found its payment_id taken. It is a retry of the same API call when the
- * payment holds that call's attempt (finished by `operateOnPayment` before any check), or when the id
- * came from the call's effect seed: then the payment is answered as it is (recovery settled it, and
- * the call's key, in between). Otherwise the id is someone else's: HE_01.
- */
-function resumeCreate(card: CardDetails, idFromSeed: boolean): PaymentOperation {
-  return {
-    card,
-    check: (row) => {
-      if (!idFromSeed) throw alreadyExists("payment", "payment_id", row.paymentId);
-      return true;
-    },
-    move: () => undefined,
-  };
 }
 
 /** How often each instance looks for attempts left by a crash that nobody has settled. */
@@ -214,7 +161,7 @@ async function recordAttempt(dataSource: DataSource, claim: Claimed<PaymentRow>,
 }
 
 /** Applies the processor's answer to the attempt (undefined: it never received the call) and writes the outcome. */
-function writeOutcome(
+export function writeOutcome(
   deps: PaymentOperationDependencies,
   claim: Claimed<PaymentRow>,
   attempt: StoredAttempt,

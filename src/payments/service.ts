@@ -31,8 +31,11 @@ import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
 import { paymentStates } from "./states.js";
 import { findObject } from "../objects/resource.js";
 import { paymentResource, writePaymentChange } from "./store.js";
-import { createConfirmed, operateOnPayment, type ApiCall, type PaymentOperation, type PaymentOperationDependencies } from "./operation.js";
-import { cancel, capture, confirm } from "./transitions.js";
+import { operateOnPayment, type ApiCall, type PaymentOperation, type PaymentOperationDependencies } from "./operation.js";
+import { cancelOperation } from "./operations/cancel.js";
+import { captureOperation } from "./operations/capture.js";
+import { authorization, confirmOperation } from "./operations/confirm.js";
+import { createConfirmed } from "./operations/create.js";
 import { toPayment } from "./view.js";
 
 /** What the payments API needs: what its operations need. */
@@ -164,7 +167,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       };
       const row = Object.assign(new PaymentRow(), fields);
       if (card === undefined) return deps.newObjects.create(ctx, paymentResource, row, []);
-      const attempt = confirm(deps, row, processor.name, card);
+      const attempt = authorization(deps, row, processor.name, card);
       const created = await createConfirmed(deps, row, attempt, card, apiCall(ctx), effectSeed !== undefined);
       return toPayment(created.row);
     },
@@ -223,44 +226,27 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       paymentMethodWord(req.paymentMethod, card);
       const paymentMethodType = text("payment_method_type", req.paymentMethodType, 32);
       const returnUrl = url("return_url", req.returnUrl);
-      return operate(ctx, req.paymentId, {
-        card,
-        check: (row) => {
-          assertClientSecret(caller, row, req.clientSecret);
-          paymentStates.guard("confirm", row.status);
-          return true;
-        },
-        move: (row) => {
-          if (paymentMethodType !== undefined) row.paymentMethodType = paymentMethodType;
-          if (returnUrl !== undefined) row.returnUrl = returnUrl;
-          return confirm(deps, row, processor.name, card);
-        },
-      });
+      return operate(
+        ctx,
+        req.paymentId,
+        confirmOperation(deps, {
+          card,
+          processor: processor.name,
+          checkCaller: (row) => assertClientSecret(caller, row, req.clientSecret),
+          paymentMethodType,
+          returnUrl,
+        }),
+      );
     },
 
     async capturePayment(req, ctx) {
       const requested = req.amountToCapture === undefined ? undefined : positiveAmount("amount_to_capture", req.amountToCapture);
-      return operate(ctx, req.paymentId, {
-        check: (row) => {
-          paymentStates.guard("capture", row.status);
-          if (requested !== undefined && requested > row.amountCapturable) {
-            throw invalidField("amount_to_capture", `at most the amount_capturable of ${row.amountCapturable}`);
-          }
-          return true;
-        },
-        move: (row) => capture(row, requested ?? row.amountCapturable),
-      });
+      return operate(ctx, req.paymentId, captureOperation(requested));
     },
 
     async cancelPayment(req, ctx) {
       const reason = text("cancellation_reason", req.cancellationReason, 255);
-      return operate(ctx, req.paymentId, {
-        check: (row) => {
-          paymentStates.guard("cancel", row.status);
-          return true;
-        },
-        move: (row) => cancel(deps, row, "cancel", reason ?? "requested_by_customer"),
-      });
+      return operate(ctx, req.paymentId, cancelOperation(deps, reason ?? "requested_by_customer"));
     },
 
     async listPayments(req, ctx) {

@@ -2,18 +2,17 @@ import type { Clock } from "../clock.js";
 import { randomBase62 } from "../ids.js";
 import { jobKinds } from "../jobs/kinds.js";
 import { jobFor, type NewJob } from "../jobs/runner.js";
-import { cardView } from "../processors/card.js";
 import type { AuthorizeResult, CardDetails, ProcessorAnswers, StepResult } from "../processors/processor.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
 import type { PaymentRow, StoredAttempt } from "./payment.entity.js";
 import { authorizationValidityMs, paymentStates } from "./states.js";
 
 /*
- * The moves of a payment that involve its processor, shared by the API, the job runner and the 3DS
- * page (src/payments/operation.ts runs them). A move guards the payment's status and says which
- * processor call it needs, as an attempt to record before the call is made; applying the call's
- * answer, or the processor's word that it never received the call, gives the payment its new status
- * and the jobs that status needs.
+ * A payment's processor calls as attempts (record first, operation.ts): each operation
+ * (operations/) says which call it needs as an attempt, with a processor idempotency key of its own;
+ * here the call is made, or recalled from the processor after a crash, and its answer — or the
+ * processor's word that it never received the call — gives the payment its new status and the jobs
+ * that status needs.
  */
 
 /** What the moves need: time, the processors, and the base of the URLs handed to browsers. */
@@ -33,58 +32,8 @@ export type Attempt = StoredAttempt extends infer A ? (A extends StoredAttempt ?
 export type AttemptAnswer = ProcessorAnswers[StoredAttempt["call"]];
 
 /** A processor idempotency key of its own for each attempt: a new attempt after one that never reached the processor is a new call. */
-function attemptKey(row: PaymentRow, call: StoredAttempt["call"]): string {
+export function attemptKey(row: PaymentRow, call: StoredAttempt["call"]): string {
   return `${row.merchantId}:${row.paymentId}:${call}:${randomBase62(12)}`;
-}
-
-/** Authorizes the card at `processor` (the one the payment's environment gets), capturing at once unless manual. */
-export function confirm(deps: PaymentMoveDependencies, row: PaymentRow, processor: string, card: CardDetails): Attempt {
-  paymentStates.guard("confirm", row.status);
-  const view = cardView(card);
-  return {
-    call: "authorize",
-    key: attemptKey(row, "authorize"),
-    processor,
-    capture: capturesOnAuthorization(row, deps.clock.now()),
-    card: { last4: view.last4, brand: view.brand, exp_month: view.expMonth, exp_year: view.expYear },
-  };
-}
-
-/** Finishes a 3D Secure authentication with the cardholder's outcome. */
-export function authenticate(deps: PaymentMoveDependencies, row: PaymentRow, authenticated: boolean): Attempt {
-  paymentStates.guard("authenticate", row.status);
-  return {
-    call: "completeAuthentication",
-    key: attemptKey(row, "completeAuthentication"),
-    processor: row.processor!,
-    capture: capturesOnAuthorization(row, deps.clock.now()),
-    authenticated,
-  };
-}
-
-/** Captures `amount` of an authorized payment. */
-export function capture(row: PaymentRow, amount: bigint): Attempt {
-  paymentStates.guard("capture", row.status);
-  return { call: "capture", key: attemptKey(row, "capture"), processor: row.processor!, amount: amount.toString() };
-}
-
-/**
- * Cancels a payment (`cancel`, at the merchant's request) or ends an authorization nobody captured
- * (`expire`). An authorization the processor holds is voided first; a payment without one is
- * cancelled at once, and the move answers undefined.
- */
-export function cancel(
-  deps: PaymentMoveDependencies,
-  row: PaymentRow,
-  operation: "cancel" | "expire",
-  reason: string,
-): Attempt | undefined {
-  paymentStates.guard(operation, row.status);
-  if (row.status === "requires_capture" && row.processorReference !== null) {
-    return { call: "void", key: attemptKey(row, "void"), processor: row.processor!, operation, reason };
-  }
-  applyCancel(deps, row, operation, reason);
-  return undefined;
 }
 
 /** Makes the attempt's call with its own idempotency key; an authorization needs the card, which only the API call that sent it has. */
@@ -182,7 +131,7 @@ function applyCapture(row: PaymentRow, amount: bigint, result: StepResult): NewJ
 }
 
 /** A cancelled payment needs no jobs. */
-function applyCancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): void {
+export function applyCancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): void {
   paymentStates.move(row, operation, "cancelled");
   row.cancellationReason = reason;
   row.amountCapturable = 0n;
@@ -247,6 +196,6 @@ function reportedDisputeJob(row: PaymentRow, now: Date): NewJob {
 }
 
 /** Whether the processor should capture at once: automatic capture, or a scheduled capture whose time has come. */
-function capturesOnAuthorization(row: PaymentRow, now: Date): boolean {
+export function capturesOnAuthorization(row: PaymentRow, now: Date): boolean {
   return row.captureMethod === "automatic" || (row.captureMethod === "scheduled" && row.captureOn !== null && row.captureOn <= now);
 }

@@ -1,0 +1,53 @@
+import { cardView } from "../../processors/card.js";
+import type { CardDetails } from "../../processors/processor.js";
+import { type Attempt, attemptKey, capturesOnAuthorization, type PaymentMoveDependencies } from "../attempts.js";
+import type { PaymentOperation } from "../operation.js";
+import type { PaymentRow } from "../payment.entity.js";
+import { paymentStates } from "../states.js";
+
+/*
+ * Confirm (interface §4): authorize the card the API call sent, at the processor the payment's
+ * environment gets, capturing at once unless the capture is manual or scheduled for later. A create
+ * with confirm: true makes the same move on the payment it records (operations/create.ts).
+ */
+
+/** What a confirm call brings besides the card: its own check of the caller (the client secret), and fields it sets. */
+export interface ConfirmRequest {
+  readonly card: CardDetails;
+  /** The processor's name, the one the payment's environment gets. */
+  readonly processor: string;
+  /** Throws when the caller may not confirm this payment (a publishable key without its client_secret). */
+  readonly checkCaller: (row: PaymentRow) => void;
+  readonly paymentMethodType: string | undefined;
+  readonly returnUrl: string | undefined;
+}
+
+/** The confirm operation of the API. */
+export function confirmOperation(deps: PaymentMoveDependencies, request: ConfirmRequest): PaymentOperation {
+  return {
+    card: request.card,
+    check: (row) => {
+      request.checkCaller(row);
+      paymentStates.guard("confirm", row.status);
+      return true;
+    },
+    move: (row) => {
+      if (request.paymentMethodType !== undefined) row.paymentMethodType = request.paymentMethodType;
+      if (request.returnUrl !== undefined) row.returnUrl = request.returnUrl;
+      return authorization(deps, row, request.processor, request.card);
+    },
+  };
+}
+
+/** The authorization a confirm asks of `processor`, with what is kept of the card to show once it is answered. */
+export function authorization(deps: PaymentMoveDependencies, row: PaymentRow, processor: string, card: CardDetails): Attempt {
+  paymentStates.guard("confirm", row.status);
+  const view = cardView(card);
+  return {
+    call: "authorize",
+    key: attemptKey(row, "authorize"),
+    processor,
+    capture: capturesOnAuthorization(row, deps.clock.now()),
+    card: { last4: view.last4, brand: view.brand, exp_month: view.expMonth, exp_year: view.expYear },
+  };
+}

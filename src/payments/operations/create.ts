@@ -1,0 +1,77 @@
+import { claimLeaseMs, finishClaimed, type Claimed } from "../../objects/claims.js";
+import { holderOf } from "../../db/liveness.js";
+import { responseRecorderKey } from "../../db/unit-of-work.js";
+import { alreadyExists } from "../../errors.js";
+import { failpoint } from "../../failpoints.js";
+import { randomBase62 } from "../../ids.js";
+import type { CardDetails } from "../../processors/processor.js";
+import { type Attempt, callAttempt } from "../attempts.js";
+import {
+  type ApiCall,
+  type Operated,
+  operateOnPayment,
+  type PaymentOperation,
+  type PaymentOperationDependencies,
+  writeOutcome,
+} from "../operation.js";
+import type { PaymentRow, StoredAttempt } from "../payment.entity.js";
+import { paymentResource } from "../store.js";
+
+/*
+ * Create with confirm: true (interface §4). The payment is recorded first, in processing with its
+ * authorization's attempt and held by this call, then the processor is asked, then the outcome is
+ * written: the payment's first event. The API's create validates the request and makes the row
+ * (service.ts); the authorization is confirm's (operations/confirm.ts).
+ */
+
+/**
+ * Creates a payment confirmed at once: records it in processing with its authorization's attempt,
+ * asks the processor, writes the outcome. A retry of the API call that meets the record of its first
+ * run (the same id, from its idempotency key's effect seed) finishes that run instead.
+ */
+export async function createConfirmed(
+  deps: PaymentOperationDependencies,
+  row: PaymentRow,
+  attempt: Attempt,
+  card: CardDetails,
+  call: ApiCall,
+  idFromSeed: boolean,
+): Promise<Operated> {
+  const token = randomBase62(24);
+  const recorded: StoredAttempt = { ...attempt, requestKey: call.requestKey ?? null };
+  Object.assign(row, {
+    status: "processing",
+    attempt: recorded,
+    claimToken: token,
+    claimedUntil: new Date(deps.clock.now().getTime() + claimLeaseMs),
+    claimedBy: holderOf(deps.dataSource),
+  });
+  const claim: Claimed<PaymentRow> = { row, token };
+  // Inside finishClaimed: a record whose commit lost its answer is released, so a retry need not wait out its lease.
+  const created = await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
+    if ((await deps.newObjects.record(paymentResource, row)) === "taken") return "taken" as const;
+    call.ctx.values.get(responseRecorderKey)?.keepForRetry();
+    failpoint("payment.recorded");
+    return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, row, recorded, card), call);
+  });
+  if (created !== "taken") return created;
+  const resumed = await operateOnPayment(deps, row, row.paymentId, resumeCreate(card, idFromSeed), call);
+  return resumed!;
+}
+
+/**
+ * A create with confirm that found its payment_id taken. It is a retry of the same API call when the
+ * payment holds that call's attempt (finished by `operateOnPayment` before any check), or when the id
+ * came from the call's effect seed: then the payment is answered as it is (recovery settled it, and
+ * the call's key, in between). Otherwise the id is someone else's: HE_01.
+ */
+function resumeCreate(card: CardDetails, idFromSeed: boolean): PaymentOperation {
+  return {
+    card,
+    check: (row) => {
+      if (!idFromSeed) throw alreadyExists("payment", "payment_id", row.paymentId);
+      return true;
+    },
+    move: () => undefined,
+  };
+}

@@ -69,7 +69,8 @@ export interface IdempotencyDependencies {
  * `UnitOfWork.commit`, whose transaction also stores the response (the recorder set here), so a crash
  * can never leave an effect without the response that a retry would replay. A failed request frees
  * the key, unless it recorded something first (a payment before its processor is asked): then the
- * key waits for that request's retry, which finishes what the first try recorded. Reads (methods marked NO_SIDE_EFFECTS) ignore keys.
+ * key waits for that request's retry, which finishes what the first try recorded. Reads (methods
+ * marked NO_SIDE_EFFECTS) ignore keys.
  */
 export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Interceptor {
   const releases = new ReleaseRetries();

@@ -1,7 +1,8 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { DataSource } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
-import { claimObject, finishClaimed, unclaimedSql, type Claimed } from "../objects/claims.js";
+import { claimLeaseMs, claimObject, finishClaimed, type Claimed } from "../objects/claims.js";
+import { holderGone, holderOf } from "../db/liveness.js";
 import type { NewObjectWriter } from "../objects/new-objects.js";
 import { preparedQuery } from "../db/prepared.js";
 import { writeClaimedChange } from "../objects/resource.js";
@@ -107,15 +108,30 @@ export const leftAttemptsIntervalMs = 1000;
 const leftAttemptsPerLook = 100;
 
 /**
+ * How long an attempt's holder must have held it before recovery, seeing the holder gone, settles
+ * it. A live instance looks gone for a second or two whenever PostgreSQL restarts (its liveness
+ * connection is opened again, db/liveness.ts): its calls in flight then must not be taken from it,
+ * which would answer them IK_01. A crashed instance's attempts wait this long (a retry with the key
+ * finishes its own at once).
+ */
+const holderGoneGraceMs = 5000;
+
+/**
  * Recovery: settles the attempts that crashed operations left on payments nobody has touched since
- * (a create with confirm whose client gave up), once their claim has lapsed: asks the processor what
- * each call did and writes the outcome. How many it settled.
+ * (a create with confirm whose client gave up), once their claim has lapsed: released, past its
+ * lease, or held by another instance that is gone and has held it for `holderGoneGraceMs`. Asks the
+ * processor what each call did and writes the outcome. How many it found.
  */
 export async function settleLeftAttempts(deps: PaymentOperationDependencies): Promise<number> {
+  const now = deps.clock.now();
   const left = await preparedQuery<{ merchant_id: string; livemode: boolean; payment_id: string }>(
     deps.dataSource,
-    `SELECT merchant_id, livemode, payment_id FROM payments AS p WHERE attempt IS NOT NULL AND ${unclaimedSql("p", "$1")} LIMIT ${leftAttemptsPerLook}`,
-    [deps.clock.now()],
+    `SELECT merchant_id, livemode, payment_id FROM payments AS p
+      WHERE attempt IS NOT NULL
+        AND (p.claim_token IS NULL OR p.claimed_until <= $1
+             OR (${holderGone("p.claimed_by")} AND p.claimed_by IS DISTINCT FROM $2::integer AND p.claimed_until <= $3))
+      LIMIT ${leftAttemptsPerLook}`,
+    [now, holderOf(deps.dataSource), new Date(now.getTime() + claimLeaseMs - holderGoneGraceMs)],
   );
   const settleOnly: PaymentOperation = { check: () => false, move: () => undefined };
   for (const payment of left) {

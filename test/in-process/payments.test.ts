@@ -31,17 +31,20 @@ function attemptKey(paymentId: string, call: string) {
   return expect.stringMatching(new RegExp(`^${suite.merchant.merchantId}:${paymentId}:${call}:[0-9A-Za-z]{12}$`));
 }
 
-/** Creates and confirms a payment of 1250 EUR with `card`, capturing at once unless `manual`. */
-function confirmedPayment(options: { manual?: boolean; paymentId?: string } = {}) {
-  return payments.createPayment({
-    amount: 1250n,
-    currency: "EUR",
-    profileId: suite.merchant.profileId,
-    paymentId: options.paymentId,
-    confirm: true,
-    captureMethod: options.manual === true ? CaptureMethod.MANUAL : undefined,
-    paymentMethodData: { card },
-  });
+/** Creates and confirms a payment of 1250 EUR with `card`, capturing at once unless `manual`, sending `headers`. */
+function confirmedPayment(options: { manual?: boolean; paymentId?: string; headers?: Record<string, string> } = {}) {
+  return payments.createPayment(
+    {
+      amount: 1250n,
+      currency: "EUR",
+      profileId: suite.merchant.profileId,
+      paymentId: options.paymentId,
+      confirm: true,
+      captureMethod: options.manual === true ? CaptureMethod.MANUAL : undefined,
+      paymentMethodData: { card },
+    },
+    { headers: options.headers },
+  );
 }
 
 describe("create and confirm", () => {
@@ -202,25 +205,17 @@ describe("a processor that fails", () => {
 
   it("finishes a create retried with its idempotency key after a lost answer: the same payment, one authorization", async () => {
     processor.script("authorize", lostAnswer({ status: "authorized", reference: "auth_retried" }));
-    const headers = { "idempotency-key": "create-lost-answer" };
-    const request = {
-      amount: 1250n,
-      currency: "EUR",
-      profileId: suite.merchant.profileId,
-      confirm: true,
-      captureMethod: CaptureMethod.MANUAL,
-      paymentMethodData: { card },
-    };
+    const retry = { manual: true, headers: { "idempotency-key": "create-lost-answer" } };
 
-    await expectRpcError(payments.createPayment(request, { headers }), Code.Internal, "HE_00");
-    const retried = await payments.createPayment(request, { headers });
+    await expectRpcError(confirmedPayment(retry), Code.Internal, "HE_00");
+    const retried = await confirmedPayment(retry);
 
     expect(retried).toMatchObject({ status: PaymentStatus.REQUIRES_CAPTURE, amountCapturable: 1250n });
     expect((await payments.listPayments({})).totalCount).toBe(1n);
     const keys = processor.callsTo("authorize").map((call) => call.idempotencyKey);
     expect(keys).toHaveLength(2);
     expect(keys[1]).toBe(keys[0]);
-    expect(await payments.createPayment(request, { headers })).toEqual(retried);
+    expect(await confirmedPayment(retry)).toEqual(retried);
   });
 
   it("answers a capture retried with its key after recovery settled it with the outcome, captured once", async () => {

@@ -205,6 +205,18 @@ async function claimHolderGone<Row extends ClaimableRow>(
   return found?.gone === true;
 }
 
+/**
+ * The claim columns of a new object written already held by the operation that writes it (a payment
+ * recorded before its processor is asked), as the claim statement would set them.
+ */
+export function newClaim(dataSource: DataSource, clock: Clock): { claimToken: string; claimedUntil: Date; claimedBy: number | null } {
+  return {
+    claimToken: randomBase62(24),
+    claimedUntil: new Date(clock.now().getTime() + claimLeaseMs),
+    claimedBy: holderOf(dataSource),
+  };
+}
+
 /** An object this operation holds, with the token its outcome is written under. */
 export interface Claimed<Row> {
   readonly row: Row;

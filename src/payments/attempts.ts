@@ -25,9 +25,6 @@ export interface PaymentMoveDependencies {
 /** Path prefix of the pages a customer's browser is sent to for 3D Secure. */
 export const authenticationPath = "/3ds/";
 
-/** A processor call a move needs, before the API call's idempotency key is added to it. */
-export type Attempt = StoredAttempt extends infer A ? (A extends StoredAttempt ? Omit<A, "requestKey"> : never) : never;
-
 /** The answer of an attempt's call. */
 export type AttemptAnswer = ProcessorAnswers[StoredAttempt["call"]];
 

@@ -13,9 +13,9 @@ import { answerInFlightKey } from "../idempotency/store.js";
 import { failpoint } from "../failpoints.js";
 import type { JobWaker, NewJob } from "../jobs/runner.js";
 import type { CardDetails } from "../processors/processor.js";
-import type { PaymentRow, PaymentStatusWord, StoredAttempt } from "./payment.entity.js";
+import type { AttemptCall, PaymentRow, PaymentStatusWord, StoredAttempt } from "./payment.entity.js";
 import { paymentResource } from "./store.js";
-import { applyAttempt, callAttempt, recallAttempt, type Attempt, type AttemptAnswer, type PaymentMoveDependencies } from "./attempts.js";
+import { applyAttempt, callAttempt, recallAttempt, type AttemptAnswer, type PaymentMoveDependencies } from "./attempts.js";
 
 /*
  * How every payment operation that may call a processor runs (operations/: the API's create with
@@ -55,7 +55,7 @@ export interface PaymentOperation {
    */
   check(row: PaymentRow): boolean;
   /** The move: the processor call to make, or undefined when the move is already applied to the row. */
-  move(row: PaymentRow): Attempt | undefined;
+  move(row: PaymentRow): AttemptCall | undefined;
   /** The card of an authorization, which only the API call that sent it has. */
   readonly card?: CardDetails;
 }
@@ -157,11 +157,30 @@ async function makeMove(
   const previous = row.status;
   const attempt = operation.move(row);
   if (attempt === undefined) return writeChange(deps, claim, previous, [], call);
-  const recorded: StoredAttempt = { ...attempt, requestKey: call?.requestKey ?? null };
+  const recorded = recordedFor(attempt, call);
   await recordAttempt(deps.dataSource, claim, recorded);
+  return askProcessor(deps, claim, recorded, operation.card, call);
+}
+
+/** The attempt as it is recorded for `call`, which its retry recognises by the call's idempotency key. */
+export function recordedFor(attempt: AttemptCall, call: ApiCall | undefined): StoredAttempt {
+  return { ...attempt, requestKey: call?.requestKey ?? null };
+}
+
+/**
+ * Once the attempt is durably recorded: keeps the call's idempotency key for its retry, makes the
+ * processor call, and writes the outcome.
+ */
+export async function askProcessor(
+  deps: PaymentOperationDependencies,
+  claim: Claimed<PaymentRow>,
+  recorded: StoredAttempt,
+  card: CardDetails | undefined,
+  call: ApiCall | undefined,
+): Promise<Operated> {
   call?.ctx.values.get(responseRecorderKey)?.keepForRetry();
   failpoint("payment.recorded");
-  return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, row, recorded, operation.card), call);
+  return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, claim.row, recorded, card), call);
 }
 
 /** Writes the attempt on the payment this operation holds, before the processor is asked; IK_01 when the claim was lost. */
@@ -177,7 +196,7 @@ async function recordAttempt(dataSource: DataSource, claim: Claimed<PaymentRow>,
 }
 
 /** Applies the processor's answer to the attempt (undefined: it never received the call) and writes the outcome. */
-export function writeOutcome(
+function writeOutcome(
   deps: PaymentOperationDependencies,
   claim: Claimed<PaymentRow>,
   attempt: StoredAttempt,

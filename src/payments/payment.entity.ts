@@ -16,24 +16,30 @@ export interface StoredNextAction {
 }
 
 /**
- * A processor call a payment makes, recorded on the payment before the call is made and cleared by
- * the statement that writes its outcome (record first, docs/architecture.md): a crash in between
- * leaves it for recovery to settle with the processor's answer to its idempotency `key`. It holds
- * what making the call again and applying its answer need, except card details, which are never stored.
+ * A processor call a payment operation needs (payments/operations/): what making the call, again if
+ * need be, and applying its answer need, except card details, which are never stored.
  */
-export type StoredAttempt = {
+export type AttemptCall = {
   /** The processor's idempotency key for this call, unique to the attempt. */
   readonly key: string;
   /** The processor asked (its name in the registry). */
   readonly processor: string;
-  /** The idempotency key of the API call that made the attempt: a retry of that call finishes it. */
-  readonly requestKey: string | null;
 } & (
   | { readonly call: "authorize"; readonly capture: boolean; readonly card: StoredCard }
   | { readonly call: "completeAuthentication"; readonly capture: boolean; readonly authenticated: boolean }
   | { readonly call: "capture"; readonly amount: string }
   | { readonly call: "void"; readonly operation: "cancel" | "expire"; readonly reason: string }
 );
+
+/**
+ * An attempt as recorded on the payment before the call is made and cleared by the statement that
+ * writes its outcome (record first, docs/architecture.md): a crash in between leaves it for recovery
+ * to settle with the processor's answer to its idempotency `key`.
+ */
+export type StoredAttempt = AttemptCall & {
+  /** The idempotency key of the API call that made the attempt: a retry of that call finishes it. */
+  readonly requestKey: string | null;
+};
 
 /** Payment statuses of interface §3, as stored. */
 export type PaymentStatusWord =

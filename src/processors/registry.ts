@@ -24,14 +24,7 @@ export class ProcessorRegistry {
     throw noProcessorConfigured("payment");
   }
 
-  /** The processor that authorized a payment: every later step of the payment goes to it. */
-  ofPayment(payment: { readonly paymentId: string; readonly processor: string | null }): Processor {
-    const processor = payment.processor === null ? undefined : this.byName.get(payment.processor);
-    if (processor === undefined) throw new Error(`payment ${payment.paymentId} names no known processor (${payment.processor})`);
-    return processor;
-  }
-
-  /** The processor of that name, to which an attempt recorded with it goes. */
+  /** The processor of that name: the one a payment recorded, to which every later step of it goes. */
   named(name: string): Processor {
     const processor = this.byName.get(name);
     if (processor === undefined) throw new Error(`no processor is named ${name}`);

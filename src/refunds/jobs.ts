@@ -44,7 +44,7 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
           const row = claim.row;
           return finishClaimed(dataSource, refundResource, claim, async () => {
             const payment = await paymentsAtProcessor.read(dataSource.manager, row, row.paymentId);
-            const result = await deps.processors.ofPayment({ paymentId: row.paymentId, processor: payment!.processor }).refund({
+            const result = await deps.processors.named(payment!.processor!).refund({
               idempotencyKey: `${row.merchantId}:${row.refundId}:refund`,
               reference: payment!.reference,
               amount: row.amount,

@@ -1,6 +1,6 @@
-import { type Attempt, applyCancel, attemptKey, type PaymentMoveDependencies } from "../attempts.js";
+import { applyCancel, attemptKey, type PaymentMoveDependencies } from "../attempts.js";
 import type { PaymentOperation } from "../operation.js";
-import type { PaymentRow } from "../payment.entity.js";
+import type { AttemptCall, PaymentRow } from "../payment.entity.js";
 import { paymentStates } from "../states.js";
 
 /*
@@ -28,7 +28,7 @@ export function expireOperation(deps: PaymentMoveDependencies): PaymentOperation
   };
 }
 
-function cancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): Attempt | undefined {
+function cancel(deps: PaymentMoveDependencies, row: PaymentRow, operation: "cancel" | "expire", reason: string): AttemptCall | undefined {
   paymentStates.guard(operation, row.status);
   if (row.status === "requires_capture" && row.processorReference !== null) {
     return { call: "void", key: attemptKey(row, "void"), processor: row.processor!, operation, reason };

@@ -1,7 +1,7 @@
 import { invalidField } from "../../errors.js";
-import { type Attempt, attemptKey } from "../attempts.js";
+import { attemptKey } from "../attempts.js";
 import type { PaymentOperation } from "../operation.js";
-import type { PaymentRow } from "../payment.entity.js";
+import type { AttemptCall, PaymentRow } from "../payment.entity.js";
 import { paymentStates } from "../states.js";
 
 /*
@@ -31,7 +31,7 @@ export function scheduledCaptureOperation(): PaymentOperation {
   };
 }
 
-function capture(row: PaymentRow, amount: bigint): Attempt {
+function capture(row: PaymentRow, amount: bigint): AttemptCall {
   paymentStates.guard("capture", row.status);
   return { call: "capture", key: attemptKey(row, "capture"), processor: row.processor!, amount: amount.toString() };
 }

@@ -1,8 +1,8 @@
 import { cardView } from "../../processors/card.js";
 import type { CardDetails } from "../../processors/processor.js";
-import { type Attempt, attemptKey, capturesOnAuthorization, type PaymentMoveDependencies } from "../attempts.js";
+import { attemptKey, capturesOnAuthorization, type PaymentMoveDependencies } from "../attempts.js";
 import type { PaymentOperation } from "../operation.js";
-import type { PaymentRow } from "../payment.entity.js";
+import type { AttemptCall, PaymentRow } from "../payment.entity.js";
 import { paymentStates } from "../states.js";
 
 /*
@@ -40,7 +40,7 @@ export function confirmOperation(deps: PaymentMoveDependencies, request: Confirm
 }
 
 /** The authorization a confirm asks of `processor`, with what is kept of the card to show once it is answered. */
-export function authorization(deps: PaymentMoveDependencies, row: PaymentRow, processor: string, card: CardDetails): Attempt {
+export function authorization(deps: PaymentMoveDependencies, row: PaymentRow, processor: string, card: CardDetails): AttemptCall {
   paymentStates.guard("confirm", row.status);
   const view = cardView(card);
   return {

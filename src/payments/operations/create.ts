@@ -1,20 +1,16 @@
-import { claimLeaseMs, finishClaimed, type Claimed } from "../../objects/claims.js";
-import { holderOf } from "../../db/liveness.js";
-import { responseRecorderKey } from "../../db/unit-of-work.js";
+import { finishClaimed, newClaim, type Claimed } from "../../objects/claims.js";
 import { alreadyExists } from "../../errors.js";
-import { failpoint } from "../../failpoints.js";
-import { randomBase62 } from "../../ids.js";
 import type { CardDetails } from "../../processors/processor.js";
-import { type Attempt, callAttempt } from "../attempts.js";
 import {
   type ApiCall,
+  askProcessor,
   type Operated,
   operateOnPayment,
   type PaymentOperation,
   type PaymentOperationDependencies,
-  writeOutcome,
+  recordedFor,
 } from "../operation.js";
-import type { PaymentRow, StoredAttempt } from "../payment.entity.js";
+import type { AttemptCall, PaymentRow } from "../payment.entity.js";
 import { paymentResource } from "../store.js";
 
 /*
@@ -32,27 +28,19 @@ import { paymentResource } from "../store.js";
 export async function createConfirmed(
   deps: PaymentOperationDependencies,
   row: PaymentRow,
-  attempt: Attempt,
+  attempt: AttemptCall,
   card: CardDetails,
   call: ApiCall,
   idFromSeed: boolean,
 ): Promise<Operated> {
-  const token = randomBase62(24);
-  const recorded: StoredAttempt = { ...attempt, requestKey: call.requestKey ?? null };
-  Object.assign(row, {
-    status: "processing",
-    attempt: recorded,
-    claimToken: token,
-    claimedUntil: new Date(deps.clock.now().getTime() + claimLeaseMs),
-    claimedBy: holderOf(deps.dataSource),
-  });
-  const claim: Claimed<PaymentRow> = { row, token };
+  const recorded = recordedFor(attempt, call);
+  const held = newClaim(deps.dataSource, deps.clock);
+  Object.assign(row, { status: "processing", attempt: recorded, ...held });
+  const claim: Claimed<PaymentRow> = { row, token: held.claimToken };
   // Inside finishClaimed: a record whose commit lost its answer is released, so a retry need not wait out its lease.
   const created = await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
     if ((await deps.newObjects.record(paymentResource, row)) === "taken") return "taken" as const;
-    call.ctx.values.get(responseRecorderKey)?.keepForRetry();
-    failpoint("payment.recorded");
-    return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, row, recorded, card), call);
+    return askProcessor(deps, claim, recorded, card, call);
   });
   if (created !== "taken") return created;
   const resumed = await operateOnPayment(deps, row, row.paymentId, resumeCreate(card, idFromSeed), call);

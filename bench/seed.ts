@@ -27,7 +27,7 @@ import type { Clock } from "../src/clock.js";
 import { CustomerRow } from "../src/customers/customer.entity.js";
 import { entities } from "../src/entities.js";
 import { recountLists } from "../src/db/list-counts.js";
-import { jobRowOf } from "../src/objects/follow-ups.js";
+import { jobRowOf } from "../src/objects/change.js";
 import { eventOf } from "../src/objects/resource.js";
 import { columnValue, insertShapeOf } from "../src/db/statement.js";
 import { EventRow } from "../src/events/event.entity.js";

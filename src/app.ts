@@ -16,7 +16,8 @@ import { entities } from "./entities.js";
 import { migrations } from "./migrations/index.js";
 import { type DatabaseTimeouts, poolOf, waitingForConnections } from "./db/pool.js";
 import { InstanceLiveness } from "./db/liveness.js";
-import { NewObjectWriter } from "./objects/new-objects.js";
+import { ObjectClaims } from "./objects/claims.js";
+import { ObjectWriter } from "./objects/writer.js";
 import { useNamedStatements } from "./db/prepared.js";
 import { UnitOfWork } from "./db/unit-of-work.js";
 import { JobRunner } from "./jobs/runner.js";
@@ -82,10 +83,12 @@ export interface App {
   readonly hasher: ApiKeyHasher;
   /** Finds the API key a request presents (cached per instance on PostgreSQL); a revocation waits on its `settled()`. */
   readonly keys: KeyLookup;
-  /** Commits each API call's effect, with its idempotent response when it has a key. */
+  /** Commits an API call's effect that needs a transaction, with its idempotent response when it has a key. */
   readonly units: UnitOfWork;
-  /** Writes new payments and payouts, those of concurrent calls together (one statement, one commit). */
-  readonly newObjects: NewObjectWriter;
+  /** Claims objects for operations that call a processor, those of concurrent calls together. */
+  readonly claims: ObjectClaims;
+  /** Writes new and claimed objects, those of concurrent calls and jobs together (one statement, one commit). */
+  readonly writer: ObjectWriter;
   /** Encrypts what must be kept but never in clear (payout destinations). */
   readonly dataCipher: DataCipher;
   /** The payment and payout processors this instance can use. */
@@ -249,7 +252,8 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
         hasher.secretId,
       ),
       units,
-      newObjects: new NewObjectWriter(dataSource, clock, units, webhooks),
+      claims: new ObjectClaims(dataSource, clock),
+      writer: new ObjectWriter(dataSource, clock, webhooks),
       dataCipher: new DataCipher(dataKey, decryptOnlyKeys),
       processors: new ProcessorRegistry(new SandboxProcessor(new SandboxCallBooks(dataSource)), sandboxPayoutRails(dataSource)),
       scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,

@@ -6,10 +6,9 @@ import { DataSource } from "typeorm";
 import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import { systemClock } from "../src/clock.js";
 import { entities } from "../src/entities.js";
-import { NewObjectWriter } from "../src/objects/new-objects.js";
+import { ObjectWriter } from "../src/objects/writer.js";
 import { useNamedStatements } from "../src/db/prepared.js";
 import { refreshStatistics } from "../src/db/statistics.js";
-import { UnitOfWork } from "../src/db/unit-of-work.js";
 import { newId } from "../src/ids.js";
 import { PaymentRow } from "../src/payments/payment.entity.js";
 import { paymentResource } from "../src/payments/store.js";
@@ -30,7 +29,7 @@ import { sleep, waitUntil } from "./support/wait.js";
 
 describe.skipIf(!onPostgres)("the new-object write on a database that grew after it was prepared", () => {
   let dataSource: DataSource;
-  let writer: NewObjectWriter;
+  let writer: ObjectWriter;
   /** auto_explain's plans of the statements the connection ran, newest last. */
   const plans: string[] = [];
   const run = (text: string) => dataSource.query(text);
@@ -89,7 +88,7 @@ describe.skipIf(!onPostgres)("the new-object write on a database that grew after
     await dataSource.initialize();
     useNamedStatements(dataSource);
     // No webhook sender runs here: new deliveries are left to a look.
-    writer = new NewObjectWriter(dataSource, systemClock, new UnitOfWork(dataSource), {
+    writer = new ObjectWriter(dataSource, systemClock, {
       leaseForNew: () => undefined,
       adopt: () => undefined,
       abandon: () => undefined,

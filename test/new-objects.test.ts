@@ -12,6 +12,7 @@ import { runningService } from "./support/running.js";
 import { noPolling } from "./support/service.js";
 import { PaymentRow } from "../src/payments/payment.entity.js";
 import { paymentResource } from "../src/payments/store.js";
+import { responseRecorderKey } from "../src/db/unit-of-work.js";
 
 /*
  * Payments and payouts that calls create at the same moment reach the database together, in one
@@ -227,7 +228,7 @@ describe("objects written in one turn", () => {
     const id = `${template.paymentId}_same`;
     const rows = Array.from({ length: 5 }, (_, i) => Object.assign(new PaymentRow(), template, { paymentId: id, amount: BigInt(500 + i) }));
 
-    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.create(call, paymentResource, row, [])));
+    const outcomes = await Promise.allSettled(rows.map((row) => service.app.writer.create(call, paymentResource, row, [])));
 
     const written = outcomes.flatMap((outcome, i) => (outcome.status === "fulfilled" && outcome.value ? [i] : []));
     expect(written).toHaveLength(1);
@@ -248,7 +249,7 @@ describe("objects written in one turn", () => {
       Object.assign(new PaymentRow(), template, { paymentId: `${template.paymentId}_${i}`, currency: i === 3 ? "USDX" : "USD" }),
     );
 
-    const outcomes = await Promise.allSettled(rows.map((row) => service.app.newObjects.create(call, paymentResource, row, [])));
+    const outcomes = await Promise.allSettled(rows.map((row) => service.app.writer.create(call, paymentResource, row, [])));
 
     for (const [i, outcome] of outcomes.entries()) {
       if (i === 3) {
@@ -260,6 +261,61 @@ describe("objects written in one turn", () => {
       }
     }
     expect(await count("SELECT count(*) AS n FROM payments WHERE merchant_id = $1", [merchant.merchantId])).toBe(1 + 9);
+  });
+});
+
+describe("objects written in one turn with their calls' idempotency keys", () => {
+  it("each key is completed with its call's answer in the statement that writes its object; a key a retry took over writes neither", async () => {
+    const merchant = await newMerchant(service.url);
+    const created = await rest(service.url, "POST", "/payments", {
+      apiKey: merchant.apiKey,
+      body: { amount: 100, currency: "USD", profile_id: merchant.profileId },
+    });
+    const template = await service.app.dataSource
+      .getRepository(PaymentRow)
+      .findOneByOrFail({ merchantId: merchant.merchantId, paymentId: created.body.payment_id });
+    const keys = Array.from({ length: 5 }, (_, i) => `${template.paymentId}_key${i}`);
+    // Each call holds its key under its own claim token, except the third, whose key a retry has taken over.
+    for (const [i, key] of keys.entries()) {
+      await service.app.dataSource.query(
+        `INSERT INTO idempotency_keys (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at, claimed_by, effect_seed)
+         VALUES ($1, false, $2, '\\x00', 'in_flight', $3, now() + interval '1 minute', NULL, now(), now() + interval '1 day', NULL, 'seed')`,
+        [merchant.merchantId, key, i === 2 ? "the retry's token" : `token${i}`],
+      );
+    }
+    const calls = keys.map((key, i) => {
+      const values = createContextValues();
+      values.set(responseRecorderKey, {
+        record: () => Promise.reject(new Error("a new object's call is answered in its statement")),
+        answer: () => ({ merchantId: merchant.merchantId, livemode: false, key, claimToken: `token${i}`, response: Buffer.from(`answer ${i}`) }),
+        keepForRetry: () => undefined,
+      });
+      return { values };
+    });
+    const rows = keys.map((_, i) => Object.assign(new PaymentRow(), template, { paymentId: `${template.paymentId}_${i}` }));
+
+    const outcomes = await Promise.allSettled(rows.map((row, i) => service.app.writer.create(calls[i]!, paymentResource, row, [])));
+
+    const stored = await service.app.dataSource.query(
+      "SELECT idempotency_key, state, convert_from(response, 'UTF8') AS response FROM idempotency_keys WHERE merchant_id = $1 ORDER BY idempotency_key",
+      [merchant.merchantId],
+    );
+    for (const [i, outcome] of outcomes.entries()) {
+      const written = await count("SELECT count(*) AS n FROM payments WHERE merchant_id = $1 AND payment_id = $2", [
+        merchant.merchantId,
+        rows[i]!.paymentId,
+      ]);
+      if (i === 2) {
+        expect(outcome.status).toBe("rejected");
+        expect((outcome as PromiseRejectedResult).reason).toMatchObject({ code: "IK_01" });
+        expect(written).toBe(0);
+        expect(stored[i]).toEqual({ idempotency_key: keys[i], state: "in_flight", response: null });
+      } else {
+        expect(outcome).toMatchObject({ status: "fulfilled", value: { paymentId: rows[i]!.paymentId } });
+        expect(written).toBe(1);
+        expect(stored[i]).toEqual({ idempotency_key: keys[i], state: "completed", response: `answer ${i}` });
+      }
+    }
   });
 });
 

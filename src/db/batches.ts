@@ -106,26 +106,3 @@ export class StatementBatches<Item, Result> {
     }
   }
 }
-
-/**
- * The batches of one kind of statement for each data source (an instance's database) and resource,
- * made on first use: the claims and the claimed outcomes of payments and refunds each have their own.
- */
-export class BatchesByResource<Item, Result> {
-  private readonly byDataSource = new WeakMap<object, Map<object, StatementBatches<Item, Result>>>();
-
-  /** The batches of `resource` on `dataSource`, writing with `write` (taken the first time only). */
-  of(dataSource: object, resource: object, write: (batch: readonly Item[]) => Promise<Result[]>): StatementBatches<Item, Result> {
-    let byResource = this.byDataSource.get(dataSource);
-    if (byResource === undefined) {
-      byResource = new Map();
-      this.byDataSource.set(dataSource, byResource);
-    }
-    let batches = byResource.get(resource);
-    if (batches === undefined) {
-      batches = new StatementBatches(write);
-      byResource.set(resource, batches);
-    }
-    return batches;
-  }
-}

@@ -4,9 +4,28 @@ import type { DataSource, EntityManager } from "typeorm";
 /** The part of a handler's context that says how the call commits (tests of the writers give just this). */
 export type CallValues = Pick<HandlerContext, "values">;
 
-/** Stores a call's response in the transaction that commits the call's effect. */
+/**
+ * A call's response as the answer of its idempotency key, handed to the statement that writes the
+ * call's effect so that both commit together, in a batch with other calls' effects.
+ */
+export interface KeyAnswer {
+  readonly merchantId: string;
+  readonly livemode: boolean;
+  readonly key: string;
+  /**
+   * The claim of the request the key belongs to: the effect is written only while that request still
+   * holds the key. Null for recovery, which answers the key of a request that is gone, if it is still in flight.
+   */
+  readonly claimToken: string | null;
+  readonly response: Uint8Array;
+}
+
+/** Stores a call's response with the call's effect. */
 export interface ResponseRecorder {
+  /** Stores the response in `em`'s transaction, which commits the call's effect. */
   record(em: EntityManager, response: unknown): Promise<void>;
+  /** The response as the key's answer, for the statement that writes the effect (objects/writer.ts). */
+  answer(response: unknown): KeyAnswer;
   /**
    * Says the call wrote a record before its effect (a payment before its processor is asked): if the
    * call fails, its key waits for the same request's retry, which must find that record.
@@ -38,28 +57,16 @@ export interface IdempotentCall {
 export const idempotentCallKey = createContextKey<IdempotentCall | undefined>(undefined, { description: "the call's idempotency key" });
 
 /**
- * How an API call's effect reaches the database: a handler commits it once, with `commit`, in one
- * transaction whose work returns the call's response. When the call carries an idempotency key the
- * same transaction stores that response, so a retry finds the effect and its response, or neither.
- * What runs before (validation, a claim, the processor call) runs outside it: a transaction is never
- * held open across a call to a processor.
+ * How an API call's effect that needs a transaction (rows it locks, several statements) reaches the
+ * database: a handler commits it once, with `commit`, in one transaction whose work returns the
+ * call's response. When the call carries an idempotency key the same transaction stores that
+ * response, so a retry finds the effect and its response, or neither. What runs before (validation,
+ * a claim, the processor call) runs outside it: a transaction is never held open across a call to a
+ * processor. An effect of one statement (a new object, a claimed object's outcome) goes through the
+ * object writer instead (objects/writer.ts), with the response as one more part of its statement.
  */
 export class UnitOfWork {
   constructor(private readonly dataSource: DataSource) {}
-
-  /** Whether the call's effect must commit with its stored response: it cannot share a statement with other calls' writes. */
-  recordsResponse(ctx: CallValues): boolean {
-    return ctx.values.get(responseRecorderKey) !== undefined;
-  }
-
-  /**
-   * Runs `work`, which writes with exactly one statement, in a transaction only when the call's
-   * response is stored with it; otherwise the statement commits alone, in one round trip instead of
-   * three (BEGIN, the statement, COMMIT).
-   */
-  commitStatement<T>(ctx: CallValues, work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return this.recordsResponse(ctx) ? this.commit(ctx, work) : work(this.dataSource.manager);
-  }
 
   /** Runs `work` in one transaction that, for a call with an idempotency key, also stores the response `work` returns. */
   commit<T>(ctx: CallValues, work: (em: EntityManager) => Promise<T>): Promise<T> {

@@ -1,8 +1,8 @@
 import type { EntityManager } from "typeorm";
 import { DisputeSchema } from "../../gen/paymentservice/v1/dispute_pb.js";
 import type { Clock } from "../clock.js";
-import { writeNewObject } from "../objects/new-objects.js";
-import { findObject, lockObject, writeObjectChange, type Resource } from "../objects/resource.js";
+import { findObject, lockObject, type Resource } from "../objects/resource.js";
+import { writeLockedChange, writeNewObject } from "../objects/writer.js";
 import type { Scope } from "../db/scope.js";
 import type { NewJob } from "../jobs/runner.js";
 import { lockPayment } from "../payments/store.js";
@@ -44,5 +44,5 @@ export async function writeNewDispute(em: EntityManager, clock: Clock, row: Disp
 
 /** Writes a change to a locked dispute with the event of its new status; a decided dispute ends its jobs. */
 export function writeDisputeChange(em: EntityManager, clock: Clock, row: DisputeRow, previous: DisputeStatusWord): Promise<void> {
-  return writeObjectChange(em, clock, disputeResource, row, previous);
+  return writeLockedChange(em, clock, disputeResource, row, previous);
 }

@@ -65,9 +65,9 @@ export interface IdempotencyDependencies {
 
 /**
  * Idempotency keys (decisions §6, docs/idempotency.md) for every call that can change something,
- * on every protocol. The first request with a key claims it; the handler commits its effect through
- * `UnitOfWork.commit`, whose transaction also stores the response (the recorder set here), so a crash
- * can never leave an effect without the response that a retry would replay. A failed request frees
+ * on every protocol. The first request with a key claims it; the handler commits its effect with the
+ * response (the recorder set here): in `UnitOfWork.commit`'s transaction, or in the object writer's
+ * statement, so a crash can never leave an effect without the response that a retry would replay. A failed request frees
  * the key, unless it recorded something first (a payment before its processor is asked): then the
  * key waits for that request's retry, which finishes what the first try recorded. Reads (methods
  * marked NO_SIDE_EFFECTS) ignore keys.
@@ -123,6 +123,12 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
         if (recorded) throw new Error(`${req.method.name}: a call commits its effect once`);
         recorded = true;
         await completeKey(em, ref, token, responseOf(response));
+      },
+      answer(response) {
+        // The statement it goes into completes the key with the effect, or writes neither (a failed
+        // batch is tried again, item by item): the key is not completed again after the call.
+        recorded = true;
+        return { ...ref, claimToken: token, response: responseOf(response) };
       },
       keepForRetry() {
         keptForRetry = true;

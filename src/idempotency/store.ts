@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from "typeorm";
 import { holderGone, holderOf } from "../db/liveness.js";
 import type { Scope } from "../db/scope.js";
+import type { KeyAnswer } from "../db/unit-of-work.js";
 import { type ApiError, idempotencyConflict } from "../errors.js";
 import { randomBase62 } from "../ids.js";
 import { idempotencyClaimMs } from "../leases.js";
@@ -152,17 +153,46 @@ export async function unlockKey(dataSource: DataSource, ref: KeyRef, token: stri
 }
 
 /**
- * Stores `response` as the answer of the request in flight with the key, in `em`'s transaction: for
- * recovery, which settles what a request recorded before it died, so the request's retry replays the
- * outcome instead of running again on an object that has moved on. A key that is not in flight any
- * more (completed, expired) is left as it is.
+ * The CTEs that give a statement writing calls' effects (objects/change.ts) their keys' answers, from
+ * six arrays from parameter `firstParam` on (merchant, environment, key, claim token, response, and
+ * the position in the batch of the effect each answers): `answer`, their rows; `key_lost`, the
+ * positions whose request no longer holds its key (a retry took it over), whose effects must not be
+ * written. The keys still held are locked until the statement commits, so no retry takes one over
+ * between the check and the completion (`completedKeysSql`).
  */
-export async function answerInFlightKey(em: EntityManager, ref: KeyRef, response: Uint8Array): Promise<void> {
-  await em.query(
-    `UPDATE idempotency_keys SET state = 'completed', response = $4
-     WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3 AND state = 'in_flight'`,
-    [ref.merchantId, ref.livemode, ref.key, Buffer.from(response)],
+export function keyAnswersSql(firstParam: number): string {
+  const arrays = ["varchar", "boolean", "varchar", "varchar", "bytea", "bigint"].map((type, i) => `$${firstParam + i}::${type}[]`);
+  return (
+    `answer AS (SELECT * FROM unnest(${arrays.join(", ")}) AS answer(merchant_id, livemode, idempotency_key, claim_token, response, position)),\n` +
+    `held_key AS (SELECT a.position FROM answer AS a JOIN idempotency_keys AS k ON k.merchant_id = a.merchant_id AND k.livemode = a.livemode ` +
+    `AND k.idempotency_key = a.idempotency_key WHERE k.claim_token = a.claim_token AND k.state = 'in_flight' FOR UPDATE OF k),\n` +
+    `key_lost AS (SELECT position FROM answer WHERE claim_token IS NOT NULL AND position NOT IN (SELECT position FROM held_key))`
   );
+}
+
+/**
+ * The CTE completing the keys of `keyAnswersSql` whose effects the CTE `written` (of positions)
+ * wrote. A key answered without a claim token (recovery's, for a request that is gone) is completed
+ * only while it is in flight: a completed or expired key is left as it is.
+ */
+export function completedKeysSql(written: string): string {
+  return (
+    `UPDATE idempotency_keys AS k SET state = 'completed', response = a.response FROM answer AS a JOIN ${written} USING (position) ` +
+    `WHERE k.merchant_id = a.merchant_id AND k.livemode = a.livemode AND k.idempotency_key = a.idempotency_key AND k.state = 'in_flight' ` +
+    `AND (a.claim_token IS NULL OR k.claim_token = a.claim_token)`
+  );
+}
+
+/** The parameters of `keyAnswersSql` for `answers`, each answering the effect at its position (from 1). */
+export function keyAnswerArrays(answers: readonly { readonly answer: KeyAnswer; readonly position: number }[]): unknown[][] {
+  return [
+    answers.map(({ answer }) => answer.merchantId),
+    answers.map(({ answer }) => answer.livemode),
+    answers.map(({ answer }) => answer.key),
+    answers.map(({ answer }) => answer.claimToken),
+    answers.map(({ answer }) => Buffer.from(answer.response)),
+    answers.map(({ position }) => position),
+  ];
 }
 
 /** Keys deleted per statement: short statements, so the reaper never holds many row locks for long. */

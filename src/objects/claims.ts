@@ -10,7 +10,7 @@ import { holderGone, holderOf } from "../db/liveness.js";
 import { rowFromDatabase } from "../db/lock.js";
 import { preparedQuery } from "../db/prepared.js";
 import { ReleaseRetries } from "../db/release-retries.js";
-import { BatchesByResource } from "../db/batches.js";
+import { StatementBatches } from "../db/batches.js";
 import { sqlType } from "../db/statement.js";
 import { idOf, lockObject, type Resource, type StatusRow } from "./resource.js";
 import { objectKey, type Scope } from "../db/scope.js";
@@ -38,9 +38,6 @@ export const claimLeaseMs = objectClaimMs;
 
 /** Longest pause between two looks at a claimed object. */
 const longestPauseMs = 100;
-
-/** Releases of claims that failed with the database, made once it is back. */
-const releases = new ReleaseRetries();
 
 /** Thrown inside a transaction that met an object another operation holds; the transaction is tried again. */
 class ObjectClaimed extends Error {}
@@ -123,13 +120,6 @@ interface ClaimRequest {
 /** What a claim met: the object's row, now held; an object another operation holds; or no object. */
 type ClaimOutcome = Record<string, unknown> | "held" | "missing";
 
-/**
- * The claims of a resource that operations make at about the same time, sent together in one
- * statement (src/db/batches.ts): a confirm or a capture is a claim and an outcome, and each would
- * otherwise commit on its own.
- */
-const claimBatches = new BatchesByResource<ClaimRequest, ClaimOutcome>();
-
 /** Claims a batch of objects of `resource` in one statement: what each claim met, in order. */
 async function claimAll<Row extends ClaimableRow>(
   dataSource: DataSource,
@@ -205,18 +195,6 @@ async function claimHolderGone<Row extends ClaimableRow>(
   return found?.gone === true;
 }
 
-/**
- * The claim columns of a new object written already held by the operation that writes it (a payment
- * recorded before its processor is asked), as the claim statement would set them.
- */
-export function newClaim(dataSource: DataSource, clock: Clock): { claimToken: string; claimedUntil: Date; claimedBy: number | null } {
-  return {
-    claimToken: randomBase62(24),
-    claimedUntil: new Date(clock.now().getTime() + claimLeaseMs),
-    claimedBy: holderOf(dataSource),
-  };
-}
-
 /** An object this operation holds, with the token its outcome is written under. */
 export interface Claimed<Row> {
   readonly row: Row;
@@ -224,84 +202,111 @@ export interface Claimed<Row> {
 }
 
 /**
- * Claims an object for an operation that calls a processor, in one statement, waiting while another
- * operation holds it. `check` (the status guard, the client secret) then decides on the claimed row:
- * when it throws, the claim is released and the error goes to the caller; when it returns false,
- * the claim is released and the result is undefined (a job whose object moved on).
+ * The claims this instance makes on objects, owned by the App: the ones operations make at about the
+ * same time go to PostgreSQL together, one statement per resource (src/db/batches.ts), since a
+ * confirm or a capture is a claim and an outcome, and each would otherwise commit on its own; and the
+ * releases the database could not make when asked are made once it is back.
  */
-export async function claimObject<Row extends ClaimableRow>(
-  dataSource: DataSource,
-  clock: Clock,
-  resource: Resource<Row, DescMessage>,
-  scope: Scope,
-  id: string,
-  check: (row: Row) => boolean,
-  signal?: AbortSignal,
-): Promise<Claimed<Row> | undefined> {
-  const token = randomBase62(24);
-  const sql = statementsOf(dataSource, resource);
-  const batches = claimBatches.of(dataSource, resource, (batch) => claimAll(dataSource, clock, resource, batch));
-  const claiming = waitingForClaims(async () => {
-    const outcome = await batches.add({ merchantId: scope.merchantId, livemode: scope.livemode, id, token }, objectKey(scope, id));
-    if (outcome === "missing") throw notFound(resource.label, id);
-    if (outcome === "held") throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
-    return rowFromDatabase<Row>(sql.metadata, outcome);
-  }, signal);
-  let claimed: Row;
-  try {
-    claimed = await claiming;
-  } catch (error) {
-    // The claim may have committed with its answer lost (the database went away meanwhile): end it once the database is back.
-    if (isDatabaseUnavailable(error)) {
-      const release = async () => void (await dataSource.query(sql.release, [scope.merchantId, scope.livemode, id, token]));
-      releases.add(token, release, claimLeaseMs);
+export class ObjectClaims {
+  private readonly batches = new Map<object, StatementBatches<ClaimRequest, ClaimOutcome>>();
+  private readonly releases = new ReleaseRetries();
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Claims an object for an operation that calls a processor, in one statement, waiting while another
+   * operation holds it. `check` (the status guard, the client secret) then decides on the claimed row:
+   * when it throws, the claim is released and the error goes to the caller; when it returns false,
+   * the claim is released and the result is undefined (a job whose object moved on).
+   */
+  async claim<Row extends ClaimableRow>(
+    resource: Resource<Row, DescMessage>,
+    scope: Scope,
+    id: string,
+    check: (row: Row) => boolean,
+    signal?: AbortSignal,
+  ): Promise<Claimed<Row> | undefined> {
+    const token = randomBase62(24);
+    const sql = statementsOf(this.dataSource, resource);
+    const batches = this.batchesOf(resource);
+    const claiming = waitingForClaims(async () => {
+      const outcome = await batches.add({ merchantId: scope.merchantId, livemode: scope.livemode, id, token }, objectKey(scope, id));
+      if (outcome === "missing") throw notFound(resource.label, id);
+      if (outcome === "held") throw new ObjectClaimed(`${resource.name} ${id} is claimed`);
+      return rowFromDatabase<Row>(sql.metadata, outcome);
+    }, signal);
+    let claimed: Row;
+    try {
+      claimed = await claiming;
+    } catch (error) {
+      // The claim may have committed with its answer lost (the database went away meanwhile): end it once the database is back.
+      if (isDatabaseUnavailable(error)) {
+        const release = async () => void (await this.dataSource.query(sql.release, [scope.merchantId, scope.livemode, id, token]));
+        this.releases.add(token, release, claimLeaseMs);
+      }
+      throw error;
     }
-    throw error;
+    let proceed: boolean;
+    try {
+      proceed = check(claimed);
+    } catch (error) {
+      await this.release(resource, { row: claimed, token });
+      throw error;
+    }
+    if (proceed) return { row: claimed, token };
+    await this.release(resource, { row: claimed, token });
+    return undefined;
   }
-  let proceed: boolean;
-  try {
-    proceed = check(claimed);
-  } catch (error) {
-    await releaseClaim(dataSource, resource, { row: claimed, token });
-    throw error;
+
+  /**
+   * The claim columns of a new object written already held by the operation that writes it (a
+   * payment recorded before its processor is asked), as the claim statement would set them.
+   */
+  newClaim(): { claimToken: string; claimedUntil: Date; claimedBy: number | null } {
+    return {
+      claimToken: randomBase62(24),
+      claimedUntil: new Date(this.clock.now().getTime() + claimLeaseMs),
+      claimedBy: holderOf(this.dataSource),
+    };
   }
-  if (proceed) return { row: claimed, token };
-  await releaseClaim(dataSource, resource, { row: claimed, token });
-  return undefined;
-}
 
-/** Ends a claim without an outcome to write: the processor failed, or the operation decided not to go on. */
-export async function releaseClaim<Row extends ClaimableRow>(
-  dataSource: DataSource,
-  resource: Resource<Row, DescMessage>,
-  claim: Claimed<Row>,
-): Promise<void> {
-  await dataSource.query(statementsOf(dataSource, resource).release, [
-    claim.row.merchantId,
-    claim.row.livemode,
-    idOf(resource, claim.row),
-    claim.token,
-  ]);
-}
+  /** Ends a claim without an outcome to write: the processor failed, or the operation decided not to go on. */
+  async release<Row extends ClaimableRow>(resource: Resource<Row, DescMessage>, claim: Claimed<Row>): Promise<void> {
+    await this.dataSource.query(statementsOf(this.dataSource, resource).release, [
+      claim.row.merchantId,
+      claim.row.livemode,
+      idOf(resource, claim.row),
+      claim.token,
+    ]);
+  }
 
-/**
- * Runs what follows a claim (the processor call, the commit of its outcome) and, when it fails,
- * releases the claim at once rather than at the end of its lease, so a retry need not wait.
- */
-export async function finishClaimed<Row extends ClaimableRow, T>(
-  dataSource: DataSource,
-  resource: Resource<Row, DescMessage>,
-  claim: Claimed<Row>,
-  finish: () => Promise<T>,
-): Promise<T> {
-  try {
-    return await finish();
-  } catch (error) {
-    const release = () => releaseClaim(dataSource, resource, claim);
-    // The caller hears of the failure at once: a claim the database cannot end now (it just failed the
-    // operation, or fails the release) is ended once it can.
-    if (isDatabaseUnavailable(error)) releases.add(claim.token, release, claimLeaseMs);
-    else await release().catch(() => releases.add(claim.token, release, claimLeaseMs));
-    throw error;
+  /**
+   * Runs what follows a claim (the processor call, the commit of its outcome) and, when it fails,
+   * releases the claim at once rather than at the end of its lease, so a retry need not wait.
+   */
+  async finish<Row extends ClaimableRow, T>(resource: Resource<Row, DescMessage>, claim: Claimed<Row>, finish: () => Promise<T>): Promise<T> {
+    try {
+      return await finish();
+    } catch (error) {
+      const release = () => this.release(resource, claim);
+      // The caller hears of the failure at once: a claim the database cannot end now (it just failed the
+      // operation, or fails the release) is ended once it can.
+      if (isDatabaseUnavailable(error)) this.releases.add(claim.token, release, claimLeaseMs);
+      else await release().catch(() => this.releases.add(claim.token, release, claimLeaseMs));
+      throw error;
+    }
+  }
+
+  /** The claim batches of `resource`, made on first use. */
+  private batchesOf<Row extends ClaimableRow>(resource: Resource<Row, DescMessage>): StatementBatches<ClaimRequest, ClaimOutcome> {
+    let batches = this.batches.get(resource);
+    if (batches === undefined) {
+      batches = new StatementBatches((batch) => claimAll(this.dataSource, this.clock, resource, batch));
+      this.batches.set(resource, batches);
+    }
+    return batches;
   }
 }

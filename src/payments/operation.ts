@@ -1,15 +1,13 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { DataSource } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
-import { claimLeaseMs, claimObject, finishClaimed, type Claimed } from "../objects/claims.js";
+import { claimLeaseMs, type Claimed, type ObjectClaims } from "../objects/claims.js";
 import { holderGone, holderOf } from "../db/liveness.js";
-import type { NewObjectWriter } from "../objects/new-objects.js";
+import type { ObjectWriter } from "../objects/writer.js";
 import { preparedQuery } from "../db/prepared.js";
-import { writeClaimedChange } from "../objects/resource.js";
 import type { Scope } from "../db/scope.js";
-import { responseRecorderKey, type CallValues, type UnitOfWork } from "../db/unit-of-work.js";
+import { responseRecorderKey, type CallValues } from "../db/unit-of-work.js";
 import { claimLost } from "../errors.js";
-import { answerInFlightKey } from "../idempotency/store.js";
 import { failpoint } from "../failpoints.js";
 import type { JobWaker, NewJob } from "../jobs/runner.js";
 import type { CardDetails } from "../processors/processor.js";
@@ -32,11 +30,11 @@ import { applyAttempt, callAttempt, recallAttempt, type AttemptAnswer, type Paym
  * (`Processor.recall`); the recovery upkeep does the same for payments nobody touches.
  */
 
-/** What the operations need: the database and its writers, time, the processors, and the job runner to wake. */
+/** What the operations need: the database, its claims and writer, time, the processors, and the job runner to wake. */
 export interface PaymentOperationDependencies extends PaymentMoveDependencies {
   readonly dataSource: DataSource;
-  readonly units: UnitOfWork;
-  readonly newObjects: NewObjectWriter;
+  readonly claims: ObjectClaims;
+  readonly writer: ObjectWriter;
   readonly jobs: JobWaker;
 }
 
@@ -78,9 +76,7 @@ export async function operateOnPayment(
   call: ApiCall | undefined,
 ): Promise<Operated | undefined> {
   for (;;) {
-    const claim = await claimObject(
-      deps.dataSource,
-      deps.clock,
+    const claim = await deps.claims.claim(
       paymentResource,
       scope,
       paymentId,
@@ -89,11 +85,11 @@ export async function operateOnPayment(
     );
     if (claim === undefined) return undefined;
     const left = claim.row.attempt;
-    if (left === null) return finishClaimed(deps.dataSource, paymentResource, claim, () => makeMove(deps, claim, operation, call));
+    if (left === null) return deps.claims.finish(paymentResource, claim, () => makeMove(deps, claim, operation, call));
     // A crash left an attempt: settle it before anything else happens to the payment. When it is this
     // call's own (a retry), its outcome answers the call; otherwise claim again for the operation.
     const own = call !== undefined && left.requestKey !== null && left.requestKey === call.requestKey;
-    const settled = await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
+    const settled = await deps.claims.finish(paymentResource, claim, async () => {
       const answer = own ? await callAttempt(deps.processors, claim.row, left, operation.card) : await recallAttempt(deps.processors, left);
       return writeOutcome(deps, claim, left, answer, own ? call : undefined);
     });
@@ -212,9 +208,9 @@ function writeOutcome(
 }
 
 /**
- * Writes the claimed payment's change, ending the claim: as the API call's effect (with its response)
- * when there is one; else, when `answersKey` names the idempotency key of a request that recorded the
- * settled attempt, with the payment as that key's answer.
+ * Writes the claimed payment's change, ending the claim: as the API call's effect (with its response
+ * as its idempotency key's answer) when there is one; else, when `answersKey` names the idempotency
+ * key of a request that recorded the settled attempt, with the payment as that key's answer.
  */
 async function writeChange(
   deps: PaymentOperationDependencies,
@@ -224,22 +220,22 @@ async function writeChange(
   call: ApiCall | undefined,
   answersKey?: string,
 ): Promise<Operated> {
-  let ended: "ended" | undefined;
-  if (answersKey !== undefined) {
-    await deps.dataSource.transaction(async (em) => {
-      ended = await writeClaimedChange(em, deps.clock, paymentResource, claim, previous, jobs);
-      const response = toBinary(PaymentSchema, create(PaymentSchema, paymentResource.view(claim.row)));
-      await answerInFlightKey(em, { merchantId: claim.row.merchantId, livemode: claim.row.livemode, key: answersKey }, response);
-    });
-  } else if (call === undefined)
-    ended = await writeClaimedChange(deps.dataSource.manager, deps.clock, paymentResource, claim, previous, jobs);
-  else {
-    await deps.units.commitStatement(call.ctx, async (em) => {
-      ended = await writeClaimedChange(em, deps.clock, paymentResource, claim, previous, jobs);
-      return paymentResource.view(claim.row);
-    });
-  }
+  const row = claim.row;
+  const view = paymentResource.view(row);
+  const answer =
+    call !== undefined
+      ? call.ctx.values.get(responseRecorderKey)?.answer(view)
+      : answersKey === undefined
+        ? undefined
+        : {
+            merchantId: row.merchantId,
+            livemode: row.livemode,
+            key: answersKey,
+            claimToken: null,
+            response: toBinary(PaymentSchema, create(PaymentSchema, view)),
+          };
+  const ended = await deps.writer.writeClaimed(paymentResource, claim, previous, jobs, answer);
   const now = deps.clock.now();
   if (jobs.some((job) => job.runAt <= now)) deps.jobs.wake();
-  return { row: claim.row, ended: ended === "ended" };
+  return { row, ended: ended === "ended" };
 }

@@ -18,7 +18,7 @@ import { sentWord } from "../enum-words.js";
 import { forbidden, invalidField, missingField, notFound } from "../errors.js";
 import type { Clock } from "../clock.js";
 import { lockUnclaimed, waitingForClaims } from "../objects/claims.js";
-import { idempotentCallKey } from "../db/unit-of-work.js";
+import { idempotentCallKey, type UnitOfWork } from "../db/unit-of-work.js";
 import { callerIdProblem, createdId, randomBase62 } from "../ids.js";
 import { readCard } from "../processors/card.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
@@ -38,8 +38,10 @@ import { authorization, confirmOperation } from "./operations/confirm.js";
 import { createConfirmed } from "./operations/create.js";
 import { toPayment } from "./view.js";
 
-/** What the payments API needs: what its operations need. */
-export type PaymentDependencies = PaymentOperationDependencies;
+/** What the payments API needs: what its operations need, and the transactions of an update. */
+export interface PaymentDependencies extends PaymentOperationDependencies {
+  readonly units: UnitOfWork;
+}
 
 /** Card details from a request, checked by the processor that will see them. */
 function requestedCard(clock: Clock, processor: Processor, data: PaymentMethodDataInput | undefined): CardDetails | undefined {
@@ -166,7 +168,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         attempt: null,
       };
       const row = Object.assign(new PaymentRow(), fields);
-      if (card === undefined) return deps.newObjects.create(ctx, paymentResource, row, []);
+      if (card === undefined) return deps.writer.create(ctx, paymentResource, row, []);
       const attempt = authorization(deps, row, processor.name, card);
       const created = await createConfirmed(deps, row, attempt, card, apiCall(ctx), effectSeed !== undefined);
       return toPayment(created.row);

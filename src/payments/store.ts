@@ -1,7 +1,8 @@
 import type { EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { Clock } from "../clock.js";
-import { lockObject, writeObjectChange, type Resource } from "../objects/resource.js";
+import { lockObject, type Resource } from "../objects/resource.js";
+import { writeLockedChange } from "../objects/writer.js";
 import type { Scope } from "../db/scope.js";
 import type { NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
@@ -35,5 +36,5 @@ export function writePaymentChange(
   previous: PaymentStatusWord,
   jobs: NewJob[] = [],
 ): Promise<void> {
-  return writeObjectChange(em, clock, paymentResource, row, previous, jobs);
+  return writeLockedChange(em, clock, paymentResource, row, previous, jobs);
 }

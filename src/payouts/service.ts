@@ -9,7 +9,7 @@ import {
 } from "../../gen/paymentservice/v1/payout_pb.js";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
-import type { NewObjectWriter } from "../objects/new-objects.js";
+import type { ObjectWriter } from "../objects/writer.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { findObject } from "../objects/resource.js";
@@ -74,7 +74,7 @@ const notUpdatable = [
 export interface PayoutDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
-  readonly newObjects: NewObjectWriter;
+  readonly writer: ObjectWriter;
   readonly units: UnitOfWork;
   readonly processors: ProcessorRegistry;
   readonly dataCipher: DataCipher;
@@ -130,7 +130,7 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
         created: now,
         updated: now,
       } satisfies PayoutRow);
-      const payout = await deps.newObjects.create(ctx, payoutResource, row, confirm ? [sendJobOf(row, now)] : []);
+      const payout = await deps.writer.create(ctx, payoutResource, row, confirm ? [sendJobOf(row, now)] : []);
       if (confirm) deps.jobs.wake();
       return payout;
     },

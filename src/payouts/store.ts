@@ -2,7 +2,8 @@ import type { EntityManager } from "typeorm";
 import { PayoutSchema } from "../../gen/paymentservice/v1/payout_pb.js";
 import type { Clock } from "../clock.js";
 import { jobKinds } from "../jobs/kinds.js";
-import { lockObject, writeObjectChange, type Resource } from "../objects/resource.js";
+import { lockObject, type Resource } from "../objects/resource.js";
+import { writeLockedChange } from "../objects/writer.js";
 import type { Scope } from "../db/scope.js";
 import { jobFor, type NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
@@ -45,5 +46,5 @@ export function writePayoutChange(
   jobs: NewJob[] = [],
 ): Promise<void> {
   if (payoutStates.isFinal(row.status)) row.destinationCiphertext = null;
-  return writeObjectChange(em, clock, payoutResource, row, previous, jobs);
+  return writeLockedChange(em, clock, payoutResource, row, previous, jobs);
 }

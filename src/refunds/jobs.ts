@@ -1,8 +1,8 @@
 import type { DataSource } from "typeorm";
 import type { Clock } from "../clock.js";
-import { claimObject, finishClaimed } from "../objects/claims.js";
+import type { ObjectClaims } from "../objects/claims.js";
 import { BatchedReads } from "../db/batched-reads.js";
-import { writeClaimedChange } from "../objects/resource.js";
+import type { ObjectWriter } from "../objects/writer.js";
 import { jobKinds, type JobKind } from "../jobs/kinds.js";
 import { jobLeaseMs as leaseMs } from "../leases.js";
 import type { LeasedJobHandler } from "../jobs/runner.js";
@@ -10,11 +10,13 @@ import type { ProcessorRegistry } from "../processors/registry.js";
 import { refundStates } from "./states.js";
 import { refundResource } from "./store.js";
 
-/** What refund processing needs: the database, time, and the processors (a refund goes to its payment's). */
+/** What refund processing needs: the database, its claims and writer, time, and the processors (a refund goes to its payment's). */
 export interface RefundJobDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly processors: ProcessorRegistry;
+  readonly claims: ObjectClaims;
+  readonly writer: ObjectWriter;
 }
 
 /** A refund's payment as its processor knows it: the jobs of one claim read theirs in one statement. */
@@ -37,12 +39,12 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
       {
         leaseMs,
         async run(job) {
-          const claim = await claimObject(dataSource, clock, refundResource, job, job.objectId, (row) =>
+          const claim = await deps.claims.claim(refundResource, job, job.objectId, (row) =>
             refundStates.allows("process", row.status),
           );
           if (claim === undefined) return undefined;
           const row = claim.row;
-          return finishClaimed(dataSource, refundResource, claim, async () => {
+          return deps.claims.finish(refundResource, claim, async () => {
             const payment = await paymentsAtProcessor.read(dataSource.manager, row, row.paymentId);
             const result = await deps.processors.named(payment!.processor!).refund({
               idempotencyKey: `${row.merchantId}:${row.refundId}:refund`,
@@ -57,7 +59,7 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
               row.errorMessage = result.errorMessage;
             }
             row.updated = clock.now();
-            return writeClaimedChange(dataSource.manager, clock, refundResource, claim, "pending");
+            return deps.writer.writeClaimed(refundResource, claim, "pending", []);
           });
         },
       },

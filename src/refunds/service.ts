@@ -16,7 +16,7 @@ import { ApiError, invalidRequest, missingField, preconditionFailed, refundExcee
 import { newId } from "../ids.js";
 import { lockUnclaimed, objectBusy, waitingForClaims } from "../objects/claims.js";
 import { findObject } from "../objects/resource.js";
-import type { NewObjectWriter } from "../objects/new-objects.js";
+import type { ObjectWriter } from "../objects/writer.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { jobKinds } from "../jobs/kinds.js";
 import { jobFor, type JobWaker } from "../jobs/runner.js";
@@ -33,7 +33,7 @@ export interface RefundDependencies {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly units: UnitOfWork;
-  readonly newObjects: NewObjectWriter;
+  readonly writer: ObjectWriter;
   readonly jobs: JobWaker;
   readonly scheduledRefundDelayMs: number;
 }
@@ -45,8 +45,8 @@ function reasonWord(reason: RefundReason | undefined): string | null {
 /**
  * Refunds (interface §4, decisions §9). Create reads what the payment has left to refund, then writes
  * the refund with its event and its processing job in one statement that locks the payment and
- * checks the amount again on its row (src/refunds/store.ts), batched with other calls' refunds unless
- * the call's response is stored with it (an idempotency key); the job runner
+ * checks the amount again on its row (src/refunds/store.ts), batched with other calls' refunds (with
+ * the call's response when it has an idempotency key); the job runner
  * sends it to the processor right after the commit (instant) or at the settlement run (scheduled).
  * A payment or refund that an operation holds while it calls the processor is waited for.
  */
@@ -89,7 +89,7 @@ export function refundService(deps: RefundDependencies): ServiceImpl<typeof Refu
         const delayMs = scheduled ? deps.scheduledRefundDelayMs : 0;
         const job = jobFor(jobKinds.processRefund, refund, refund.refundId, new Date(now.getTime() + delayMs));
         try {
-          return await deps.newObjects.create(ctx, refundResource, refund, [job]);
+          return await deps.writer.create(ctx, refundResource, refund, [job]);
         } catch (error) {
           // "All that is left" shrank between the read and the write: read it again.
           if (requested === undefined && error instanceof ApiError && error.code === "IR_13")

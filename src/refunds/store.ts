@@ -3,7 +3,8 @@ import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
 import type { Clock } from "../clock.js";
 import { objectBusy, unclaimedSql } from "../objects/claims.js";
 import { BatchedReads } from "../db/batched-reads.js";
-import { writeObjectChange, type Resource } from "../objects/resource.js";
+import type { Resource } from "../objects/resource.js";
+import { writeLockedChange } from "../objects/writer.js";
 import { objectKey, type Scope } from "../db/scope.js";
 import { notFound, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import type { PaymentStatusWord } from "../payments/payment.entity.js";
@@ -99,5 +100,5 @@ export async function refundablePayment(em: EntityManager, scope: Scope, payment
 
 /** Writes a change to a locked refund, with the event of a new status and the end of its jobs once final. */
 export function writeRefundChange(em: EntityManager, clock: Clock, row: RefundRow, previous: RefundStatusWord): Promise<void> {
-  return writeObjectChange(em, clock, refundResource, row, previous);
+  return writeLockedChange(em, clock, refundResource, row, previous);
 }

@@ -1,4 +1,4 @@
-import { finishClaimed, newClaim, type Claimed } from "../../objects/claims.js";
+import type { Claimed } from "../../objects/claims.js";
 import { alreadyExists } from "../../errors.js";
 import type { CardDetails } from "../../processors/processor.js";
 import {
@@ -34,12 +34,12 @@ export async function createConfirmed(
   idFromSeed: boolean,
 ): Promise<Operated> {
   const recorded = recordedFor(attempt, call);
-  const held = newClaim(deps.dataSource, deps.clock);
+  const held = deps.claims.newClaim();
   Object.assign(row, { status: "processing", attempt: recorded, ...held });
   const claim: Claimed<PaymentRow> = { row, token: held.claimToken };
-  // Inside finishClaimed: a record whose commit lost its answer is released, so a retry need not wait out its lease.
-  const created = await finishClaimed(deps.dataSource, paymentResource, claim, async () => {
-    if ((await deps.newObjects.record(paymentResource, row)) === "taken") return "taken" as const;
+  // Inside the claim's finish: a record whose commit lost its answer is released, so a retry need not wait out its lease.
+  const created = await deps.claims.finish(paymentResource, claim, async () => {
+    if ((await deps.writer.record(paymentResource, row)) === "taken") return "taken" as const;
     return askProcessor(deps, claim, recorded, card, call);
   });
   if (created !== "taken") return created;

@@ -287,7 +287,13 @@ describe("objects written in one turn with their calls' idempotency keys", () =>
       const values = createContextValues();
       values.set(responseRecorderKey, {
         record: () => Promise.reject(new Error("a new object's call is answered in its statement")),
-        answer: () => ({ merchantId: merchant.merchantId, livemode: false, key, claimToken: `token${i}`, response: Buffer.from(`answer ${i}`) }),
+        answer: () => ({
+          merchantId: merchant.merchantId,
+          livemode: false,
+          key,
+          claimToken: `token${i}`,
+          response: Buffer.from(`answer ${i}`),
+        }),
         keepForRetry: () => undefined,
       });
       return { values };

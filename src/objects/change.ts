@@ -123,7 +123,10 @@ function statementText(connection: DataSource, resource: Resource<StatusRow, Des
   const key = object.primaryColumns.map((c) => `"${c.databaseName}"`);
   const guard = holding === "new" && resource.guard !== undefined ? ` AND ${resource.guard("input")}` : "";
   const set = columns.filter((c) => !c.isPrimary).map((c) => `"${c.databaseName}" = input."${c.databaseName}"`);
-  const sameRow = [...key.map((name) => `t.${name} = input.${name}`), ...(holding === "claimed" ? ["t.claim_token = input.held_token"] : [])];
+  const sameRow = [
+    ...key.map((name) => `t.${name} = input.${name}`),
+    ...(holding === "claimed" ? ["t.claim_token = input.held_token"] : []),
+  ];
   const objectId = `input."${object.findColumnWithPropertyName(resource.idProperty)!.databaseName}"`;
   const written =
     holding === "new"
@@ -224,4 +227,3 @@ export async function writeChanges<Row extends StatusRow, Desc extends DescMessa
 export function jobRowOf(job: NewJob, clock: Clock): JobRow {
   return Object.assign(new JobRow(), { ...job, status: "pending", attempts: 0, lastError: null, created: clock.now() });
 }
-

@@ -287,7 +287,11 @@ export class ObjectClaims {
    * Runs what follows a claim (the processor call, the commit of its outcome) and, when it fails,
    * releases the claim at once rather than at the end of its lease, so a retry need not wait.
    */
-  async finish<Row extends ClaimableRow, T>(resource: Resource<Row, DescMessage>, claim: Claimed<Row>, finish: () => Promise<T>): Promise<T> {
+  async finish<Row extends ClaimableRow, T>(
+    resource: Resource<Row, DescMessage>,
+    claim: Claimed<Row>,
+    finish: () => Promise<T>,
+  ): Promise<T> {
     try {
       return await finish();
     } catch (error) {

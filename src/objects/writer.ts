@@ -163,7 +163,14 @@ export async function writeNewObject<Row extends StatusRow, Desc extends DescMes
   row: Row,
   jobs: readonly NewJob[],
 ): Promise<void> {
-  const { outcomes } = await writeChanges(em, clock, resource, "new", [creationOf(clock, resource, row, jobs, { announced: true })], undefined);
+  const { outcomes } = await writeChanges(
+    em,
+    clock,
+    resource,
+    "new",
+    [creationOf(clock, resource, row, jobs, { announced: true })],
+    undefined,
+  );
   if (outcomes[0] !== "written") throw await failureOf(em, resource, row, outcomes[0] as Exclude<ChangeOutcome, "written">);
 }
 

@@ -39,9 +39,7 @@ export function refundJobHandlers(deps: RefundJobDependencies): Map<JobKind, Lea
       {
         leaseMs,
         async run(job) {
-          const claim = await deps.claims.claim(refundResource, job, job.objectId, (row) =>
-            refundStates.allows("process", row.status),
-          );
+          const claim = await deps.claims.claim(refundResource, job, job.objectId, (row) => refundStates.allows("process", row.status));
           if (claim === undefined) return undefined;
           const row = claim.row;
           return deps.claims.finish(refundResource, claim, async () => {

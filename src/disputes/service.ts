@@ -6,13 +6,15 @@ import type { Clock } from "../clock.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
-import { missingField, preconditionFailed } from "../errors.js";
+import { missingField } from "../errors.js";
 import { findObject } from "../objects/resource.js";
 import { text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { DisputeRow, type StoredEvidence } from "./dispute.entity.js";
-import { disputeStates } from "./states.js";
-import { disputeResource, lockDispute, lockDisputeWithPayment, writeDisputeChange } from "./store.js";
+import { runLocked } from "../objects/locked-operation.js";
+import { acceptOperation } from "./operations/accept.js";
+import { submitEvidenceOperation } from "./operations/submit-evidence.js";
+import { disputeResource } from "./store.js";
 import { toDispute } from "./view.js";
 
 /** Longest text of one evidence field. */
@@ -43,7 +45,7 @@ export interface DisputeDependencies {
   readonly units: UnitOfWork;
 }
 
-/** Disputes (interface §4 accept, decisions §9): retrieve, list, accept, submit evidence. */
+/** Disputes (interface §4 accept, decisions §9): retrieve, list, and the operations accept and submit evidence (operations/). */
 export function disputeService(deps: DisputeDependencies): ServiceImpl<typeof DisputeService> {
   const { dataSource, clock, units } = deps;
 
@@ -65,38 +67,13 @@ export function disputeService(deps: DisputeDependencies): ServiceImpl<typeof Di
     },
 
     async acceptDispute(req, ctx) {
-      const caller = merchantOf(ctx);
-      return units.commit(ctx, async (em) => {
-        const row = await lockDisputeWithPayment(em, caller, req.disputeId);
-        disputeStates.guard("accept", row.status);
-        const previous = row.status;
-        disputeStates.move(row, "accept", "accepted");
-        row.evidence = null;
-        row.updated = clock.now();
-        await writeDisputeChange(em, clock, row, previous);
-        return toDispute(row);
-      });
+      const accept = acceptOperation(clock, merchantOf(ctx), req.disputeId);
+      return units.commit(ctx, async (em) => toDispute(await runLocked(em, clock, disputeResource, accept)));
     },
 
     async submitDisputeEvidence(req, ctx) {
-      const caller = merchantOf(ctx);
-      const evidence = evidenceToStore(req.evidence);
-      return units.commit(ctx, async (em) => {
-        const row = await lockDispute(em, caller, req.disputeId);
-        disputeStates.guard("submitEvidence", row.status);
-        // Evidence counts only if it arrives by evidence_due_by; the expiry job may not have run yet.
-        if (row.status === "opened" && clock.now() > row.evidenceDueBy) {
-          throw preconditionFailed(
-            `This dispute can no longer be given evidence: evidence_due_by ${row.evidenceDueBy.toISOString()} has passed and it expires`,
-          );
-        }
-        const previous = row.status;
-        disputeStates.move(row, "submitEvidence", "challenged");
-        row.evidence = evidence;
-        row.updated = clock.now();
-        await writeDisputeChange(em, clock, row, previous);
-        return toDispute(row);
-      });
+      const submit = submitEvidenceOperation(clock, merchantOf(ctx), req.disputeId, evidenceToStore(req.evidence));
+      return units.commit(ctx, async (em) => toDispute(await runLocked(em, clock, disputeResource, submit)));
     },
   };
 }

@@ -1,12 +1,9 @@
 import type { EntityManager } from "typeorm";
 import { DisputeSchema } from "../../gen/paymentservice/v1/dispute_pb.js";
-import type { Clock } from "../clock.js";
 import { findObject, lockObject, type Resource } from "../objects/resource.js";
-import { writeLockedChange, writeNewObject } from "../objects/writer.js";
 import type { Scope } from "../db/scope.js";
-import type { NewJob } from "../jobs/runner.js";
 import { lockPayment } from "../payments/store.js";
-import { DisputeRow, type DisputeStatusWord } from "./dispute.entity.js";
+import { DisputeRow } from "./dispute.entity.js";
 import { disputeStates } from "./states.js";
 import { toDispute } from "./view.js";
 
@@ -35,14 +32,4 @@ export async function lockDisputeWithPayment(em: EntityManager, scope: Scope, di
   const found = await findObject(em, disputeResource, scope, disputeId);
   await lockPayment(em, scope, found.paymentId);
   return lockDispute(em, scope, disputeId);
-}
-
-/** Writes a new dispute with its dispute.opened event and its expiry job. */
-export async function writeNewDispute(em: EntityManager, clock: Clock, row: DisputeRow, jobs: NewJob[]): Promise<void> {
-  await writeNewObject(em, clock, disputeResource, row, jobs);
-}
-
-/** Writes a change to a locked dispute with the event of its new status; a decided dispute ends its jobs. */
-export function writeDisputeChange(em: EntityManager, clock: Clock, row: DisputeRow, previous: DisputeStatusWord): Promise<void> {
-  return writeLockedChange(em, clock, disputeResource, row, previous);
 }

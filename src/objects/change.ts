@@ -59,12 +59,13 @@ export function changeOf<Row extends StatusRow, Desc extends DescMessage>(
   more: { token?: string; answer?: KeyAnswer } = {},
 ): ObjectChange<Row> {
   const changed = row.status !== previousStatus;
+  const final = finalized(resource, row);
   return {
     row,
     token: more.token,
     event: changed ? eventOf(resource, row, clock) : undefined,
     jobs: changed ? jobs : [],
-    final: resource.states.isFinal(row.status),
+    final,
     answer: more.answer,
   };
 }
@@ -77,13 +78,21 @@ export function creationOf<Row extends StatusRow, Desc extends DescMessage>(
   jobs: readonly NewJob[],
   more: { announced: boolean; answer?: KeyAnswer },
 ): ObjectChange<Row> {
+  const final = finalized(resource, row);
   return {
     row,
     event: more.announced ? eventOf(resource, row, clock) : undefined,
     jobs,
-    final: resource.states.isFinal(row.status),
+    final,
     answer: more.answer,
   };
+}
+
+/** Whether the object's status is final, having cleared what a final object must not keep. */
+function finalized<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row): boolean {
+  const final = resource.states.isFinal(row.status);
+  if (final) resource.onFinal?.(row);
+  return final;
 }
 
 /** Each resource's statement texts, one per holding, built once. */

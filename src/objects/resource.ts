@@ -35,6 +35,11 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   /** Its statuses: reaching a final one deletes the object's pending jobs. */
   readonly states: StateMachine<Row["status"], string>;
   /**
+   * Clears what an object in a final status must no longer keep, before the change that makes or
+   * keeps it final is written (a payout's encrypted destination: it will never be sent again).
+   */
+  onFinal?(row: Row): void;
+  /**
    * An SQL condition on a new object's row (the table `alias`) without which it is not written, e.g.
    * that the profile it names belongs to its merchant.
    */

@@ -17,7 +17,8 @@ import { CustomerRow } from "../customers/customer.entity.js";
 import { sentWord } from "../enum-words.js";
 import { forbidden, invalidField, missingField, notFound } from "../errors.js";
 import type { Clock } from "../clock.js";
-import { lockUnclaimed, waitingForClaims } from "../objects/claims.js";
+import { waitingForClaims } from "../objects/claims.js";
+import { runLocked } from "../objects/locked-operation.js";
 import { idempotentCallKey, type UnitOfWork } from "../db/unit-of-work.js";
 import { callerIdProblem, createdId, randomBase62 } from "../ids.js";
 import { readCard } from "../processors/card.js";
@@ -28,14 +29,14 @@ import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
 import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
-import { paymentStates } from "./states.js";
 import { findObject } from "../objects/resource.js";
-import { paymentResource, writePaymentChange } from "./store.js";
+import { paymentResource } from "./store.js";
 import { operateOnPayment, type ApiCall, type PaymentOperation, type PaymentOperationDependencies } from "./operation.js";
 import { cancelOperation } from "./operations/cancel.js";
 import { captureOperation } from "./operations/capture.js";
 import { authorization, confirmOperation } from "./operations/confirm.js";
 import { createConfirmed } from "./operations/create.js";
+import { updateOperation } from "./operations/update.js";
 import { toPayment } from "./view.js";
 
 /** What the payments API needs: what its operations need, and the transactions of an update. */
@@ -185,11 +186,9 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       if (req.statementDescriptor !== undefined) {
         changes.statementDescriptor = text("statement_descriptor", req.statementDescriptor, 22) || null;
       }
-      const update = () =>
-        units.commit(ctx, async (em) => {
-          const row = await lockUnclaimed(em, clock, paymentResource, caller, req.paymentId);
-          paymentStates.guard("update", row.status);
-          const previous = row.status;
+      const update = updateOperation(clock, caller, req.paymentId, {
+        amount: newAmount,
+        async apply(row, em) {
           if (req.customerId !== undefined) {
             if (req.customerId !== "") await assertCustomer(em, caller, req.customerId);
             changes.customerId = req.customerId || null;
@@ -199,18 +198,12 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
             changes.captureOn = captureOn(clock, changes.captureMethod, req.captureOn ?? undefined);
           }
           Object.assign(row, changes);
-          if (newAmount !== undefined) {
-            row.amount = newAmount;
-            // Interface §3: an amount on a payment without a method moves it to requires_confirmation.
-            if (row.status === "requires_payment_method") paymentStates.move(row, "update", "requires_confirmation");
-          }
           if (newCurrency !== undefined) row.currency = newCurrency;
           row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
-          row.modifiedAt = clock.now();
-          await writePaymentChange(em, clock, row, previous);
-          return toPayment(row);
-        });
-      return waitingForClaims(update, ctx.signal);
+        },
+      });
+      const commit = () => units.commit(ctx, async (em) => toPayment(await runLocked(em, clock, paymentResource, update)));
+      return waitingForClaims(commit, ctx.signal);
     },
 
     async retrievePayment(req, ctx) {

@@ -1,4 +1,4 @@
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { DataSource } from "typeorm";
 import {
   PayoutPrioritySchema,
@@ -8,27 +8,27 @@ import {
   type PayoutService,
 } from "../../gen/paymentservice/v1/payout_pb.js";
 import { merchantOf } from "../auth/caller.js";
-import type { Clock } from "../clock.js";
-import type { ObjectWriter } from "../objects/writer.js";
-import type { UnitOfWork } from "../db/unit-of-work.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
-import { findObject } from "../objects/resource.js";
+import type { UnitOfWork } from "../db/unit-of-work.js";
 import { sentWord } from "../enum-words.js";
 import { invalidField, invalidRequest, missingField } from "../errors.js";
-import { newId } from "../ids.js";
-import type { JobWaker } from "../jobs/runner.js";
+import type { NewJob } from "../jobs/runner.js";
+import { runLocked, type LockedOperation } from "../objects/locked-operation.js";
+import { findObject } from "../objects/resource.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
-import type { DataCipher } from "../secrets/data-cipher.js";
 import { addressToStore } from "../validation/address.js";
 import { email, phone, text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
-import { mergeMetadata, newMetadata } from "../validation/metadata.js";
+import { newMetadata } from "../validation/metadata.js";
 import { amount, currency } from "../validation/money.js";
-import { maskDestination, readDestination, sealDestination } from "./destination.js";
+import { readDestination } from "./destination.js";
+import { cancelOperation } from "./operations/cancel.js";
+import { createPayout, type PayoutCreateDependencies } from "./operations/create.js";
+import { fulfillOperation } from "./operations/fulfill.js";
+import { updateOperation } from "./operations/update.js";
 import { PayoutRow, type StoredBilling } from "./payout.entity.js";
 import { route } from "./routing.js";
-import { payoutStates } from "./states.js";
-import { lockPayout, payoutResource, sendJobOf, writePayoutChange } from "./store.js";
+import { payoutResource } from "./store.js";
 import { toPayout } from "./view.js";
 
 /** Payout types a destination can be given for: no wallet destination fields are defined (interface §2). */
@@ -70,25 +70,26 @@ const notUpdatable = [
   ["processor", "processor"],
 ] as const;
 
-/** What the payouts API needs: the database, time, the payout processors, the destination cipher, the job runner to wake. */
-export interface PayoutDependencies {
+/** What the payouts API needs: what a create needs, the database, the payout processors, and the transactions of the other operations. */
+export interface PayoutDependencies extends PayoutCreateDependencies {
   readonly dataSource: DataSource;
-  readonly clock: Clock;
-  readonly writer: ObjectWriter;
   readonly units: UnitOfWork;
   readonly processors: ProcessorRegistry;
-  readonly dataCipher: DataCipher;
-  readonly jobs: JobWaker;
 }
 
 /**
- * Payouts (interface §4, decisions §9). Create validates the destination and picks the processors
- * that can send it (src/payouts/routing.ts), then writes the payout — its destination encrypted —
- * with its event and, when confirmed, its sending job; the job runner sends it right after the
- * commit (src/payouts/jobs.ts).
+ * Payouts (interface §4, decisions §9): each call validates its request and runs its operation
+ * (operations/). Create validates the destination and picks the processors that can send it
+ * (routing.ts) before operations/create.ts writes the payout; the sending job (operations/send.ts)
+ * sends it.
  */
 export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof PayoutService> {
   const { dataSource, clock } = deps;
+
+  /** Runs an operation on a payout in the transaction that commits the call. */
+  function changePayout(ctx: HandlerContext, operation: LockedOperation<PayoutRow, readonly NewJob[]>) {
+    return deps.units.commit(ctx, async (em) => toPayout(await runLocked(em, clock, payoutResource, operation)));
+  }
 
   return {
     async createPayout(req, ctx) {
@@ -103,13 +104,9 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
       const candidates = route(processors, { payoutType, priority, currency: payoutCurrency, amount: payoutAmount, preferred });
       const now = clock.now();
       const destination = readDestination(req.payoutMethodData, payoutType, candidates, now);
-      const confirm = req.confirm ?? true;
-      const owner = { merchantId: caller.merchantId, livemode: caller.livemode, payoutId: newId("po") };
-      const row = Object.assign(new PayoutRow(), {
-        ...owner,
+      return createPayout(deps, ctx, caller, {
         profileId: req.profileId,
         customerId: req.customerId === undefined || req.customerId === "" ? null : req.customerId,
-        status: confirm ? "pending" : "requires_fulfillment",
         amount: payoutAmount,
         currency: payoutCurrency,
         payoutType,
@@ -117,22 +114,13 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
         email: email("email", req.email) ?? null,
         name: text("name", req.name, 200) ?? null,
         phone: phone("phone", req.phone) ?? null,
-        destination: maskDestination(destination),
-        destinationCiphertext: sealDestination(deps.dataCipher, owner, destination),
+        destination,
         billing: billingOf(req.billing),
         preferredProcessor: preferred ?? null,
         processor: candidates[0]!.name,
-        confirm,
-        errorCode: null,
-        errorMessage: null,
-        attempts: [],
+        confirm: req.confirm ?? true,
         metadata: newMetadata("metadata", req.metadata),
-        created: now,
-        updated: now,
-      } satisfies PayoutRow);
-      const payout = await deps.writer.create(ctx, payoutResource, row, confirm ? [sendJobOf(row, now)] : []);
-      if (confirm) deps.jobs.wake();
-      return payout;
+      });
     },
 
     async updatePayout(req, ctx) {
@@ -142,13 +130,7 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
           throw invalidRequest(`The field ${field} of a payout cannot be updated; only metadata can, create a new payout instead`);
         }
       }
-      return deps.units.commit(ctx, async (em) => {
-        const row = await lockPayout(em, caller, req.payoutId);
-        row.metadata = mergeMetadata("metadata", row.metadata, req.metadata);
-        row.updated = clock.now();
-        await writePayoutChange(em, clock, row, row.status);
-        return toPayout(row);
-      });
+      return changePayout(ctx, updateOperation(clock, caller, req.payoutId, req.metadata));
     },
 
     async retrievePayout(req, ctx) {
@@ -157,30 +139,13 @@ export function payoutService(deps: PayoutDependencies): ServiceImpl<typeof Payo
     },
 
     async fulfillPayout(req, ctx) {
-      const caller = merchantOf(ctx);
-      const payout = await deps.units.commit(ctx, async (em) => {
-        const row = await lockPayout(em, caller, req.payoutId);
-        payoutStates.guard("fulfill", row.status);
-        const now = clock.now();
-        payoutStates.move(row, "fulfill", "pending");
-        row.updated = now;
-        await writePayoutChange(em, clock, row, "requires_fulfillment", [sendJobOf(row, now)]);
-        return toPayout(row);
-      });
+      const payout = await changePayout(ctx, fulfillOperation(clock, merchantOf(ctx), req.payoutId));
       deps.jobs.wake();
       return payout;
     },
 
     async cancelPayout(req, ctx) {
-      const caller = merchantOf(ctx);
-      return deps.units.commit(ctx, async (em) => {
-        const row = await lockPayout(em, caller, req.payoutId);
-        payoutStates.guard("cancel", row.status);
-        payoutStates.move(row, "cancel", "cancelled");
-        row.updated = clock.now();
-        await writePayoutChange(em, clock, row, "requires_fulfillment");
-        return toPayout(row);
-      });
+      return changePayout(ctx, cancelOperation(clock, merchantOf(ctx), req.payoutId));
     },
 
     async listPayouts(req, ctx) {

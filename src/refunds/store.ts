@@ -1,15 +1,13 @@
 import type { EntityManager } from "typeorm";
 import { RefundSchema } from "../../gen/paymentservice/v1/refund_pb.js";
-import type { Clock } from "../clock.js";
 import { objectBusy, unclaimedSql } from "../objects/claims.js";
 import { BatchedReads } from "../db/batched-reads.js";
 import type { Resource } from "../objects/resource.js";
-import { writeLockedChange } from "../objects/writer.js";
 import { objectKey, type Scope } from "../db/scope.js";
 import { notFound, preconditionFailed, refundExceedsCaptured } from "../errors.js";
 import type { PaymentStatusWord } from "../payments/payment.entity.js";
 import { paymentStates } from "../payments/states.js";
-import { RefundRow, type RefundStatusWord } from "./refund.entity.js";
+import { RefundRow } from "./refund.entity.js";
 import { refundStates } from "./states.js";
 import { toRefund } from "./view.js";
 
@@ -96,9 +94,4 @@ export async function refundablePayment(em: EntityManager, scope: Scope, payment
   }
   const left = BigInt(payment.received ?? 0) - BigInt(payment.unrefundable);
   return { left: left > 0n ? left : 0n, profileId: payment.profile_id, currency: payment.currency };
-}
-
-/** Writes a change to a locked refund, with the event of a new status and the end of its jobs once final. */
-export function writeRefundChange(em: EntityManager, clock: Clock, row: RefundRow, previous: RefundStatusWord): Promise<void> {
-  return writeLockedChange(em, clock, refundResource, row, previous);
 }

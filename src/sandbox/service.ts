@@ -5,9 +5,10 @@ import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { lockUnclaimed, waitingForClaims } from "../objects/claims.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
-import { openDispute } from "../disputes/open.js";
-import { disputeStates } from "../disputes/states.js";
-import { lockDisputeWithPayment, writeDisputeChange } from "../disputes/store.js";
+import { openDispute } from "../disputes/operations/open.js";
+import { resolveOperation } from "../disputes/operations/resolve.js";
+import { runLocked } from "../objects/locked-operation.js";
+import { disputeResource } from "../disputes/store.js";
 import { toDispute } from "../disputes/view.js";
 import { invalidField, missingField, preconditionFailed } from "../errors.js";
 import type { JobWaker } from "../jobs/runner.js";
@@ -64,14 +65,8 @@ export function sandboxService(deps: SandboxDependencies): ServiceImpl<typeof Sa
       const caller = merchantOf(ctx);
       // UNSPECIFIED (0) is what an RPC client sends when it sets the field without choosing: no outcome.
       if (req.outcome === undefined || req.outcome === DisputeOutcome.UNSPECIFIED) throw missingField("outcome");
-      return units.commit(ctx, async (em) => {
-        const row = await lockDisputeWithPayment(em, caller, req.disputeId);
-        disputeStates.guard("resolve", row.status);
-        disputeStates.move(row, "resolve", req.outcome === DisputeOutcome.WON ? "won" : "lost");
-        row.updated = clock.now();
-        await writeDisputeChange(em, clock, row, "challenged");
-        return toDispute(row);
-      });
+      const resolve = resolveOperation(clock, caller, req.disputeId, req.outcome === DisputeOutcome.WON ? "won" : "lost");
+      return units.commit(ctx, async (em) => toDispute(await runLocked(em, clock, disputeResource, resolve)));
     },
   };
 }

@@ -26,9 +26,9 @@ export interface ConfirmRequest {
 export function confirmOperation(deps: PaymentMoveDependencies, request: ConfirmRequest): PaymentOperation {
   return {
     card: request.card,
+    // The status is guarded once, by the move (`authorization`), which create with confirm shares.
     check: (row) => {
       request.checkCaller(row);
-      paymentStates.guard("confirm", row.status);
       return true;
     },
     move: (row) => {

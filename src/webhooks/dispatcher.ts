@@ -153,8 +153,11 @@ export class WebhookDispatcher implements WebhookSender {
   private writing: Promise<void> | undefined;
   private readonly takeFailures = new FailureStreak("taking due webhook deliveries");
   private readonly writeFailures = new FailureStreak("writing webhook outcomes");
-  /** Give-backs of takes and hand-overs whose answer was lost, made once the database is back. */
-  private readonly lostTakes = new ReleaseRetries();
+  /**
+   * Give-backs the database could not take when asked (of a take or a hand-over whose answer was
+   * lost, of deliveries given back while it was away), made once it is back.
+   */
+  private readonly giveBacks = new ReleaseRetries();
 
   /** How long this dispatcher's leases hold, for its attempts' timeout. */
   private readonly leaseMs: number;
@@ -223,19 +226,25 @@ export class WebhookDispatcher implements WebhookSender {
   }
 
   abandon(lease: string): void {
-    this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
+    this.giveBacks.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
   }
 
-  /** Ends the leases of deliveries taken but not sent, so that a look (of any instance) takes them at once. */
+  /**
+   * Ends the leases of deliveries taken but not sent, so that a look (of any instance) takes them at
+   * once. When the database cannot be asked now (it is restarting), they are given back once it
+   * answers again, rather than left until their leases end.
+   */
   private async giveBack(deliveries: readonly Taken[]): Promise<void> {
     if (deliveries.length === 0) return;
+    const release = () => this.pool.query(giveBack, [deliveries.map((d) => d.event_id), deliveries.map((d) => d.lease)]);
     try {
-      await this.pool.query(giveBack, [deliveries.map((d) => d.event_id), deliveries.map((d) => d.lease)]);
+      await release();
     } catch (error) {
-      log.error("webhook deliveries not given back; they are sent when their leases end", {
+      log.warn("webhook deliveries not given back yet; they are given back once the database answers", {
         count: deliveries.length,
         error: String(error),
       });
+      this.giveBacks.add(`give back ${deliveries[0]!.lease} ${deliveries[0]!.event_id}`, release, this.leaseMs);
     }
   }
 
@@ -314,7 +323,7 @@ export class WebhookDispatcher implements WebhookSender {
     try {
       ({ rows } = await this.pool.query<Looked>(takeDue, [now, full, room, perEndpointBatch, lease]));
     } catch (error) {
-      this.lostTakes.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
+      this.giveBacks.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
       throw error;
     }
     for (const { type, created, data, ...row } of rows) {

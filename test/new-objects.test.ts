@@ -262,18 +262,9 @@ describe("objects written in one turn", () => {
     }
     expect(await count("SELECT count(*) AS n FROM payments WHERE merchant_id = $1", [merchant.merchantId])).toBe(1 + 9);
   });
-});
 
-describe("objects written in one turn with their calls' idempotency keys", () => {
-  it("each key is completed with its call's answer in the statement that writes its object; a key a retry took over writes neither", async () => {
-    const merchant = await newMerchant(service.url);
-    const created = await rest(service.url, "POST", "/payments", {
-      apiKey: merchant.apiKey,
-      body: { amount: 100, currency: "USD", profile_id: merchant.profileId },
-    });
-    const template = await service.app.dataSource
-      .getRepository(PaymentRow)
-      .findOneByOrFail({ merchantId: merchant.merchantId, paymentId: created.body.payment_id });
+  it("with their calls' idempotency keys: each key is completed with its call's answer in the statement that writes its object; a key a retry took over writes neither", async () => {
+    const { merchant, template } = await paymentTemplate();
     const keys = Array.from({ length: 5 }, (_, i) => `${template.paymentId}_key${i}`);
     // Each call holds its key under its own claim token, except the third, whose key a retry has taken over.
     for (const [i, key] of keys.entries()) {

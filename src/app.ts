@@ -44,6 +44,7 @@ import { MemoryCounter, type WindowCounter } from "./rate-limits/counter.js";
 import { createIdempotencyInterceptor, type IdempotencyDependencies } from "./idempotency/interceptor.js";
 import { eventReapIntervalMs, reapOldEvents } from "./events/retention.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
+import { reapExpiredTokens } from "./payment-methods/store.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
@@ -321,6 +322,9 @@ export function apiInterceptors(deps: IdempotencyDependencies): Interceptor[] {
 /** How often each instance reaps expired idempotency keys: often enough that each run stays short. */
 const idempotencyReapIntervalMs = 10_000;
 
+/** How often each instance removes the client-side tokens that expired unattached. */
+const tokenReapIntervalMs = 60_000;
+
 /** Registers every resource's job handlers and the upkeep with a job runner. Shared with in-process tests. */
 export function registerJobs(
   runner: JobRunner,
@@ -334,6 +338,7 @@ export function registerJobs(
   runner.register(payoutJobHandlers(deps));
   runner.every(leftAttemptsIntervalMs, () => settleLeftAttempts(deps));
   runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
+  runner.every(tokenReapIntervalMs, () => reapExpiredTokens(deps.dataSource.manager, deps.clock.now()));
   runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
   runner.every(listCountsMergeIntervalMs, () => mergeListCounts(deps.dataSource));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));

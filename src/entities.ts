@@ -6,6 +6,7 @@ import { DeliveryRow } from "./webhooks/delivery.entity.js";
 import { JobRow } from "./jobs/job.entity.js";
 import { MerchantRow } from "./merchants/merchant.entity.js";
 import { ProfileRow } from "./merchants/profile.entity.js";
+import { PaymentMethodRow } from "./payment-methods/payment-method.entity.js";
 import { PaymentRow } from "./payments/payment.entity.js";
 import { PayoutRow } from "./payouts/payout.entity.js";
 import { RefundRow } from "./refunds/refund.entity.js";
@@ -16,6 +17,7 @@ export const entities = [
   ProfileRow,
   ApiKeyRow,
   CustomerRow,
+  PaymentMethodRow,
   PaymentRow,
   RefundRow,
   PayoutRow,

@@ -7,6 +7,7 @@ import { EventService } from "../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
 import { JobService } from "../gen/paymentservice/v1/job_pb.js";
 import { MerchantService } from "../gen/paymentservice/v1/merchant_pb.js";
+import { PaymentMethodService } from "../gen/paymentservice/v1/payment_method_pb.js";
 import { PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
 import { PayoutService } from "../gen/paymentservice/v1/payout_pb.js";
 import { RefundService } from "../gen/paymentservice/v1/refund_pb.js";
@@ -19,6 +20,7 @@ import { healthService } from "./health/service.js";
 import { replayable } from "./idempotency/interceptor.js";
 import { jobService, type JobDependencies } from "./jobs/service.js";
 import { merchantService, type MerchantDependencies } from "./merchants/service.js";
+import { paymentMethodService, type PaymentMethodDependencies } from "./payment-methods/service.js";
 import { paymentService, type PaymentDependencies } from "./payments/service.js";
 import { payoutService, type PayoutDependencies } from "./payouts/service.js";
 import { refundService, type RefundDependencies } from "./refunds/service.js";
@@ -28,6 +30,7 @@ import { sandboxService, type SandboxDependencies } from "./sandbox/service.js";
 export type ServiceDependencies = MerchantDependencies &
   ApiKeyDependencies &
   CustomerDependencies &
+  PaymentMethodDependencies &
   PaymentDependencies &
   RefundDependencies &
   PayoutDependencies &
@@ -49,6 +52,7 @@ export default function routes(router: ConnectRouter, deps: ServiceDependencies)
   serve(MerchantService, merchantService(deps));
   serve(ApiKeyService, apiKeyService(deps));
   serve(CustomerService, customerService(deps));
+  serve(PaymentMethodService, paymentMethodService(deps));
   serve(PaymentService, paymentService(deps));
   serve(RefundService, refundService(deps));
   serve(PayoutService, payoutService(deps));

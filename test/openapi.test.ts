@@ -321,6 +321,40 @@ describe("every REST operation answers as the document says", () => {
     await fails(400, merchant, "POST", "/payouts/list", {}, { body: { limit: 0 } });
   });
 
+  it("payment methods", async () => {
+    const customerId = (await ok(merchant, "POST", "/customers", {}, {})).customer_id;
+    const saved = await ok(merchant, "POST", "/payment_methods", {}, { payment_method: "card", card: visaCard, customer_id: customerId });
+    await fails(400, merchant, "POST", "/payment_methods", {}, { body: { nope: 1 } });
+    const ids = { payment_method_id: saved.payment_method_id };
+    const unknownMethod = { payment_method_id: "pm_unknown" };
+    await ok(merchant, "GET", "/payment_methods/{payment_method_id}", ids);
+    await fails(404, merchant, "GET", "/payment_methods/{payment_method_id}", unknownMethod);
+    await ok(merchant, "POST", "/payment_methods/{payment_method_id}", ids, { metadata: { plan: "gold" } });
+    await fails(404, merchant, "POST", "/payment_methods/{payment_method_id}", unknownMethod, { body: {} });
+    const token = await ok(
+      merchant,
+      "POST",
+      "/payment_methods",
+      {},
+      { payment_method: "card", card: { ...visaCard, card_exp_year: "2036" } },
+    );
+    await ok(
+      merchant,
+      "POST",
+      "/payment_methods/{payment_method_id}/attach",
+      { payment_method_id: token.payment_method_id },
+      { customer_id: customerId },
+    );
+    await fails(404, merchant, "POST", "/payment_methods/{payment_method_id}/attach", unknownMethod, { body: { customer_id: customerId } });
+    const customerIds = { customer_id: customerId };
+    await ok(merchant, "GET", "/customers/{customer_id}/payment_methods", customerIds);
+    await fails(404, merchant, "GET", "/customers/{customer_id}/payment_methods", { customer_id: "cus_unknown" });
+    await ok(merchant, "POST", "/customers/{customer_id}/payment_methods", customerIds, { limit: 5 });
+    await fails(400, merchant, "POST", "/customers/{customer_id}/payment_methods", customerIds, { body: { limit: 0 } });
+    await ok(merchant, "DELETE", "/payment_methods/{payment_method_id}", ids);
+    await fails(404, merchant, "DELETE", "/payment_methods/{payment_method_id}", ids);
+  });
+
   it("events and the sandbox clock", async () => {
     const listed = await ok(merchant, "GET", "/events/list");
     expect(listed.data.length).toBeGreaterThan(0);
@@ -396,6 +430,10 @@ describe("every request example of the document", () => {
   };
   const customer = async () => ({ customer_id: (await ok(merchant, "POST", "/customers", {}, {})).customer_id });
   const ownIds = async () => ({ profile_id: merchant.profileId, ...(await customer()) });
+  const paymentMethod = async (fields: JsonBody = {}) => ({
+    payment_method_id: (await ok(merchant, "POST", "/payment_methods", {}, { payment_method: "card", ...card, ...fields }))
+      .payment_method_id,
+  });
 
   /** Who sends each operation's example, and the ids it needs (path variables and `*_id` keys of the body). */
   const rows: Record<string, { caller: "merchant" | "admin"; ids: () => Promise<Record<string, string>> }> = {
@@ -417,6 +455,10 @@ describe("every request example of the document", () => {
       ids: async () => ({ refund_id: (await ok(merchant, "POST", "/refunds", {}, { payment_id: (await paid()).payment_id })).refund_id }),
     },
     ResolveDispute: { caller: "merchant", ids: challenged },
+    CreatePaymentMethod: { caller: "merchant", ids: customer },
+    UpdatePaymentMethod: { caller: "merchant", ids: async () => paymentMethod({ customer_id: (await customer()).customer_id }) },
+    AttachPaymentMethod: { caller: "merchant", ids: async () => ({ ...(await paymentMethod()), ...(await customer()) }) },
+    ListCustomerPaymentMethodsPost: { caller: "merchant", ids: customer },
     AdvanceClock: { caller: "admin", ids: async () => ({}) },
     ...Object.fromEntries(
       ["Customers", "Disputes", "Events", "Payments", "Payouts", "Refunds"].map((list) => [

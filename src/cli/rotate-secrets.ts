@@ -3,7 +3,9 @@ import { countKeysByHashSecret, type KeysByHashSecret } from "../api-keys/hash-s
 import { closeApp, openApp } from "../app.js";
 import { loadConfig, type Config } from "../config.js";
 import { log } from "../log.js";
-import { countDestinationsNotUnder, reencryptDestinations, type Reencryption } from "../payouts/destination.js";
+import { sealedCardNumbers } from "../payment-methods/vault.js";
+import { sealedDestinations } from "../payouts/destination.js";
+import { countNotUnder, reencryptColumn, type Reencryption } from "../secrets/sealed-columns.js";
 
 /*
  * `npm run rotate-secrets` (in a build: `node dist/src/cli/rotate-secrets.js`), step 3 of a
@@ -12,6 +14,9 @@ import { countDestinationsNotUnder, reencryptDestinations, type Reencryption } f
  * re-hashed with the current API_KEY_HASH_SECRET. Runs beside the instances, against the same
  * database (DATABASE_URL; the embedded one only while no server has it open).
  */
+
+/** Every column of sealed values: payout destinations, saved card numbers. */
+const sealedColumns = [sealedDestinations, sealedCardNumbers];
 
 /** What one run did and found. */
 export interface RotationReport {
@@ -29,13 +34,17 @@ export async function rotateSecrets(config: Config): Promise<RotationReport> {
   }
   const app = await openApp(config);
   try {
-    const done = await reencryptDestinations(app.dataSource, app.dataCipher);
+    let reencrypted = 0;
+    let remaining = 0;
+    const failed: Reencryption["failed"][number][] = [];
+    for (const sealed of sealedColumns) {
+      const done = await reencryptColumn(app.dataSource, app.dataCipher, sealed);
+      reencrypted += done.reencrypted;
+      failed.push(...done.failed);
+      remaining += await countNotUnder(app.dataSource, app.dataCipher, sealed);
+    }
     return {
-      data: {
-        ...done,
-        remaining: await countDestinationsNotUnder(app.dataSource, app.dataCipher),
-        currentKeyId: app.dataCipher.currentKeyId,
-      },
+      data: { reencrypted, failed, remaining, currentKeyId: app.dataCipher.currentKeyId },
       apiKeys: {
         ...(await countKeysByHashSecret(app.dataSource, app.hasher.secretId, app.clock.now())),
         currentSecretId: app.hasher.secretId,
@@ -50,7 +59,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   try {
     const report = await rotateSecrets(loadConfig());
     for (const failure of report.data.failed)
-      log.error("stored value not re-encrypted", { payout_id: failure.payoutId, error: failure.error });
+      log.error("stored value not re-encrypted", { table: failure.table, id: failure.id, error: failure.error });
     // Ids, never secrets: an operator matches them with the stored values' (docs/operations.md).
     log.info("secrets rotated", {
       data_key_id: report.data.currentKeyId,

@@ -14,6 +14,7 @@ import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { isUniqueViolation } from "../db/errors.js";
+import { deletePaymentMethods } from "../payment-methods/store.js";
 import { CustomerRow } from "./customer.entity.js";
 
 /** The text fields a customer request may carry, with the check each must pass. */
@@ -60,7 +61,6 @@ function ownedBy(caller: MerchantCaller, customerId: string) {
   return { merchantId: caller.merchantId, livemode: caller.livemode, customerId, deletedAt: IsNull() };
 }
 
-/** Customers: create, update, retrieve, list, delete (interface §4, decisions §4). */
 /** What the customers API needs: the database and time. */
 export interface CustomerDependencies {
   readonly dataSource: DataSource;
@@ -68,6 +68,7 @@ export interface CustomerDependencies {
   readonly units: UnitOfWork;
 }
 
+/** Customers: create, update, retrieve, list, delete (interface §4, decisions §4); deleting one deletes its payment methods. */
 export function customerService(deps: CustomerDependencies): ServiceImpl<typeof CustomerService> {
   const { dataSource, clock, units } = deps;
   const customers = dataSource.getRepository(CustomerRow);
@@ -144,8 +145,11 @@ export function customerService(deps: CustomerDependencies): ServiceImpl<typeof 
     async deleteCustomer(req, ctx) {
       const caller = merchantOf(ctx);
       return units.commit(ctx, async (em) => {
-        const result = await em.update(CustomerRow, ownedBy(caller, req.customerId), { deletedAt: clock.now() });
+        const now = clock.now();
+        const result = await em.update(CustomerRow, ownedBy(caller, req.customerId), { deletedAt: now });
         if (result.affected === 0) throw notFound("Customer", req.customerId);
+        // Decisions §10: its saved cards go with it.
+        await deletePaymentMethods(em, caller, { customerId: req.customerId }, now);
         return { customerId: req.customerId, deleted: true };
       });
     },

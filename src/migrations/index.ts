@@ -19,6 +19,7 @@ import { StatusChecks1765500000000 } from "./1765500000000-status-checks.js";
 import { JsonStatistics1765600000000 } from "./1765600000000-json-statistics.js";
 import { RefundHolds1765700000000 } from "./1765700000000-refund-holds.js";
 import { ProcessorAttempts1765800000000 } from "./1765800000000-processor-attempts.js";
+import { PaymentMethods1765900000000 } from "./1765900000000-payment-methods.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -43,4 +44,5 @@ export const migrations = [
   JsonStatistics1765600000000,
   RefundHolds1765700000000,
   ProcessorAttempts1765800000000,
+  PaymentMethods1765900000000,
 ];

@@ -1,9 +1,9 @@
-import type { DataSource } from "typeorm";
 import type { PayoutMethodDataInput } from "../../gen/paymentservice/v1/payout_pb.js";
 import { invalidField, missingField } from "../errors.js";
 import { readDestinationCard } from "../processors/card.js";
 import type { PayoutDestination, PayoutProcessor } from "../processors/processor.js";
 import type { DataCipher } from "../secrets/data-cipher.js";
+import type { SealedColumn } from "../secrets/sealed-columns.js";
 import { text } from "../validation/fields.js";
 import type { MaskedDestination } from "./payout.entity.js";
 
@@ -93,62 +93,10 @@ export function openDestination(
   return JSON.parse(cipher.decrypt(ciphertext, ownerOf(payout))) as PayoutDestination;
 }
 
-/** Payouts re-encrypted per batch: short statements, and a run that stops keeps what it did. */
-const reencryptBatch = 500;
-
-/** What re-encrypting the stored destinations did. */
-export interface Reencryption {
-  /** Destinations now under the current key that were not before. */
-  readonly reencrypted: number;
-  /** Destinations that no configured key opens, by payout id, with why (never the value). */
-  readonly failed: readonly { readonly payoutId: string; readonly error: string }[];
-}
-
-/**
- * Re-encrypts under the current key every stored destination that is under another (a rotation of
- * DATA_ENCRYPTION_KEY), a batch at a time in key order. Safe while instances run and to run again:
- * each write replaces only the very ciphertext it read, so a payout sent (its destination dropped)
- * or re-encrypted meanwhile is left as it is, and values already under the current key are skipped.
- */
-export async function reencryptDestinations(dataSource: DataSource, cipher: DataCipher): Promise<Reencryption> {
-  let reencrypted = 0;
-  const failed: { payoutId: string; error: string }[] = [];
-  let after: { merchantId: string; livemode: boolean; payoutId: string } = { merchantId: "", livemode: false, payoutId: "" };
-  for (;;) {
-    const rows = (await dataSource.query(
-      `SELECT merchant_id AS "merchantId", livemode, payout_id AS "payoutId", destination_ciphertext AS ciphertext
-         FROM payouts
-        WHERE destination_ciphertext IS NOT NULL AND NOT starts_with(destination_ciphertext, $4)
-          AND (merchant_id, livemode, payout_id) > ($1, $2, $3)
-        ORDER BY merchant_id, livemode, payout_id
-        LIMIT ${reencryptBatch}`,
-      [after.merchantId, after.livemode, after.payoutId, cipher.currentPrefix()],
-    )) as { merchantId: string; livemode: boolean; payoutId: string; ciphertext: string }[];
-    for (const row of rows) {
-      let sealed: string;
-      try {
-        sealed = cipher.encrypt(cipher.decrypt(row.ciphertext, ownerOf(row)), ownerOf(row));
-      } catch (error) {
-        failed.push({ payoutId: row.payoutId, error: error instanceof Error ? error.message : String(error) });
-        continue;
-      }
-      const [, affected] = (await dataSource.query(
-        `UPDATE payouts SET destination_ciphertext = $5
-          WHERE merchant_id = $1 AND livemode = $2 AND payout_id = $3 AND destination_ciphertext = $4`,
-        [row.merchantId, row.livemode, row.payoutId, row.ciphertext, sealed],
-      )) as [unknown, number];
-      reencrypted += affected;
-    }
-    if (rows.length < reencryptBatch) return { reencrypted, failed };
-    after = rows.at(-1)!;
-  }
-}
-
-/** Stored destinations not under the current key: 0 once a rotation's re-encryption is complete. */
-export async function countDestinationsNotUnder(dataSource: DataSource, cipher: DataCipher): Promise<number> {
-  const [row] = (await dataSource.query(
-    `SELECT count(*)::int AS count FROM payouts WHERE destination_ciphertext IS NOT NULL AND NOT starts_with(destination_ciphertext, $1)`,
-    [cipher.currentPrefix()],
-  )) as { count: number }[];
-  return Number(row!.count);
-}
+/** Where payouts keep their sealed destinations, for a rotation's re-encryption. */
+export const sealedDestinations: SealedColumn = {
+  table: "payouts",
+  idColumn: "payout_id",
+  column: "destination_ciphertext",
+  ownerOf: (row) => ownerOf({ merchantId: row.merchantId, livemode: row.livemode, payoutId: row.id }),
+};

@@ -33,20 +33,25 @@ function required(field: string, value: string | undefined): string {
  * normalised, so that processors only ever see well-formed, unexpired cards.
  */
 export function readCard(input: CardFields, field: string, now: Date): CardDetails {
-  const { card, cvc } = parseCard(input, field, now, true);
+  const { card, cvc } = parseCard(input, field, now, "required");
   return { ...card, cvc: cvc! };
 }
 
 /** Like readCard for a card money is sent to (a payout destination): no CVC is involved. */
 export function readDestinationCard(input: CardFields, field: string, now: Date): Omit<CardDetails, "cvc"> {
-  return parseCard(input, field, now, false).card;
+  return parseCard(input, field, now, "none").card;
+}
+
+/** Like readCard for a card to save: a CVC sent is checked, and then forgotten (never stored). */
+export function readSavedCard(input: CardFields, field: string, now: Date): Omit<CardDetails, "cvc"> {
+  return parseCard(input, field, now, "optional").card;
 }
 
 function parseCard(
   input: CardFields,
   field: string,
   now: Date,
-  withCvc: boolean,
+  cvcRule: "required" | "optional" | "none",
 ): { card: Omit<CardDetails, "cvc">; cvc: string | undefined } {
   const numberField = `${field}.card_number`;
   const monthField = `${field}.card_exp_month`;
@@ -55,18 +60,15 @@ function parseCard(
   const rawNumber = required(numberField, input.cardNumber);
   const rawMonth = required(monthField, input.cardExpMonth);
   const rawYear = required(yearField, input.cardExpYear);
-  const cvc = withCvc ? required(cvcField, input.cardCvc) : undefined;
+  const cvc =
+    cvcRule === "required" ? required(cvcField, input.cardCvc) : cvcRule === "optional" && input.cardCvc !== "" ? input.cardCvc : undefined;
 
   // Never echo the number back: error messages end up in logs.
   const number = rawNumber.replaceAll(" ", "");
   if (!/^[0-9]{12,19}$/.test(number)) throw invalidField(numberField, "invalid card number, expected 12-19 digits");
   if (!passesLuhn(number)) throw invalidField(numberField, "invalid card number, the check digit does not match");
 
-  const expMonth = /^[0-9]{1,2}$/.test(rawMonth) ? Number(rawMonth) : 0;
-  if (expMonth < 1 || expMonth > 12) throw invalidField(monthField, `expected a month from 1 to 12 such as "03"`);
-
-  if (!/^([0-9]{2}|[0-9]{4})$/.test(rawYear)) throw invalidField(yearField, `expected a year such as "2030" or "30"`);
-  const expYear = rawYear.length === 2 ? 2000 + Number(rawYear) : Number(rawYear);
+  const { expMonth, expYear } = readExpiry(rawMonth, rawYear, { month: monthField, year: yearField });
 
   if (cvc !== undefined) {
     const cvcLength = cardBrand(number) === "amex" ? 4 : 3;
@@ -76,13 +78,30 @@ function parseCard(
   const holderName = text(`${field}.card_holder_name`, input.cardHolderName, 100);
 
   // Checked after the format so a malformed field is reported as such, not as an expired card.
-  const currentMonths = now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
-  if (expYear * 12 + expMonth < currentMonths) {
-    const expiry = `${String(expMonth).padStart(2, "0")}/${expYear}`;
-    throw preconditionFailed(`The card has expired: ${field} expired at the end of ${expiry}`);
-  }
+  assertNotExpired({ expMonth, expYear }, field, now);
 
   return { card: { number, expMonth, expYear, holderName: holderName === "" ? undefined : holderName }, cvc };
+}
+
+/** A card's expiry from a request's month and year (the fields `fields` names), the year made four digits. */
+export function readExpiry(
+  rawMonth: string,
+  rawYear: string,
+  fields: { readonly month: string; readonly year: string },
+): { expMonth: number; expYear: number } {
+  const expMonth = /^[0-9]{1,2}$/.test(rawMonth) ? Number(rawMonth) : 0;
+  if (expMonth < 1 || expMonth > 12) throw invalidField(fields.month, `expected a month from 1 to 12 such as "03"`);
+  if (!/^([0-9]{2}|[0-9]{4})$/.test(rawYear)) throw invalidField(fields.year, `expected a year such as "2030" or "30"`);
+  return { expMonth, expYear: rawYear.length === 2 ? 2000 + Number(rawYear) : Number(rawYear) };
+}
+
+/** Refuses (IR_16) a card whose expiry month has ended at `now`: it can pay for nothing. */
+export function assertNotExpired(expiry: { expMonth: number; expYear: number }, field: string, now: Date): void {
+  const currentMonths = now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
+  if (expiry.expYear * 12 + expiry.expMonth < currentMonths) {
+    const shown = `${String(expiry.expMonth).padStart(2, "0")}/${expiry.expYear}`;
+    throw preconditionFailed(`The card has expired: ${field} expired at the end of ${shown}`);
+  }
 }
 
 /** Issuer identification ranges: [brand, prefix length, lowest prefix, highest prefix]. */
@@ -103,7 +122,7 @@ const brandRanges: readonly (readonly [string, number, number, number])[] = [
 ];
 
 /** The card network of a (digits-only) number, shown to callers and deciding the CVC length. */
-function cardBrand(number: string): string {
+export function cardBrand(number: string): string {
   for (const [brand, length, low, high] of brandRanges) {
     const prefix = Number(number.slice(0, length));
     if (number.length >= length && prefix >= low && prefix <= high) return brand;

@@ -24,6 +24,7 @@ export interface FixtureIds {
   readonly refund: readonly string[];
   readonly payout: readonly string[];
   readonly dispute: readonly string[];
+  readonly paymentMethod: readonly string[];
   /**
    * Keys the fuzzer may revoke. The keys in FixtureKeys are deliberately not here: revoking the
    * health check's key would end the run.
@@ -46,7 +47,7 @@ const card = (number: string) => ({ card_number: number, card_exp_month: "12", c
 
 type Json = Record<string, unknown>;
 
-/** Creates two merchants with keys, customers, payments in several statuses, refunds, payouts and disputes. */
+/** Creates two merchants with keys, customers, payments in several statuses, refunds, payouts, disputes and saved cards. */
 export async function createFixtures(baseUrl: string, adminApiKey: string): Promise<Fixtures> {
   const call = async (method: string, path: string, auth: { key?: string; admin?: boolean }, body?: Json): Promise<Json> => {
     const headers: Record<string, string> = { "content-type": "application/json" };
@@ -169,6 +170,17 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
     }),
   ];
 
+  const paymentMethods = [
+    await call("POST", "/payment_methods", sandbox, { payment_method: "card", card: card(fixtureCardNumbers[0]), customer_id: customerId }),
+    await call("POST", "/payment_methods", { key: publishable.apiKey }, { payment_method: "card", card: card(fixtureCardNumbers[1]) }),
+    await call(
+      "POST",
+      "/payment_methods",
+      { key: otherSecret.apiKey },
+      { payment_method: "card", card: card(fixtureCardNumbers[0]), customer_id: text(customers[3]!, "customer_id") },
+    ),
+  ];
+
   return {
     keys: {
       sandboxSecret: secret.apiKey,
@@ -185,6 +197,7 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
       refund: refunds.map((r) => text(r, "refund_id")),
       payout: payouts.map((p) => text(p, "payout_id")),
       dispute: [text(opened, "dispute_id"), text(reported, "dispute_id")],
+      paymentMethod: paymentMethods.map((m) => text(m, "payment_method_id")),
       apiKey: [...expendable.map((k) => k.keyId), revoked.keyId],
     },
     clientSecrets: payments.map((p) => text(p, "client_secret")),
@@ -210,6 +223,7 @@ export function fixtureStrings(fixtures: Fixtures): string[] {
     ...ids.refund,
     ...ids.payout,
     ...ids.dispute,
+    ...ids.paymentMethod,
     ...ids.apiKey,
     ...fixtures.clientSecrets,
   ];

@@ -161,6 +161,7 @@ export class FieldValues {
       refund_id: realOr(ids.refund, "ref"),
       payout_id: realOr(ids.payout, "po"),
       dispute_id: realOr(ids.dispute, "dis"),
+      payment_method_id: realOr(ids.paymentMethod, "pm"),
       key_id: realOr(ids.apiKey, "key"),
       event_id: unknownId("evt"),
       object_id: fc.constantFrom(...ids.payment, ...ids.refund, ...ids.payout, ...ids.dispute, ...ids.customer),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runNpmScript } from "../support/server-log.js";
 import { secretId } from "../../src/secrets/server-secret.js";
+import { visaCard } from "../support/cards.js";
 import { rest, type JsonBody } from "../support/clients.js";
 import { fileDatabaseUrl, onFileDatabase, onPostgres, rows, serverProcessDatabase } from "../support/database.js";
 import { expectRestError } from "../support/errors.js";
@@ -115,9 +116,15 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
   /** Keys created by nobody in this test (an embedded database's first start prints a sandbox key). */
   let otherKeys = 0;
 
-  it("before: keys and payouts are stored under the old secrets", async () => {
+  it("before: keys, payouts and a saved card are stored under the old secrets", async () => {
     await withServer({}, async (server) => {
       merchant = await newMerchant(server.url);
+      const customer = await rest(server.url, "POST", "/customers", { apiKey: merchant.apiKey, body: {} });
+      const saved = await rest(server.url, "POST", "/payment_methods", {
+        apiKey: merchant.apiKey,
+        body: { payment_method: "card", card: visaCard, customer_id: customer.body.customer_id },
+      });
+      expect(saved.status, JSON.stringify(saved.body)).toBe(200);
       const unused = await adminIssue(server.url, merchant.merchantId, { kind: "secret" });
       unusedKey = unused.api_key;
       unusedKeyId = unused.key_id;
@@ -158,7 +165,8 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
     const first = await npmRunRotateSecrets(rotating);
     expect(first.code, first.output).toBe(0);
     expect(first.report, first.output).toMatchObject({
-      data_values_reencrypted: 1,
+      // The payout still held, and the saved card's number.
+      data_values_reencrypted: 2,
       data_values_under_other_keys: 0,
       api_keys_current_secret: 1,
       api_keys_not_rehashed: 1 + otherKeys,
@@ -178,6 +186,12 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
       );
       expect(stored.map((row) => row.ciphertext.split(".").slice(0, 2).join("."))).toEqual([
         `v2.${secretId(Buffer.from(newDataKey, "hex"))}`,
+        `v2.${secretId(Buffer.from(newDataKey, "hex"))}`,
+      ]);
+      const cards = await onFileDatabase((db) =>
+        rows<{ ciphertext: string }>(db, "SELECT card_ciphertext AS ciphertext FROM payment_methods WHERE card_ciphertext IS NOT NULL"),
+      );
+      expect(cards.map((row) => row.ciphertext.split(".").slice(0, 2).join("."))).toEqual([
         `v2.${secretId(Buffer.from(newDataKey, "hex"))}`,
       ]);
     }

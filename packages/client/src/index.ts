@@ -13,6 +13,7 @@ export * from "../../../gen/paymentservice/v1/health_pb.js";
 export * from "../../../gen/paymentservice/v1/job_pb.js";
 export * from "../../../gen/paymentservice/v1/merchant_pb.js";
 export * from "../../../gen/paymentservice/v1/options_pb.js";
+export * from "../../../gen/paymentservice/v1/payment_method_pb.js";
 export * from "../../../gen/paymentservice/v1/payment_pb.js";
 export * from "../../../gen/paymentservice/v1/payout_pb.js";
 export * from "../../../gen/paymentservice/v1/refund_pb.js";

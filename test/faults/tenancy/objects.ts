@@ -76,6 +76,11 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
   const byCard = (card: JsonBody, extra: JsonBody = {}) =>
     createPayment(url, tenant, { confirm: true, payment_method: "card", payment_method_data: { card }, ...extra });
   const open = await createPayment(url, tenant, { customer_id: customer.customer_id, description: "open" });
+  const saved = await as(url, tenant, "POST", "/payment_methods", {
+    payment_method: "card",
+    card: visaCard,
+    customer_id: customer.customer_id,
+  });
   const [manual, succeeded, disputable, threeDs, declined, toCancel] = await Promise.all([
     byCard(visaCard, { capture_method: "manual" }),
     byCard(visaCard),
@@ -109,6 +114,7 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
   return {
     ids: new Map<Kind, string[]>([
       ...shared,
+      ["paymentMethod", [saved.payment_method_id]],
       ["payment", payments.map((p) => p.payment_id)],
       ["refund", [refund.refund_id]],
       ["payout", [openPayout.payout_id, sentPayout.payout_id]],

@@ -1,0 +1,94 @@
+import { IsNull, type EntityManager } from "typeorm";
+import type { Scope } from "../db/scope.js";
+import { notFound } from "../errors.js";
+import { PaymentMethodRow } from "./payment-method.entity.js";
+
+/** A live payment method's key: its merchant, environment and id, not deleted. */
+export function liveMethod(scope: Scope, paymentMethodId: string) {
+  return { merchantId: scope.merchantId, livemode: scope.livemode, paymentMethodId, deletedAt: IsNull() };
+}
+
+/** Loads a live payment method and locks its row for the transaction (attach vs delete, two updates). */
+export async function lockPaymentMethod(em: EntityManager, scope: Scope, paymentMethodId: string): Promise<PaymentMethodRow> {
+  const row = await em.findOne(PaymentMethodRow, { where: liveMethod(scope, paymentMethodId), lock: { mode: "pessimistic_write" } });
+  if (row === null) throw notFound("Payment method", paymentMethodId);
+  return row;
+}
+
+/**
+ * Refuses (404 naming `field`) a customer that is not the merchant's, or was deleted. Read from its
+ * table rather than through customers/, which deletes its customers' payment methods: the two
+ * folders would import each other. With `lock`, the customer's row is locked until the transaction
+ * ends: every save of a card for a customer locks it first, so two saves of one card, on any
+ * instances, run one after the other and the second finds the first (never a duplicate), and a
+ * customer deleted meanwhile gets no card.
+ */
+export async function assertCustomerExists(
+  em: EntityManager,
+  scope: Scope,
+  customerId: string,
+  field: string,
+  lock: "lock" | "read",
+): Promise<void> {
+  const found = (await em.query(
+    `SELECT 1 FROM customers WHERE merchant_id = $1 AND livemode = $2 AND customer_id = $3 AND deleted_at IS NULL${lock === "lock" ? " FOR UPDATE" : ""}`,
+    [scope.merchantId, scope.livemode, customerId],
+  )) as unknown[];
+  if (found.length === 0) throw notFound("Customer", customerId, field);
+}
+
+/**
+ * The customer's live payment method of this card, under any fingerprint it may have been saved under,
+ * locked; the caller holds the customer's lock (`assertCustomerExists`), so no other save races it.
+ */
+export async function lockCustomersCard(
+  em: EntityManager,
+  scope: Scope,
+  customerId: string,
+  fingerprints: readonly string[],
+): Promise<PaymentMethodRow | null> {
+  const [found] = (await em.query(
+    `SELECT payment_method_id FROM payment_methods
+      WHERE merchant_id = $1 AND livemode = $2 AND customer_id = $3 AND card_fingerprint = ANY ($4::varchar[]) AND deleted_at IS NULL`,
+    [scope.merchantId, scope.livemode, customerId, fingerprints],
+  )) as { payment_method_id: string }[];
+  return found === undefined ? null : lockPaymentMethod(em, scope, found.payment_method_id);
+}
+
+/**
+ * Deletes payment methods: each can no longer pay, and its encrypted number is dropped. The row stays,
+ * so that its id is known. How many were live.
+ */
+export async function deletePaymentMethods(
+  em: EntityManager,
+  scope: Scope,
+  which: { readonly paymentMethodId: string } | { readonly customerId: string },
+  now: Date,
+): Promise<number> {
+  const [, affected] = (await em.query(
+    `UPDATE payment_methods SET deleted_at = $4, card_ciphertext = NULL, expires_at = NULL, updated = $4
+      WHERE merchant_id = $1 AND livemode = $2 AND ${"paymentMethodId" in which ? "payment_method_id" : "customer_id"} = $3 AND deleted_at IS NULL`,
+    [scope.merchantId, scope.livemode, "paymentMethodId" in which ? which.paymentMethodId : which.customerId, now],
+  )) as [unknown, number];
+  return affected;
+}
+
+/** Payment methods removed per statement: short statements, so the reaper never holds many row locks for long. */
+const reapBatch = 1000;
+
+/**
+ * Deletes the client-side tokens nothing attached within 24 hours (decisions §10), a batch at a time
+ * until none is left; instances reaping at once skip each other's batches. How many went.
+ */
+export async function reapExpiredTokens(em: EntityManager, now: Date): Promise<number> {
+  let reaped = 0;
+  for (;;) {
+    const [, count] = (await em.query(
+      `UPDATE payment_methods SET deleted_at = $1, card_ciphertext = NULL, expires_at = NULL, updated = $1
+        WHERE ctid = ANY (ARRAY(SELECT ctid FROM payment_methods WHERE expires_at <= $1 LIMIT ${reapBatch} FOR UPDATE SKIP LOCKED))`,
+      [now],
+    )) as [unknown, number];
+    reaped += count;
+    if (count < reapBatch) return reaped;
+  }
+}

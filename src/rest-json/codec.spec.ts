@@ -22,6 +22,7 @@ import {
   PaymentService,
   PaymentStatus,
 } from "../../gen/paymentservice/v1/payment_pb.js";
+import { PaymentMethodService } from "../../gen/paymentservice/v1/payment_method_pb.js";
 import { PayoutService } from "../../gen/paymentservice/v1/payout_pb.js";
 import { RefundService } from "../../gen/paymentservice/v1/refund_pb.js";
 import { SandboxService } from "../../gen/paymentservice/v1/sandbox_pb.js";
@@ -540,6 +541,7 @@ const services = [
   MerchantService,
   ApiKeyService,
   CustomerService,
+  PaymentMethodService,
   PaymentService,
   RefundService,
   PayoutService,

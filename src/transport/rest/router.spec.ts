@@ -18,6 +18,7 @@ import { EventService } from "../../../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../../../gen/paymentservice/v1/health_pb.js";
 import { JobService } from "../../../gen/paymentservice/v1/job_pb.js";
 import { MerchantService } from "../../../gen/paymentservice/v1/merchant_pb.js";
+import { PaymentMethodService } from "../../../gen/paymentservice/v1/payment_method_pb.js";
 import { PaymentService } from "../../../gen/paymentservice/v1/payment_pb.js";
 import { PayoutService } from "../../../gen/paymentservice/v1/payout_pb.js";
 import { RefundService } from "../../../gen/paymentservice/v1/refund_pb.js";
@@ -38,6 +39,7 @@ const services = [
   MerchantService,
   ApiKeyService,
   CustomerService,
+  PaymentMethodService,
   PaymentService,
   RefundService,
   PayoutService,
@@ -99,6 +101,31 @@ const routes: [string, string, string, string, string[]][] = [
   ["GET", "/customers/list", "/customers/list", "CustomerService.ListCustomers", []],
   ["POST", "/customers/list", "/customers/list", "CustomerService.ListCustomers", []],
   ["DELETE", "/customers/{customer_id}", "/customers/cus_1", "CustomerService.DeleteCustomer", ["cus_1"]],
+  ["POST", "/payment_methods", "/payment_methods", "PaymentMethodService.CreatePaymentMethod", []],
+  ["GET", "/payment_methods/{payment_method_id}", "/payment_methods/pm_1", "PaymentMethodService.RetrievePaymentMethod", ["pm_1"]],
+  ["POST", "/payment_methods/{payment_method_id}", "/payment_methods/pm_1", "PaymentMethodService.UpdatePaymentMethod", ["pm_1"]],
+  [
+    "POST",
+    "/payment_methods/{payment_method_id}/attach",
+    "/payment_methods/pm_1/attach",
+    "PaymentMethodService.AttachPaymentMethod",
+    ["pm_1"],
+  ],
+  ["DELETE", "/payment_methods/{payment_method_id}", "/payment_methods/pm_1", "PaymentMethodService.DeletePaymentMethod", ["pm_1"]],
+  [
+    "GET",
+    "/customers/{customer_id}/payment_methods",
+    "/customers/cus_1/payment_methods",
+    "PaymentMethodService.ListCustomerPaymentMethods",
+    ["cus_1"],
+  ],
+  [
+    "POST",
+    "/customers/{customer_id}/payment_methods",
+    "/customers/cus_1/payment_methods",
+    "PaymentMethodService.ListCustomerPaymentMethods",
+    ["cus_1"],
+  ],
   ["POST", "/payments", "/payments", "PaymentService.CreatePayment", []],
   ["POST", "/payments/{payment_id}", "/payments/pay_1", "PaymentService.UpdatePayment", ["pay_1"]],
   ["GET", "/payments/{payment_id}", "/payments/pay_1", "PaymentService.RetrievePayment", ["pay_1"]],

@@ -47,6 +47,7 @@ export async function startServer(
       SHUTDOWN_DELAY_MS: "0",
       AUTH_FAILURE_LIMIT_PER_MINUTE: "1000000000",
       ADMIN_RATE_LIMIT_PER_MINUTE: "1000000000",
+      CARD_TESTING_LIMIT_PER_MINUTE: "1000000000",
       ...env,
     },
     stdio: ["ignore", "pipe", "inherit"],

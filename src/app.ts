@@ -118,6 +118,8 @@ export interface App {
   readonly authFailures: AuthFailureLimiter;
   /** Admin API calls per client address. */
   readonly adminLimiter: RateLimiter;
+  /** Card tokenizations and confirmations with a publishable key per client address (card testing). */
+  readonly cardTestingLimiter: RateLimiter;
   /** While held, this instance's leases are its own; once it is gone they can be taken over at once. */
   readonly liveness: InstanceLiveness;
   /** This instance's Prometheus metrics, scraped on the operators' port (OPS_PORT). */
@@ -272,6 +274,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
         clock,
       ),
       adminLimiter: new RateLimiter(config.adminRateLimitPerMinute, counter, clock, "admin"),
+      cardTestingLimiter: new RateLimiter(config.cardTestingLimitPerMinute, counter, clock, "card_testing"),
       liveness,
       metrics,
       tracing,
@@ -403,6 +406,7 @@ export async function serve(opened: App): Promise<RunningService> {
     }),
     rateLimiter: app.rateLimiter,
     adminLimiter: app.adminLimiter,
+    cardTestingLimiter: app.cardTestingLimiter,
     isPublic: (method) => isReflectionMethod(method) || isGrpcHealthMethod(method),
     databaseSaturated: () => waitingForConnections(app.dataSource) >= app.config.databaseMaxWaiting,
   });

@@ -28,6 +28,8 @@ export interface Config {
   readonly invalidKeyCacheSeconds: number;
   /** Admin API calls a client address may make per fixed minute. */
   readonly adminRateLimitPerMinute: number;
+  /** Card tokenizations and confirmations a client address may make with a publishable key per fixed minute (decisions §10). */
+  readonly cardTestingLimitPerMinute: number;
   /** Peers whose X-Forwarded-For names the client (load balancers); empty trusts none, the address is the TCP peer. */
   readonly trustedProxies: readonly string[];
   /** Base of URLs handed to browsers (3DS pages); unset means http://localhost:<bound port>. */
@@ -176,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, use: ConfigUse 
     authFailureLimitPerMinute: int("AUTH_FAILURE_LIMIT_PER_MINUTE", 100, 1, 1_000_000_000),
     invalidKeyCacheSeconds: int("INVALID_KEY_CACHE_SECONDS", 5, 0, 300),
     adminRateLimitPerMinute: int("ADMIN_RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000_000),
+    cardTestingLimitPerMinute: int("CARD_TESTING_LIMIT_PER_MINUTE", 30, 1, 1_000_000_000),
     trustedProxies: check(() => parseTrustedProxies(text(env, "TRUSTED_PROXIES")), []),
     publicBaseUrl: check(() => publicUrl(env, "PUBLIC_BASE_URL"), undefined),
     databasePoolSize: int("DATABASE_POOL_SIZE", 20, 1, 1000),

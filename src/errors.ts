@@ -203,15 +203,19 @@ export function idempotencyKeyReused(): ApiError {
 }
 
 /** What an RL_01 limit counts (docs/rate-limits.md), so the message says which limit was used up. */
-export type LimitedCounter = "api_key" | "failed_authentication" | "admin";
+export type LimitedCounter = "api_key" | "failed_authentication" | "admin" | "card_testing";
 
 const limitedWhat: Record<LimitedCounter, string> = {
   api_key: "requests per minute exceeded for this API key",
   failed_authentication: "failed authentications per minute exceeded for this client address",
   admin: "admin API requests per minute exceeded for this client address",
+  card_testing: "card tokenizations and confirmations per minute with a publishable key exceeded for this client address",
 };
 
-/** RL_01: a limit of this minute is used up: the key's requests, an address's failed authentications or its admin calls. */
+/**
+ * RL_01: a limit of this minute is used up: the key's requests, an address's failed authentications,
+ * its admin calls or its card tokenizations and confirmations with a publishable key.
+ */
 export function rateLimited(limit: number, retryAfterSeconds: number, counter: LimitedCounter = "api_key"): ApiError {
   return new ApiError("RL_01", `Rate limit of ${limit} ${limitedWhat[counter]}; retry after ${retryAfterSeconds} s`);
 }

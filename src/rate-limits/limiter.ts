@@ -3,7 +3,12 @@ import { type ApiError, type LimitedCounter, rateLimited } from "../errors.js";
 import type { WindowCounter } from "./counter.js";
 
 /** Where each limit's counters live, so an address never meets a key id (`key_…`) in the counters. */
-const counterPrefix: Record<LimitedCounter, string> = { api_key: "", failed_authentication: "authfail:", admin: "admin:" };
+const counterPrefix: Record<LimitedCounter, string> = {
+  api_key: "",
+  failed_authentication: "authfail:",
+  admin: "admin:",
+  card_testing: "cardtest:",
+};
 
 /** Fixed windows of one minute, aligned to the clock's minutes so every instance agrees on them. */
 const windowMs = 60_000;
@@ -47,7 +52,8 @@ export class LimitExceeded extends Error {
 
 /**
  * A limit of requests per fixed minute per counted name: an API key (RATE_LIMIT_PER_MINUTE, decisions
- * §6), a client address's failed authentications, or its admin calls.
+ * §6), a client address's failed authentications, its admin calls, or its card tokenizations and
+ * confirmations with a publishable key.
  */
 export class RateLimiter {
   constructor(

@@ -1,4 +1,5 @@
-import type { DescMethod } from "@bufbuild/protobuf";
+import { getOption, type DescMethod } from "@bufbuild/protobuf";
+import { card_testing_limited as cardTestingLimited } from "../../gen/paymentservice/v1/options_pb.js";
 import type { ConnectError } from "@connectrpc/connect";
 import type { Authenticate, HeaderLookup } from "../auth/authenticate.js";
 import type { Caller } from "../auth/caller.js";
@@ -24,6 +25,8 @@ export interface AdmissionDependencies {
   readonly rateLimiter: RateLimiter;
   /** Admin API calls per client address (ADMIN_RATE_LIMIT_PER_MINUTE). */
   readonly adminLimiter: RateLimiter;
+  /** Card tokenizations and confirmations with a publishable key per client address (CARD_TESTING_LIMIT_PER_MINUTE). */
+  readonly cardTestingLimiter: RateLimiter;
   isPublic(method: DescMethod): boolean;
   /**
    * Whether as many calls as may wait for a database connection already do (DATABASE_MAX_WAITING):
@@ -36,7 +39,8 @@ export interface AdmissionDependencies {
  * Admits or refuses a call from its headers alone, before a byte of its body is read, on every
  * protocol: authentication by the method's access rule (401 IR_01, 403 IR_22, or 429 RL_01 once the
  * address used up its failed authentications), then the key's rate limit, or the admin's per
- * address (429 RL_01). So a key that may not call a method is refused whatever the body holds, the
+ * address (429 RL_01), and a publishable key's card tokenizations and confirmations per address
+ * (429 RL_01, decisions §10: card testing). So a key that may not call a method is refused whatever the body holds, the
  * body of a refused call is never parsed, and every answer to an authenticated call — including one
  * refused later for its body — carries the X-RateLimit headers (decisions §6).
  * While the database's waiting line is full, every call but a public one is refused first (503
@@ -52,6 +56,10 @@ export function createAdmission(deps: AdmissionDependencies): Admit {
     const limiter = caller.kind === "merchant" ? deps.rateLimiter : deps.adminLimiter;
     const state = await limiter.take(caller.kind === "merchant" ? caller.keyId : client);
     if (!state.allowed) throw limitRefusal(limiter.refusal(state));
+    if (caller.kind === "merchant" && caller.publishable && getOption(method, cardTestingLimited)) {
+      const tried = await deps.cardTestingLimiter.take(client);
+      if (!tried.allowed) throw limitRefusal(deps.cardTestingLimiter.refusal(tried));
+    }
     return { caller, header: rateLimitHeaders(state) };
   };
 }

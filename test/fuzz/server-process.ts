@@ -62,6 +62,7 @@ export class ServerProcess {
       RATE_LIMIT_PER_MINUTE: "1000000000",
       AUTH_FAILURE_LIMIT_PER_MINUTE: "1000000000",
       ADMIN_RATE_LIMIT_PER_MINUTE: "1000000000",
+      CARD_TESTING_LIMIT_PER_MINUTE: "1000000000",
       SANDBOX_TEST_CLOCK: "true",
     };
     if (env.DATABASE_URL === undefined || env.DATABASE_URL === "") {

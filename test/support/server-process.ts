@@ -44,6 +44,7 @@ export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess
       DATA_ENCRYPTION_KEY: testDataEncryptionKey,
       AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
       ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
+      CARD_TESTING_LIMIT_PER_MINUTE: unreachedLimit,
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -31,10 +31,12 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
     API_KEY_HASH_SECRET: testHashSecret,
     DATA_ENCRYPTION_KEY: testDataEncryptionKey,
     DATABASE_POOL_SIZE: "10",
-    // Every test calls from 127.0.0.1, many with wrong keys on purpose: only the tests of these limits
-    // (test/faults/auth-abuse.fault.ts) set them low, from addresses of their own.
+    // Every test calls from 127.0.0.1, many with wrong keys on purpose, many publishable confirms: only
+    // the tests of these limits (test/faults/auth-abuse.fault.ts, src/transport/admission.spec.ts)
+    // set them low, from addresses of their own.
     AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
     ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
+    CARD_TESTING_LIMIT_PER_MINUTE: unreachedLimit,
     ...process.env,
     PORT: "0",
     ADMIN_API_KEY: adminApiKey,

@@ -376,6 +376,7 @@ async function main(): Promise<void> {
       captureOn: null,
       paymentMethod: confirmed ? "card" : null,
       paymentMethodType: null,
+      paymentMethodId: null,
       card: confirmed ? { last4: "4242", brand: "visa", exp_month: "12", exp_year: "2035" } : null,
       customerId,
       email: customerId === null ? null : `${customerId.toLowerCase()}@example.com`,

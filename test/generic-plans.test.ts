@@ -52,6 +52,7 @@ describe.skipIf(!onPostgres)("the new-object write on a database that grew after
       captureOn: null,
       paymentMethod: null,
       paymentMethodType: null,
+      paymentMethodId: null,
       card: null,
       customerId: null,
       email: null,

@@ -45,10 +45,15 @@ function cardBody(fields: Json = {}): Json {
   return { payment_method: "card", card: { card_number: visaCard.card_number, card_exp_month: "12", card_exp_year: "2034", ...fields } };
 }
 
-async function merchantApi(): Promise<{ merchant: TestMerchant; secret: PaymentMethodApi; publishable: PaymentMethodApi }> {
+async function merchantApi(): Promise<{
+  merchant: TestMerchant;
+  secret: PaymentMethodApi;
+  publishable: PaymentMethodApi;
+  publishableKey: string;
+}> {
   const merchant = await newMerchant(service.url);
   const publishableKey = await issueKey(service.url, merchant.merchantId, "sandbox", "publishable");
-  return { merchant, secret: api(merchant.apiKey), publishable: api(publishableKey) };
+  return { merchant, secret: api(merchant.apiKey), publishable: api(publishableKey), publishableKey };
 }
 
 /** Everything stored about the merchant's payment methods, as text. */
@@ -270,5 +275,70 @@ describe("updating, deleting and listing", () => {
     await expectError(b.secret.delete(id), "HE_02");
     const production = api(await issueKey(service.url, a.merchant.merchantId, "production", "secret"));
     await expectError(production.retrieve(id), "HE_02");
+  });
+});
+
+describe("paying with a saved payment method", () => {
+  /** A payment of the merchant, created with its secret key, confirmed at once unless `fields` say otherwise. */
+  async function pay(merchant: TestMerchant, fields: Json): Promise<Json> {
+    return restCaller(service.url, merchant.apiKey)("POST", "/payments", {
+      amount: 1000,
+      currency: "USD",
+      profile_id: merchant.profileId,
+      confirm: true,
+      ...fields,
+    });
+  }
+
+  it("a customer's card pays for the customer's payments, which show it; a payment without a customer takes its customer", async () => {
+    const { merchant, secret } = await merchantApi();
+    const customerId = await secret.createCustomer();
+    const saved = await secret.create({ ...cardBody(), customer_id: customerId });
+    const id = String(saved.payment_method_id);
+    const first = await pay(merchant, { payment_method_id: id, customer_id: customerId });
+    expect(first).toMatchObject({ status: "succeeded", payment_method_id: id, customer_id: customerId, payment_method: "card" });
+    expect((first.payment_method_data as Json).card).toMatchObject({ last4: "4242", brand: "visa", exp_month: "12", exp_year: "2034" });
+    const second = await pay(merchant, { payment_method_id: id, capture_method: "manual" });
+    expect(second).toMatchObject({ status: "requires_capture", payment_method_id: id, customer_id: customerId });
+  });
+
+  it("a declining saved card fails the payment as the card would", async () => {
+    const { merchant, secret } = await merchantApi();
+    const saved = await secret.create({ ...cardBody({ card_number: "4000000000000002" }), customer_id: await secret.createCustomer() });
+    const payment = await pay(merchant, { payment_method_id: String(saved.payment_method_id) });
+    expect(payment).toMatchObject({ status: "failed", error_code: "card_declined" });
+  });
+
+  it("a token pays for one payment, confirmed in the browser with the publishable key; a second payment is refused", async () => {
+    const { merchant, publishable, publishableKey } = await merchantApi();
+    const token = await publishable.create(cardBody());
+    const id = String(token.payment_method_id);
+    const checkout = await pay(merchant, { confirm: false });
+    const confirm = (payment: Json, body: Json) =>
+      restCaller(service.url, publishableKey)("POST", `/payments/${String(payment.payment_id)}/confirm`, body);
+    const confirmed = await confirm(checkout, { client_secret: String(checkout.client_secret), payment_method_id: id });
+    expect(confirmed).toMatchObject({ status: "succeeded", payment_method_id: id });
+    const another = await pay(merchant, { confirm: false });
+    await expectError(
+      confirm(another, { client_secret: String(another.client_secret), payment_method_id: id }),
+      "IR_16",
+      "another payment",
+    );
+    await expectError(pay(merchant, { payment_method_id: id }), "IR_16", "another payment");
+  });
+
+  it("refuses another customer's card, a deleted one, an unknown one, both a card and a saved one, and a saved one without confirm", async () => {
+    const { merchant, secret } = await merchantApi();
+    const [owner, other] = [await secret.createCustomer(), await secret.createCustomer()];
+    const saved = await secret.create({ ...cardBody(), customer_id: owner });
+    const id = String(saved.payment_method_id);
+    await expectError(pay(merchant, { payment_method_id: id, customer_id: other }), "IR_05", "payment_method_id");
+    await expectError(pay(merchant, { payment_method_id: id, payment_method_data: { card: visaCard } }), "IR_06", "payment_method_id");
+    await expectError(pay(merchant, { payment_method_id: id, confirm: false }), "IR_05", "payment_method_id");
+    await expectError(pay(merchant, { payment_method_id: "pm_nobody" }), "HE_02", "payment_method_id");
+    const otherMerchant = await merchantApi();
+    await expectError(pay(otherMerchant.merchant, { payment_method_id: id }), "HE_02", "payment_method_id");
+    await secret.delete(id);
+    await expectError(pay(merchant, { payment_method_id: id }), "IR_16", "deleted");
   });
 });

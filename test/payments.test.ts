@@ -97,6 +97,7 @@ describe("payments", () => {
         payment_method: null,
         payment_method_type: null,
         payment_method_data: null,
+        payment_method_id: null,
         customer_id: null,
         email: null,
         description: "Order 42",

@@ -5,7 +5,8 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
  * to none, which expires 24 hours after it was made. The number is kept only encrypted
  * (`card_ciphertext`, dropped when the payment method is deleted); the CVC is never kept. One
  * customer has at most one live payment method per card (its fingerprint), which the unique index
- * holds against concurrent saves, on any number of instances.
+ * holds against concurrent saves, on any number of instances. A token pays for one payment
+ * (`used_by_payment_id`); a payment shows the payment method it was paid with.
  */
 export class PaymentMethods1765900000000 implements MigrationInterface {
   name = "PaymentMethods1765900000000";
@@ -31,6 +32,7 @@ export class PaymentMethods1765900000000 implements MigrationInterface {
         created timestamptz NOT NULL,
         updated timestamptz NOT NULL,
         expires_at timestamptz,
+        used_by_payment_id varchar(64),
         deleted_at timestamptz,
         PRIMARY KEY (merchant_id, livemode, payment_method_id)
       )`);
@@ -46,9 +48,11 @@ export class PaymentMethods1765900000000 implements MigrationInterface {
     // No statement filters on the JSON itself (1765600000000-json-statistics.ts says why ANALYZE skips such columns).
     await runner.query("ALTER TABLE payment_methods ALTER COLUMN billing SET STATISTICS 0");
     await runner.query("ALTER TABLE payment_methods ALTER COLUMN metadata SET STATISTICS 0");
+    await runner.query("ALTER TABLE payments ADD COLUMN payment_method_id varchar(64)");
   }
 
   async down(runner: QueryRunner): Promise<void> {
+    await runner.query("ALTER TABLE payments DROP COLUMN payment_method_id");
     await runner.query("DROP TABLE payment_methods");
   }
 }

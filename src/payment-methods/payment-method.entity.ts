@@ -66,6 +66,10 @@ export class PaymentMethodRow {
   @Column({ name: "expires_at", type: "timestamptz", nullable: true })
   expiresAt!: Date | null;
 
+  /** The one payment an unattached token paid for (or is paying for); null for a customer's card. */
+  @Column({ name: "used_by_payment_id", type: "varchar", length: 64, nullable: true })
+  usedByPaymentId!: string | null;
+
   @Column({ name: "deleted_at", type: "timestamptz", nullable: true })
   deletedAt!: Date | null;
 }

@@ -82,6 +82,7 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
         created: now,
         updated: now,
         expiresAt: customerId === undefined ? new Date(now.getTime() + tokenLifetimeMs) : null,
+        usedByPaymentId: null,
         deletedAt: null,
       } satisfies PaymentMethodRow);
       return units.commit(ctx, async (em) => {

@@ -45,3 +45,11 @@ export const sealedCardNumbers: SealedColumn = {
   column: "card_ciphertext",
   ownerOf: (row) => ownerOf({ merchantId: row.merchantId, livemode: row.livemode, paymentMethodId: row.id }),
 };
+
+/** The card number of a live payment method, to pay with. */
+export function openCardNumber(
+  cipher: DataCipher,
+  row: { merchantId: string; livemode: boolean; paymentMethodId: string; cardCiphertext: string },
+): string {
+  return cipher.decrypt(row.cardCiphertext, ownerOf(row));
+}

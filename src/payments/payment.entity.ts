@@ -100,6 +100,10 @@ export class PaymentRow {
   @Column({ name: "card", type: "jsonb", nullable: true })
   card!: StoredCard | null;
 
+  /** The saved payment method (payment-methods/) it is paid with, if one is. */
+  @Column({ name: "payment_method_id", type: "varchar", length: 64, nullable: true })
+  paymentMethodId!: string | null;
+
   @Column({ name: "customer_id", type: "varchar", length: 64, nullable: true })
   customerId!: string | null;
 

@@ -15,13 +15,15 @@ import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { secretsEqual } from "../auth/api-key-secret.js";
 import { CustomerRow } from "../customers/customer.entity.js";
 import { sentWord } from "../enum-words.js";
-import { forbidden, invalidField, missingField, notFound } from "../errors.js";
+import { forbidden, invalidField, invalidRequest, missingField, notFound } from "../errors.js";
 import type { Clock } from "../clock.js";
 import { waitingForClaims } from "../objects/claims.js";
 import { runLocked } from "../objects/locked-operation.js";
 import { idempotentCallKey, type UnitOfWork } from "../db/unit-of-work.js";
 import { callerIdProblem, createdId, randomBase62 } from "../ids.js";
+import { payingCustomer, savedCard } from "../payment-methods/pay-with.js";
 import { readCard } from "../processors/card.js";
+import type { DataCipher } from "../secrets/data-cipher.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { email, text, url } from "../validation/fields.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
@@ -39,9 +41,15 @@ import { createConfirmed } from "./operations/create.js";
 import { updateOperation } from "./operations/update.js";
 import { toPayment } from "./view.js";
 
-/** What the payments API needs: what its operations need, and the transactions of an update. */
+/** What the payments API needs: what its operations need, the transactions of an update, and the cipher of saved cards. */
 export interface PaymentDependencies extends PaymentOperationDependencies {
   readonly units: UnitOfWork;
+  readonly dataCipher: DataCipher;
+}
+
+/** IR_06: a payment is paid with the card sent or with a saved one, never both. */
+function bothPaymentMethods() {
+  return invalidRequest("Send payment_method_data or payment_method_id, not both");
 }
 
 /** Card details from a request, checked by the processor that will see them. */
@@ -54,10 +62,10 @@ function requestedCard(clock: Clock, processor: Processor, data: PaymentMethodDa
 }
 
 /** Only cards are processed today; other methods are accepted by the API but not yet by a processor. */
-function paymentMethodWord(method: PaymentMethod | undefined, card: CardDetails | undefined): string | undefined {
+function paymentMethodWord(method: PaymentMethod | undefined, paysWithCard: boolean): string | undefined {
   const word = sentWord(PaymentMethodSchema, method);
   if (word !== undefined && word !== "card") throw invalidField("payment_method", `${word} is not supported yet; use card`);
-  return word === undefined && card === undefined ? undefined : "card";
+  return word === undefined && !paysWithCard ? undefined : "card";
 }
 
 function captureMethodWord(method: CaptureMethod | undefined): CaptureMethodWord {
@@ -110,6 +118,17 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
     return toPayment(operated!.row);
   }
 
+  /**
+   * The saved card a confirm pays with, read before the payment is claimed (its card is needed for
+   * the move): checked against the payment's customer, and the caller's right to confirm it first, so
+   * a token is never taken for a payment the caller may not confirm.
+   */
+  async function savedCardToConfirm(caller: MerchantCaller, paymentId: string, paymentMethodId: string, clientSecret: string | undefined) {
+    const payment = await findObject(dataSource.manager, paymentResource, caller, paymentId);
+    assertClientSecret(caller, payment, clientSecret);
+    return savedCard(deps, caller, paymentMethodId, payment);
+  }
+
   return {
     async createPayment(req, ctx) {
       const caller = merchantOf(ctx);
@@ -119,18 +138,23 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       if (req.profileId === undefined || req.profileId === "") throw missingField("profile_id");
       const idProblem = req.paymentId === undefined ? undefined : callerIdProblem(req.paymentId);
       if (idProblem !== undefined) throw invalidField("payment_id", idProblem);
-      const card = requestedCard(clock, processor, req.paymentMethodData);
-      if (req.confirm === true && card === undefined) throw missingField("payment_method_data.card");
-      if (req.confirm !== true && card !== undefined) {
+      const sent = requestedCard(clock, processor, req.paymentMethodData);
+      if (sent !== undefined && req.paymentMethodId !== undefined) throw bothPaymentMethods();
+      const paysWithCard = sent !== undefined || req.paymentMethodId !== undefined;
+      if (req.confirm === true && !paysWithCard) throw missingField("payment_method_data.card");
+      if (req.confirm !== true && sent !== undefined) {
         throw invalidField(
           "payment_method_data",
           "card details are never stored, so send them with confirm: true or to /payments/:payment_id/confirm",
         );
       }
+      if (req.confirm !== true && req.paymentMethodId !== undefined) {
+        throw invalidField("payment_method_id", "a saved payment method pays with confirm: true, or sent to /payments/:payment_id/confirm");
+      }
       const method = captureMethodWord(req.captureMethod);
       const now = clock.now();
       // Only a create that records the payment before its processor is asked can be retried into its own record.
-      const effectSeed = req.paymentId === undefined && card !== undefined ? ctx.values.get(idempotentCallKey)?.effectSeed : undefined;
+      const effectSeed = req.paymentId === undefined && paysWithCard ? ctx.values.get(idempotentCallKey)?.effectSeed : undefined;
       const paymentId = req.paymentId ?? createdId("pay", effectSeed);
       const fields: PaymentRow = {
         merchantId: caller.merchantId,
@@ -144,8 +168,9 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         amountReceived: null,
         captureMethod: method,
         captureOn: captureOn(clock, method, req.captureOn),
-        paymentMethod: paymentMethodWord(req.paymentMethod, card) ?? null,
+        paymentMethod: paymentMethodWord(req.paymentMethod, paysWithCard) ?? null,
         paymentMethodType: text("payment_method_type", req.paymentMethodType, 32) ?? null,
+        paymentMethodId: null,
         card: null,
         customerId: req.customerId ?? null,
         email: email("email", req.email) ?? null,
@@ -169,6 +194,11 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         attempt: null,
       };
       const row = Object.assign(new PaymentRow(), fields);
+      // Taken for the payment once every field of the request is known to be valid.
+      const saved = req.paymentMethodId === undefined ? undefined : await savedCard(deps, caller, req.paymentMethodId, row);
+      if (saved !== undefined)
+        Object.assign(row, { customerId: payingCustomer(saved, row.customerId), paymentMethodId: saved.paymentMethodId });
+      const card = sent ?? saved?.card;
       if (card === undefined) return deps.writer.create(ctx, paymentResource, row, []);
       const attempt = authorization(deps, row, processor.name, card);
       const created = await createConfirmed(deps, row, attempt, card, apiCall(ctx), effectSeed !== undefined);
@@ -216,16 +246,22 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
     async confirmPayment(req, ctx) {
       const caller = merchantOf(ctx);
       const processor = deps.processors.forNewPayment(caller.livemode);
-      const card = requestedCard(clock, processor, req.paymentMethodData);
-      if (card === undefined) throw missingField("payment_method_data.card");
-      paymentMethodWord(req.paymentMethod, card);
+      const sent = requestedCard(clock, processor, req.paymentMethodData);
+      if (sent !== undefined && req.paymentMethodId !== undefined) throw bothPaymentMethods();
+      if (sent === undefined && req.paymentMethodId === undefined) throw missingField("payment_method_data.card");
+      paymentMethodWord(req.paymentMethod, true);
+      const saved =
+        req.paymentMethodId === undefined
+          ? undefined
+          : await savedCardToConfirm(caller, req.paymentId, req.paymentMethodId, req.clientSecret);
       const paymentMethodType = text("payment_method_type", req.paymentMethodType, 32);
       const returnUrl = url("return_url", req.returnUrl);
       return operate(
         ctx,
         req.paymentId,
         confirmOperation(deps, {
-          card,
+          card: sent ?? saved!.card,
+          saved,
           processor: processor.name,
           checkCaller: (row) => assertClientSecret(caller, row, req.clientSecret),
           paymentMethodType,

@@ -25,6 +25,7 @@ export function toPayment(row: PaymentRow): MessageInitShape<typeof PaymentSchem
     captureOn: row.captureOn === null ? undefined : timestampFromDate(row.captureOn),
     paymentMethod: row.paymentMethod === null ? undefined : enumNumber(PaymentMethodSchema, row.paymentMethod),
     paymentMethodType: row.paymentMethodType ?? undefined,
+    paymentMethodId: row.paymentMethodId ?? undefined,
     paymentMethodData:
       row.card === null
         ? undefined

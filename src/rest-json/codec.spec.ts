@@ -94,6 +94,7 @@ describe("writeMessage", () => {
       metadata: { order: "42" },
       created: "2026-01-31T12:00:00.250Z",
       modified_at: null,
+      payment_method_id: null,
     });
   });
 

@@ -1,3 +1,4 @@
+import { payingCustomer, type SavedCard } from "../../payment-methods/pay-with.js";
 import { cardView } from "../../processors/card.js";
 import type { CardDetails } from "../../processors/processor.js";
 import { attemptKey, capturesOnAuthorization, type PaymentMoveDependencies } from "../attempts.js";
@@ -20,6 +21,8 @@ export interface ConfirmRequest {
   readonly checkCaller: (row: PaymentRow) => void;
   readonly paymentMethodType: string | undefined;
   readonly returnUrl: string | undefined;
+  /** The saved payment method it pays with, if the call named one (`card` is then its card). */
+  readonly saved: SavedCard | undefined;
 }
 
 /** The confirm operation of the API. */
@@ -32,6 +35,11 @@ export function confirmOperation(deps: PaymentMoveDependencies, request: Confirm
       return true;
     },
     move: (row) => {
+      if (request.saved !== undefined) {
+        // Checked again on the payment as claimed: an update may have given it a customer meanwhile.
+        row.customerId = payingCustomer(request.saved, row.customerId);
+        row.paymentMethodId = request.saved.paymentMethodId;
+      }
       if (request.paymentMethodType !== undefined) row.paymentMethodType = request.paymentMethodType;
       if (request.returnUrl !== undefined) row.returnUrl = request.returnUrl;
       return authorization(deps, row, request.processor, request.card);

@@ -8,13 +8,14 @@ import { startEmbeddedDatabase } from "../../src/db/embedded.js";
 import { expectNoCardData, type SentCardData } from "../support/card-data.js";
 import { rpcClient } from "../support/clients.js";
 import { serverProcessDatabase } from "../support/database.js";
-import { newMerchant, type TestMerchant } from "../support/merchant.js";
+import { adminIssue, newMerchant, type TestMerchant } from "../support/merchant.js";
 import { spawnServer, type ServerProcess } from "../support/server-process.js";
 
 /*
- * Decisions §4 and the issue "no full card number or CVC in any table, log line or response": the
- * real server runs as `npm start` does (a child process, PORT=0, LOG_LEVEL=info); merchants pay with
- * test cards over REST and gRPC, and send rejected cards and malformed bodies; then every response,
+ * Decisions §4 and §10 and the issue "no full card number or CVC in any table, log line or response":
+ * the real server runs as `npm start` does (a child process, PORT=0, LOG_LEVEL=info); merchants pay
+ * with test cards over REST and gRPC, save cards and pay with them, and send rejected cards and
+ * malformed bodies; then every response,
  * every line the server printed and every row of every table are searched for the card numbers and
  * the CVCs.
  */
@@ -247,6 +248,44 @@ describe("card data (decisions §4)", () => {
     await connect(cards.visa);
 
     expectNoCardData(responses, "responses to rejected requests", sent);
+  });
+
+  it("saves cards (a customer's, and a token made with a publishable key) and pays with them, answering the masked card only", async () => {
+    const merchant = await newMerchant(server.url);
+    const publishable = (await adminIssue(server.url, merchant.merchantId, { kind: "publishable" })).api_key as string;
+    const customer = await restCall("POST", "/customers", merchant.apiKey, "{}");
+    const saveBody = (number: string, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        payment_method: "card",
+        card: { card_number: number, card_exp_month: "07", card_exp_year: expYear, card_cvc: number === cards.amex ? amexCvc : cvc },
+        ...extra,
+      });
+    const saved = await restCall(
+      "POST",
+      "/payment_methods",
+      merchant.apiKey,
+      saveBody(cards.amex, { customer_id: customer.body.customer_id }),
+    );
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    expect(saved.body.card).toMatchObject({ last4: "0005", brand: "amex", exp_month: "07", exp_year: expYear });
+    const token = await restCall("POST", "/payment_methods", publishable, saveBody(cards.mastercard));
+    expect(token.status, JSON.stringify(token.body)).toBe(200);
+    await restCall("GET", `/payment_methods/${saved.body.payment_method_id}`, merchant.apiKey);
+    await restCall("GET", `/customers/${customer.body.customer_id}/payment_methods`, merchant.apiKey);
+    for (const paymentMethodId of [saved.body.payment_method_id, token.body.payment_method_id]) {
+      const paid = await restCall(
+        "POST",
+        "/payments",
+        merchant.apiKey,
+        JSON.stringify({ amount: 700, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_id: paymentMethodId }),
+      );
+      expect(paid.body).toMatchObject({ status: "succeeded", payment_method_id: paymentMethodId });
+    }
+    // Refused saves do not repeat what they were sent.
+    const refused = await restCall("POST", "/payment_methods", merchant.apiKey, saveBody(cards.unsupported));
+    expect(refused.status).toBe(400);
+
+    expectNoCardData(responses, "responses about saved cards", sent);
   });
 
   it("writes no card number or CVC to the log or to any table", async () => {

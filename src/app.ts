@@ -258,7 +258,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
       claims: new ObjectClaims(dataSource, clock),
       writer: new ObjectWriter(dataSource, clock, webhooks),
       dataCipher: new DataCipher(dataKey, decryptOnlyKeys),
-      processors: new ProcessorRegistry(new SandboxProcessor(new SandboxCallBooks(dataSource)), sandboxPayoutRails(dataSource)),
+      processors: new ProcessorRegistry(new SandboxProcessor(new SandboxCallBooks(dataSource), clock), sandboxPayoutRails(dataSource)),
       scheduledRefundDelayMs: config.scheduledRefundDelaySeconds * 1000,
       eventRetentionMs: config.eventRetentionDays * 86_400_000,
       embedded,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { reapExpiredTokens } from "../src/payment-methods/store.js";
 import { visaCard } from "./support/cards.js";
+import { TestClock } from "./support/clock.js";
 import { issueKey, newMerchant, type TestMerchant } from "./support/merchant.js";
 import { expectError, type Json, restCaller, restList } from "./support/resource-api.js";
 import { runningService } from "./support/running.js";
@@ -340,5 +341,37 @@ describe("paying with a saved payment method", () => {
     await expectError(pay(otherMerchant.merchant, { payment_method_id: id }), "HE_02", "payment_method_id");
     await secret.delete(id);
     await expectError(pay(merchant, { payment_method_id: id }), "IR_16", "deleted");
+  });
+});
+
+describe("a saved card past its expiry on the service's clock", () => {
+  const clock = new TestClock();
+  const clocked = runningService({}, clock);
+
+  it("still pays before its month ends, and fails the payment with expired_card after", async () => {
+    const merchant = await newMerchant(clocked.url);
+    const call = restCaller(clocked.url, merchant.apiKey);
+    const now = clock.now();
+    const customer = await call("POST", "/customers", {});
+    const saved = await call("POST", "/payment_methods", {
+      payment_method: "card",
+      customer_id: String(customer.customer_id),
+      card: {
+        card_number: visaCard.card_number,
+        card_exp_month: String(now.getUTCMonth() + 1),
+        card_exp_year: String(now.getUTCFullYear()),
+      },
+    });
+    const pay = () =>
+      call("POST", "/payments", {
+        amount: 500,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        confirm: true,
+        payment_method_id: String(saved.payment_method_id),
+      });
+    expect(await pay()).toMatchObject({ status: "succeeded" });
+    clock.advance(40 * 24 * 3600_000);
+    expect(await pay()).toMatchObject({ status: "failed", error_code: "expired_card", payment_method_id: saved.payment_method_id });
   });
 });

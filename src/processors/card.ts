@@ -95,10 +95,14 @@ export function readExpiry(
   return { expMonth, expYear: rawYear.length === 2 ? 2000 + Number(rawYear) : Number(rawYear) };
 }
 
+/** Whether a card's expiry month has ended at `now`. */
+export function hasExpired(expiry: { expMonth: number; expYear: number }, now: Date): boolean {
+  return expiry.expYear * 12 + expiry.expMonth < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
+}
+
 /** Refuses (IR_16) a card whose expiry month has ended at `now`: it can pay for nothing. */
 export function assertNotExpired(expiry: { expMonth: number; expYear: number }, field: string, now: Date): void {
-  const currentMonths = now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
-  if (expiry.expYear * 12 + expiry.expMonth < currentMonths) {
+  if (hasExpired(expiry, now)) {
     const shown = `${String(expiry.expMonth).padStart(2, "0")}/${expiry.expYear}`;
     throw preconditionFailed(`The card has expired: ${field} expired at the end of ${shown}`);
   }

@@ -1,4 +1,6 @@
+import type { Clock } from "../clock.js";
 import { invalidField } from "../errors.js";
+import { hasExpired } from "./card.js";
 import { randomBase62 } from "../ids.js";
 import type { AuthorizeResult, CardDetails, Processor, ProcessorAnswers, RefundResult, StepResult } from "./processor.js";
 import type { SandboxCallBooks } from "./sandbox-books.js";
@@ -61,14 +63,17 @@ export function newReference(): string {
 export class SandboxProcessor implements Processor {
   readonly name = "sandbox";
 
-  constructor(private readonly books: SandboxCallBooks) {}
+  constructor(
+    private readonly books: SandboxCallBooks,
+    private readonly clock: Clock,
+  ) {}
 
   checkCard(card: Omit<CardDetails, "cvc">, field: string): void {
     checkTestCard(card.number, field);
   }
 
   authorize(request: { readonly idempotencyKey: string; readonly card: CardDetails; readonly capture: boolean }): Promise<AuthorizeResult> {
-    return this.books.book("authorize", request.idempotencyKey, authorization(request.card, request.capture));
+    return this.books.book("authorize", request.idempotencyKey, authorization(request.card, request.capture, this.clock.now()));
   }
 
   completeAuthentication(request: {
@@ -120,7 +125,12 @@ export class SandboxProcessor implements Processor {
 }
 
 /** What the issuer of a test card answers an authorization. */
-function authorization(card: CardDetails, capture: boolean): AuthorizeResult {
+function authorization(card: CardDetails, capture: boolean, now: Date): AuthorizeResult {
+  // A network declines a card past its expiry. A card sent with a request never gets here so (it is
+  // refused first, IR_16); a saved one can, kept for years.
+  if (hasExpired(card, now)) {
+    return { status: "declined", reference: newReference(), errorCode: "expired_card", errorMessage: "The card has expired." };
+  }
   const testCard = testCardFor(card.number);
   switch (testCard.outcome) {
     case "succeeds": {

@@ -86,6 +86,8 @@ describe("README: Try it", () => {
     expect(stdout).toMatch(/"status":"won"/);
     expect(stdout).toMatch(/"status":"accepted"/);
     expect(stdout).toMatch(/"deleted":true/);
+    // The payment made with the saved card, which shows it.
+    expect(stdout).toMatch(/"status":"succeeded"[^\n]*"payment_method_id":"pm_\w+"/);
     // The receiver verified the payment's event and its redelivery (curl's answers end without a
     // newline, so the receiver's line may follow one on the same line).
     expect(stdout.match(/payment\.succeeded verified$/gm)).toHaveLength(2);

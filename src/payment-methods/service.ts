@@ -25,6 +25,19 @@ import { toPaymentMethod } from "./view.js";
 /** How long a client-side token nothing attached is kept (decisions §10). */
 export const tokenLifetimeMs = 24 * 60 * 60 * 1000;
 
+/**
+ * The customer's payment method `saved` given the expiry and holder of the same card saved again
+ * (`again`): the newest details the customer gave win, and a holder left out keeps the one known.
+ */
+function renewedBy(saved: PaymentMethodRow, again: PaymentMethodRow, now: Date): PaymentMethodRow {
+  return Object.assign(saved, {
+    cardExpMonth: again.cardExpMonth,
+    cardExpYear: again.cardExpYear,
+    cardHolderName: again.cardHolderName ?? saved.cardHolderName,
+    updated: now,
+  });
+}
+
 /** What the payment methods API needs: the database, time, the processors (which cards they take), the vault's secrets. */
 export interface PaymentMethodDependencies {
   readonly dataSource: DataSource;
@@ -90,9 +103,7 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
           await assertCustomerExists(em, caller, customerId, "customer_id", "lock");
           const saved = await lockCustomersCard(em, caller, customerId, fingerprints.all);
           if (saved !== null) {
-            Object.assign(saved, { cardExpMonth: row.cardExpMonth, cardExpYear: row.cardExpYear, updated: now });
-            if (row.cardHolderName !== null) saved.cardHolderName = row.cardHolderName;
-            await em.save(saved);
+            await em.save(renewedBy(saved, row, now));
             return toPaymentMethod(saved);
           }
         }
@@ -147,9 +158,7 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
         const saved = await lockCustomersCard(em, caller, req.customerId, [row.cardFingerprint]);
         if (saved !== null) {
           // The customer has this card already: the token updates it and is used up.
-          Object.assign(saved, { cardExpMonth: row.cardExpMonth, cardExpYear: row.cardExpYear, updated: now });
-          if (row.cardHolderName !== null) saved.cardHolderName = row.cardHolderName;
-          await em.save(saved);
+          await em.save(renewedBy(saved, row, now));
           await deletePaymentMethods(em, caller, { paymentMethodId: row.paymentMethodId }, now);
           return toPaymentMethod(saved);
         }

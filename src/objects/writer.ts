@@ -7,7 +7,7 @@ import type { NewJob } from "../jobs/runner.js";
 import type { DeliveryHandOff } from "../webhooks/delivery-thread.js";
 import { rejectedByDatabase, StatementBatches } from "../db/batches.js";
 import { responseRecorderKey, type CallValues, type KeyAnswer } from "../db/unit-of-work.js";
-import { changeOf, creationOf, writeChanges, type ChangeOutcome, type Holding, type ObjectChange } from "./change.js";
+import { changeOf, creationOf, writeChanges, type ChangeOutcome, type Holding, type ObjectChange, type Written } from "./change.js";
 import type { Claimed, ClaimableRow } from "./claims.js";
 import { idOf, type Resource, type StatusRow } from "./resource.js";
 
@@ -19,12 +19,19 @@ import { idOf, type Resource, type StatusRow } from "./resource.js";
  * more part of the statement.
  */
 
+/** What the writer keeps per resource. */
+interface ResourceWriting {
+  /** The key no two changes of one batch share: the row's own key, or the resource's `batchKey`. */
+  keyOf(row: StatusRow): string;
+  readonly byHolding: Map<Holding, StatementBatches<ObjectChange<StatusRow>, ChangeOutcome>>;
+}
+
 /**
  * The batches of changes this instance writes, one per resource and holding, and what they need:
  * owned by the App, so two Apps in one process (the tests) never share one.
  */
 export class ObjectWriter {
-  private readonly batches = new Map<object, Map<Holding, StatementBatches<ObjectChange<StatusRow>, ChangeOutcome>>>();
+  private readonly byResource = new Map<object, ResourceWriting>();
 
   constructor(
     private readonly dataSource: DataSource,
@@ -91,19 +98,27 @@ export class ObjectWriter {
     change: ObjectChange<Row>,
   ): Promise<ChangeOutcome> {
     const generic = resource as unknown as Resource<StatusRow, DescMessage>;
-    let byHolding = this.batches.get(resource);
-    if (byHolding === undefined) {
-      byHolding = new Map();
-      this.batches.set(resource, byHolding);
-    }
-    let batches = byHolding.get(holding);
+    const writing = this.writingOf(generic);
+    let batches = writing.byHolding.get(holding);
     if (batches === undefined) {
       batches = new StatementBatches((batch) => this.writeBatch(generic, holding, batch));
-      byHolding.set(holding, batches);
+      writing.byHolding.set(holding, batches);
     }
-    const keyColumns = this.dataSource.getMetadata(resource.entity).primaryColumns;
-    const key = resource.batchKey?.(change.row) ?? keyColumns.map((c) => String(c.getEntityValue(change.row))).join("\u0000");
-    return batches.add(change, key);
+    return batches.add(change, writing.keyOf(change.row));
+  }
+
+  /** A resource's batches and the key no two changes of one batch share, made on first use. */
+  private writingOf(resource: Resource<StatusRow, DescMessage>): ResourceWriting {
+    let writing = this.byResource.get(resource);
+    if (writing === undefined) {
+      const keyColumns = this.dataSource.getMetadata(resource.entity).primaryColumns;
+      writing = {
+        keyOf: (row) => resource.batchKey?.(row) ?? keyColumns.map((c) => String(c.getEntityValue(row))).join("\u0000"),
+        byHolding: new Map(),
+      };
+      this.byResource.set(resource, writing);
+    }
+    return writing;
   }
 
   /** Writes a batch in a statement of its own, which commits it, and hands its webhook deliveries to this instance's sender. */
@@ -113,7 +128,7 @@ export class ObjectWriter {
     batch: readonly ObjectChange<StatusRow>[],
   ): Promise<ChangeOutcome[]> {
     const lease = this.webhooks.leaseForNew(this.clock.now());
-    let written: Awaited<ReturnType<typeof writeChanges>>;
+    let written: Written;
     try {
       written = await writeChanges(this.dataSource.manager, this.clock, resource, holding, batch, lease);
     } catch (error) {

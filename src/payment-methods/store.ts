@@ -1,4 +1,4 @@
-import { IsNull, type EntityManager } from "typeorm";
+import { In, IsNull, type EntityManager } from "typeorm";
 import type { Scope } from "../db/scope.js";
 import { notFound } from "../errors.js";
 import { PaymentMethodRow } from "./payment-method.entity.js";
@@ -41,18 +41,22 @@ export async function assertCustomerExists(
  * The customer's live payment method of this card, under any fingerprint it may have been saved under,
  * locked; the caller holds the customer's lock (`assertCustomerExists`), so no other save races it.
  */
-export async function lockCustomersCard(
+export function lockCustomersCard(
   em: EntityManager,
   scope: Scope,
   customerId: string,
   fingerprints: readonly string[],
 ): Promise<PaymentMethodRow | null> {
-  const [found] = (await em.query(
-    `SELECT payment_method_id FROM payment_methods
-      WHERE merchant_id = $1 AND livemode = $2 AND customer_id = $3 AND card_fingerprint = ANY ($4::varchar[]) AND deleted_at IS NULL`,
-    [scope.merchantId, scope.livemode, customerId, fingerprints],
-  )) as { payment_method_id: string }[];
-  return found === undefined ? null : lockPaymentMethod(em, scope, found.payment_method_id);
+  return em.findOne(PaymentMethodRow, {
+    where: {
+      merchantId: scope.merchantId,
+      livemode: scope.livemode,
+      customerId,
+      cardFingerprint: In([...fingerprints]),
+      deletedAt: IsNull(),
+    },
+    lock: { mode: "pessimistic_write" },
+  });
 }
 
 /**

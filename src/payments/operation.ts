@@ -221,10 +221,10 @@ async function writeChange(
   answersKey?: string,
 ): Promise<Operated> {
   const row = claim.row;
-  const view = paymentResource.view(row);
+  const recorder = call?.ctx.values.get(responseRecorderKey);
   const answer =
-    call !== undefined
-      ? call.ctx.values.get(responseRecorderKey)?.answer(view)
+    recorder !== undefined
+      ? recorder.answer(paymentResource.view(row))
       : answersKey === undefined
         ? undefined
         : {
@@ -232,7 +232,7 @@ async function writeChange(
             livemode: row.livemode,
             key: answersKey,
             claimToken: null,
-            response: toBinary(PaymentSchema, create(PaymentSchema, view)),
+            response: toBinary(PaymentSchema, create(PaymentSchema, paymentResource.view(row))),
           };
   const ended = await deps.writer.writeClaimed(paymentResource, claim, previous, jobs, answer);
   const now = deps.clock.now();

@@ -47,6 +47,16 @@ export interface AdmissionDependencies {
  * SU_01), since authenticating it would join that line.
  */
 export function createAdmission(deps: AdmissionDependencies): Admit {
+  // Options are decoded from the descriptor on each getOption call; whether a method is limited never changes.
+  const limited = new WeakMap<DescMethod, boolean>();
+  const cardTestingLimitedOf = (method: DescMethod): boolean => {
+    let isLimited = limited.get(method);
+    if (isLimited === undefined) {
+      isLimited = getOption(method, cardTestingLimited);
+      limited.set(method, isLimited);
+    }
+    return isLimited;
+  };
   return async (method, header, client) => {
     if (deps.isPublic(method)) return { caller: undefined, header: [] };
     if (deps.databaseSaturated()) throw serviceUnavailable();
@@ -56,7 +66,7 @@ export function createAdmission(deps: AdmissionDependencies): Admit {
     const limiter = caller.kind === "merchant" ? deps.rateLimiter : deps.adminLimiter;
     const state = await limiter.take(caller.kind === "merchant" ? caller.keyId : client);
     if (!state.allowed) throw limitRefusal(limiter.refusal(state));
-    if (caller.kind === "merchant" && caller.publishable && getOption(method, cardTestingLimited)) {
+    if (caller.kind === "merchant" && caller.publishable && cardTestingLimitedOf(method)) {
       const tried = await deps.cardTestingLimiter.take(client);
       if (!tried.allowed) throw limitRefusal(deps.cardTestingLimiter.refusal(tried));
     }

@@ -21,8 +21,11 @@ import { idOf, type Resource, type StatusRow } from "./resource.js";
 
 /** What the writer keeps per resource. */
 interface ResourceWriting {
-  /** The key no two changes of one batch share: the row's own key, or the resource's `batchKey`. */
-  keyOf(row: StatusRow): string;
+  /**
+   * The key no two changes of one batch share: the row's own key, or for a new object the resource's
+   * `batchKey` (what its guard reads).
+   */
+  keyOf(row: StatusRow, holding: Holding): string;
   readonly byHolding: Map<Holding, StatementBatches<ObjectChange<StatusRow>, ChangeOutcome>>;
 }
 
@@ -104,7 +107,7 @@ export class ObjectWriter {
       batches = new StatementBatches((batch) => this.writeBatch(generic, holding, batch));
       writing.byHolding.set(holding, batches);
     }
-    return batches.add(change, writing.keyOf(change.row));
+    return batches.add(change, writing.keyOf(change.row, holding));
   }
 
   /** A resource's batches and the key no two changes of one batch share, made on first use. */
@@ -113,7 +116,8 @@ export class ObjectWriter {
     if (writing === undefined) {
       const keyColumns = this.dataSource.getMetadata(resource.entity).primaryColumns;
       writing = {
-        keyOf: (row) => resource.batchKey?.(row) ?? keyColumns.map((c) => String(c.getEntityValue(row))).join("\u0000"),
+        keyOf: (row, holding) =>
+          (holding === "new" ? resource.batchKey?.(row) : undefined) ?? keyColumns.map((c) => String(c.getEntityValue(row))).join("\u0000"),
         byHolding: new Map(),
       };
       this.byResource.set(resource, writing);

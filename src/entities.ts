@@ -4,6 +4,7 @@ import { DisputeRow } from "./disputes/dispute.entity.js";
 import { EventRow } from "./events/event.entity.js";
 import { DeliveryRow } from "./webhooks/delivery.entity.js";
 import { JobRow } from "./jobs/job.entity.js";
+import { MandateRow } from "./mandates/mandate.entity.js";
 import { MerchantRow } from "./merchants/merchant.entity.js";
 import { ProfileRow } from "./merchants/profile.entity.js";
 import { PaymentMethodRow } from "./payment-methods/payment-method.entity.js";
@@ -18,6 +19,7 @@ export const entities = [
   ApiKeyRow,
   CustomerRow,
   PaymentMethodRow,
+  MandateRow,
   PaymentRow,
   RefundRow,
   PayoutRow,

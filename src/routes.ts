@@ -6,6 +6,7 @@ import { DisputeService } from "../gen/paymentservice/v1/dispute_pb.js";
 import { EventService } from "../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../gen/paymentservice/v1/health_pb.js";
 import { JobService } from "../gen/paymentservice/v1/job_pb.js";
+import { MandateService } from "../gen/paymentservice/v1/mandate_pb.js";
 import { MerchantService } from "../gen/paymentservice/v1/merchant_pb.js";
 import { PaymentMethodService } from "../gen/paymentservice/v1/payment_method_pb.js";
 import { PaymentService } from "../gen/paymentservice/v1/payment_pb.js";
@@ -19,6 +20,7 @@ import { eventService, type EventDependencies } from "./events/service.js";
 import { healthService } from "./health/service.js";
 import { replayable } from "./idempotency/interceptor.js";
 import { jobService, type JobDependencies } from "./jobs/service.js";
+import { mandateService, type MandateDependencies } from "./mandates/service.js";
 import { merchantService, type MerchantDependencies } from "./merchants/service.js";
 import { paymentMethodService, type PaymentMethodDependencies } from "./payment-methods/service.js";
 import { paymentService, type PaymentDependencies } from "./payments/service.js";
@@ -31,6 +33,7 @@ export type ServiceDependencies = MerchantDependencies &
   ApiKeyDependencies &
   CustomerDependencies &
   PaymentMethodDependencies &
+  MandateDependencies &
   PaymentDependencies &
   RefundDependencies &
   PayoutDependencies &
@@ -53,6 +56,7 @@ export default function routes(router: ConnectRouter, deps: ServiceDependencies)
   serve(ApiKeyService, apiKeyService(deps));
   serve(CustomerService, customerService(deps));
   serve(PaymentMethodService, paymentMethodService(deps));
+  serve(MandateService, mandateService(deps));
   serve(PaymentService, paymentService(deps));
   serve(RefundService, refundService(deps));
   serve(PayoutService, payoutService(deps));

@@ -74,6 +74,10 @@ describe.skipIf(!onPostgres)("the new-object write on a database that grew after
       claimedUntil: null,
       claimedBy: null,
       attempt: null,
+      setupFutureUsage: null,
+      offSession: false,
+      mandateId: null,
+      mandateRequest: null,
     } satisfies PaymentRow);
     plans.length = 0;
     const view = await writer.create({ values: createContextValues() }, paymentResource, row, []);

@@ -111,6 +111,9 @@ describe("payments", () => {
         metadata: { order: "42" },
         created: now,
         modified_at: now,
+        setup_future_usage: null,
+        off_session: false,
+        mandate_id: null,
       });
       expect(payment.client_secret).toContain(payment.payment_id as string);
       expect(await api.retrieve(payment.payment_id as string)).toEqual(payment);

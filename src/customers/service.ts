@@ -148,8 +148,8 @@ export function customerService(deps: CustomerDependencies): ServiceImpl<typeof 
         const now = clock.now();
         const result = await em.update(CustomerRow, ownedBy(caller, req.customerId), { deletedAt: now });
         if (result.affected === 0) throw notFound("Customer", req.customerId);
-        // Decisions §10: its saved cards go with it.
-        await deletePaymentMethods(em, caller, { customerId: req.customerId }, now);
+        // Decisions §10: its saved cards go with it, and the mandates to charge them.
+        await deletePaymentMethods(em, clock, caller, { customerId: req.customerId });
         return { customerId: req.customerId, deleted: true };
       });
     },

@@ -20,6 +20,7 @@ import { JsonStatistics1765600000000 } from "./1765600000000-json-statistics.js"
 import { RefundHolds1765700000000 } from "./1765700000000-refund-holds.js";
 import { ProcessorAttempts1765800000000 } from "./1765800000000-processor-attempts.js";
 import { PaymentMethods1765900000000 } from "./1765900000000-payment-methods.js";
+import { Mandates1766000000000 } from "./1766000000000-mandates.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -45,4 +46,5 @@ export const migrations = [
   RefundHolds1765700000000,
   ProcessorAttempts1765800000000,
   PaymentMethods1765900000000,
+  Mandates1766000000000,
 ];

@@ -19,6 +19,13 @@ import { idOf, type Resource, type StatusRow } from "./resource.js";
  * more part of the statement.
  */
 
+/**
+ * Writes to other tables that must commit with a change (the card a payment saves, the mandate it
+ * uses), made first in the change's transaction: a change carrying them is written in a transaction
+ * of its own rather than in a batch. Throwing refuses the change.
+ */
+export type Alongside = (em: EntityManager) => Promise<void>;
+
 /** What the writer keeps per resource. */
 interface ResourceWriting {
   /**
@@ -62,10 +69,18 @@ export class ObjectWriter {
   /**
    * Writes `row` before anyone is told of it: the record an operation makes before it asks a
    * processor, whose outcome is the object's first event and the call's effect. "taken" when its id
-   * is, which may be a retry meeting the record of the call it repeats.
+   * is, which may be a retry meeting the record of the call it repeats (and then `alongside` is undone).
    */
-  async record<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>, row: Row): Promise<"written" | "taken"> {
-    const outcome = await this.write(resource, "new", creationOf(this.clock, resource, row, [], { announced: false }));
+  async record<Row extends StatusRow, Desc extends DescMessage>(
+    resource: Resource<Row, Desc>,
+    row: Row,
+    alongside?: Alongside,
+  ): Promise<"written" | "taken"> {
+    const change = () => creationOf(this.clock, resource, row, [], { announced: false });
+    const outcome =
+      alongside === undefined
+        ? await this.write(resource, "new", change())
+        : await this.writeAlongside(resource, "new", change, alongside, (outcome) => outcome === "taken");
     if (outcome === "written" || outcome === "taken") return outcome;
     throw await this.failure(resource, row, outcome);
   }
@@ -84,14 +99,50 @@ export class ObjectWriter {
     previousStatus: Row["status"],
     jobs: readonly NewJob[],
     answer?: KeyAnswer,
+    alongside?: Alongside,
   ): Promise<"ended" | undefined> {
     const { row, token } = claim;
     row.claimToken = null;
     row.claimedUntil = null;
-    const change = changeOf(this.clock, resource, row, previousStatus, jobs, { token, answer });
-    const outcome = await this.write(resource, "claimed", change);
+    // Built once what is written alongside has had its say on the row.
+    const change = () => changeOf(this.clock, resource, row, previousStatus, jobs, { token, answer });
+    const outcome =
+      alongside === undefined
+        ? await this.write(resource, "claimed", change())
+        : await this.writeAlongside(resource, "claimed", change, alongside, () => false);
     if (outcome !== "written") throw await this.failure(resource, row, outcome);
-    return change.final ? "ended" : undefined;
+    return resource.states.isFinal(row.status) ? "ended" : undefined;
+  }
+
+  /**
+   * Writes one change with what must commit with it, in a transaction of their own, `alongside`
+   * first. An outcome other than "written" undoes both; `kept` says which of them is still answered
+   * rather than thrown (a record's "taken").
+   */
+  private async writeAlongside<Row extends StatusRow, Desc extends DescMessage>(
+    resource: Resource<Row, Desc>,
+    holding: Holding,
+    change: () => ObjectChange<Row>,
+    alongside: Alongside,
+    kept: (outcome: ChangeOutcome) => boolean,
+  ): Promise<ChangeOutcome> {
+    const generic = resource as unknown as Resource<StatusRow, DescMessage>;
+    let undone: ChangeOutcome | undefined;
+    try {
+      return await this.dataSource.transaction(async (em) => {
+        await alongside(em);
+        const built = change();
+        const { outcomes } = await writeChanges(em, this.clock, generic, holding, [built as ObjectChange<StatusRow>], undefined);
+        const outcome = outcomes[0]!;
+        if (outcome === "written") return outcome;
+        undone = outcome;
+        if (kept(outcome)) throw new Undone();
+        throw await failureOf(em, resource, built.row, outcome);
+      });
+    } catch (error) {
+      if (error instanceof Undone && undone !== undefined) return undone;
+      throw error;
+    }
   }
 
   /** Writes `change` in the next batch of its resource and holding; two changes of one object never share one. */
@@ -152,6 +203,9 @@ export class ObjectWriter {
     return failureOf(this.dataSource.manager, resource, row, outcome);
   }
 }
+
+/** Rolls back a transaction whose change was not written but is answered, not thrown. */
+class Undone extends Error {}
 
 /**
  * Writes a change to an object whose row the caller's transaction locked, with what must commit with

@@ -22,25 +22,32 @@ export interface SavedCard {
 /**
  * The card of payment method `paymentMethodId` for `payment`, refusing what cannot pay: none of the
  * caller's (404 naming `payment_method_id`), a deleted one, a token that paid for another payment
- * already (400 IR_16), or another customer's (400 IR_05). A token is taken for the payment here, so
+ * already (400 IR_16), another customer's or, off-session, a token (400 IR_05). A token is taken for the payment here, so
  * no second payment can use it; the same payment (a retry) may again.
  */
 export async function savedCard(
   deps: { readonly dataSource: DataSource; readonly dataCipher: DataCipher },
   scope: Scope,
   paymentMethodId: string,
-  payment: { readonly paymentId: string; readonly customerId: string | null },
+  payment: { readonly paymentId: string; readonly customerId: string | null; readonly offSession?: boolean },
 ): Promise<SavedCard> {
   const row = await deps.dataSource.getRepository(PaymentMethodRow).findOneBy({
     merchantId: scope.merchantId,
     livemode: scope.livemode,
     paymentMethodId,
   });
-  if (row === null) throw notFound("Payment method", paymentMethodId, "payment_method_id");
+  // One still pending on the payment saving it is not known until that payment succeeds.
+  if (row === null || row.pendingPaymentId !== null) throw notFound("Payment method", paymentMethodId, "payment_method_id");
   if (row.deletedAt !== null || row.cardCiphertext === null) {
     throw preconditionFailed(`Payment method ${paymentMethodId} was deleted and can no longer pay (field payment_method_id)`);
   }
   payingCustomer(row, payment.customerId);
+  if (row.customerId === null && payment.offSession === true) {
+    throw invalidField(
+      "payment_method_id",
+      "an off-session payment charges a customer's saved card under its mandate, not a client-side token",
+    );
+  }
   if (row.customerId === null) {
     const [, taken] = (await deps.dataSource.query(
       `UPDATE payment_methods SET used_by_payment_id = $4

@@ -70,6 +70,13 @@ export class PaymentMethodRow {
   @Column({ name: "used_by_payment_id", type: "varchar", length: 64, nullable: true })
   usedByPaymentId!: string | null;
 
+  /**
+   * The payment saving this card for its customer (setup_future_usage) while its outcome is unknown:
+   * the payment method is shown, and can pay, once that payment succeeds or is authorized.
+   */
+  @Column({ name: "pending_payment_id", type: "varchar", length: 64, nullable: true })
+  pendingPaymentId!: string | null;
+
   @Column({ name: "deleted_at", type: "timestamptz", nullable: true })
   deletedAt!: Date | null;
 }

@@ -1,5 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { DataSource } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import type { PaymentMethodService } from "../../gen/paymentservice/v1/payment_method_pb.js";
 import { PaymentMethodSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import type { ApiKeyHasher } from "../auth/api-key-secret.js";
@@ -17,6 +17,7 @@ import { addressToStore } from "../validation/address.js";
 import { change, text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
+import { writePaymentMethodEvent } from "./events.js";
 import { PaymentMethodRow } from "./payment-method.entity.js";
 import { assertCustomerExists, deletePaymentMethods, liveMethod, lockCustomersCard, lockPaymentMethod } from "./store.js";
 import { cardFingerprints, sealCardNumber } from "./vault.js";
@@ -36,6 +37,19 @@ function renewedBy(saved: PaymentMethodRow, again: PaymentMethodRow, now: Date):
     cardHolderName: again.cardHolderName ?? saved.cardHolderName,
     updated: now,
   });
+}
+
+/**
+ * Writes the customer's payment method `saved` renewed by the same card saved again; one still pending
+ * on a payment that saves it is the customer's from now on, announced attached.
+ */
+async function saveAgain(em: EntityManager, clock: Clock, saved: PaymentMethodRow, again: PaymentMethodRow): Promise<PaymentMethodRow> {
+  const pending = saved.pendingPaymentId !== null;
+  renewedBy(saved, again, clock.now());
+  if (pending) Object.assign(saved, { pendingPaymentId: null, expiresAt: null });
+  await em.save(saved);
+  if (pending) await writePaymentMethodEvent(em, clock, saved, "attached");
+  return saved;
 }
 
 /** What the payment methods API needs: the database, time, the processors (which cards they take), the vault's secrets. */
@@ -96,18 +110,17 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
         updated: now,
         expiresAt: customerId === undefined ? new Date(now.getTime() + tokenLifetimeMs) : null,
         usedByPaymentId: null,
+        pendingPaymentId: null,
         deletedAt: null,
       } satisfies PaymentMethodRow);
       return units.commit(ctx, async (em) => {
         if (customerId !== undefined) {
           await assertCustomerExists(em, caller, customerId, "customer_id", "lock");
           const saved = await lockCustomersCard(em, caller, customerId, fingerprints.all);
-          if (saved !== null) {
-            await em.save(renewedBy(saved, row, now));
-            return toPaymentMethod(saved);
-          }
+          if (saved !== null) return toPaymentMethod(await saveAgain(em, clock, saved, row));
         }
         await em.insert(PaymentMethodRow, row);
+        if (customerId !== undefined) await writePaymentMethodEvent(em, clock, row, "attached");
         return toPaymentMethod(row);
       });
     },
@@ -158,12 +171,13 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
         const saved = await lockCustomersCard(em, caller, req.customerId, [row.cardFingerprint]);
         if (saved !== null) {
           // The customer has this card already: the token updates it and is used up.
-          await em.save(renewedBy(saved, row, now));
-          await deletePaymentMethods(em, caller, { paymentMethodId: row.paymentMethodId }, now);
+          await saveAgain(em, clock, saved, row);
+          await deletePaymentMethods(em, clock, caller, { paymentMethodId: row.paymentMethodId });
           return toPaymentMethod(saved);
         }
         Object.assign(row, { customerId: req.customerId, expiresAt: null, updated: now });
         await em.save(row);
+        await writePaymentMethodEvent(em, clock, row, "attached");
         return toPaymentMethod(row);
       });
     },
@@ -171,7 +185,7 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
     async deletePaymentMethod(req, ctx) {
       const caller = merchantOf(ctx);
       return units.commit(ctx, async (em) => {
-        const deleted = await deletePaymentMethods(em, caller, { paymentMethodId: req.paymentMethodId }, clock.now());
+        const deleted = await deletePaymentMethods(em, clock, caller, { paymentMethodId: req.paymentMethodId });
         if (deleted === 0) throw notFound("Payment method", req.paymentMethodId);
         return { paymentMethodId: req.paymentMethodId, deleted: true };
       });
@@ -183,7 +197,7 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
       await assertCustomerExists(dataSource.manager, caller, req.customerId, "customer_id", "read");
       const query = scopedQuery(dataSource, PaymentMethodRow, "m", caller)
         .andWhere("m.customer_id = :customerId", { customerId: req.customerId })
-        .andWhere("m.deleted_at IS NULL");
+        .andWhere("m.deleted_at IS NULL AND m.pending_payment_id IS NULL");
       const [rows, total] = await fetchPage(query, ["created", "payment_method_id"], page);
       return envelope(rows.map(toPaymentMethod), total, page);
     },

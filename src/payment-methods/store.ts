@@ -1,11 +1,14 @@
 import { In, IsNull, type EntityManager } from "typeorm";
 import type { Scope } from "../db/scope.js";
+import type { Clock } from "../clock.js";
 import { notFound } from "../errors.js";
+import { revokeMandatesOf } from "../mandates/store.js";
+import { writePaymentMethodEvent } from "./events.js";
 import { PaymentMethodRow } from "./payment-method.entity.js";
 
-/** A live payment method's key: its merchant, environment and id, not deleted. */
+/** A live payment method's key: its merchant, environment and id, not deleted, nor pending on a payment that saves it. */
 export function liveMethod(scope: Scope, paymentMethodId: string) {
-  return { merchantId: scope.merchantId, livemode: scope.livemode, paymentMethodId, deletedAt: IsNull() };
+  return { merchantId: scope.merchantId, livemode: scope.livemode, paymentMethodId, deletedAt: IsNull(), pendingPaymentId: IsNull() };
 }
 
 /** Loads a live payment method and locks its row for the transaction (attach vs delete, two updates). */
@@ -60,21 +63,38 @@ export function lockCustomersCard(
 }
 
 /**
- * Deletes payment methods: each can no longer pay, and its encrypted number is dropped. The row stays,
- * so that its id is known. How many were live.
+ * Deletes payment methods, in the caller's transaction: each can no longer pay, its encrypted number
+ * is dropped and its mandates are revoked; one that was attached to a customer is announced detached.
+ * The row stays, so that its id is known. How many were live.
  */
 export async function deletePaymentMethods(
   em: EntityManager,
+  clock: Clock,
   scope: Scope,
   which: { readonly paymentMethodId: string } | { readonly customerId: string },
-  now: Date,
 ): Promise<number> {
-  const [, affected] = (await em.query(
+  const now = clock.now();
+  const rows = await em.find(PaymentMethodRow, {
+    where:
+      "paymentMethodId" in which
+        ? liveMethod(scope, which.paymentMethodId)
+        : { merchantId: scope.merchantId, livemode: scope.livemode, customerId: which.customerId, deletedAt: IsNull() },
+    order: { paymentMethodId: "ASC" },
+    lock: { mode: "pessimistic_write" },
+  });
+  if (rows.length === 0) return 0;
+  await em.query(
     `UPDATE payment_methods SET deleted_at = $4, card_ciphertext = NULL, expires_at = NULL, updated = $4
-      WHERE merchant_id = $1 AND livemode = $2 AND ${"paymentMethodId" in which ? "payment_method_id" : "customer_id"} = $3 AND deleted_at IS NULL`,
-    [scope.merchantId, scope.livemode, "paymentMethodId" in which ? which.paymentMethodId : which.customerId, now],
-  )) as [unknown, number];
-  return affected;
+      WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = ANY ($3)`,
+    [scope.merchantId, scope.livemode, rows.map((row) => row.paymentMethodId), now],
+  );
+  for (const row of rows) {
+    await revokeMandatesOf(em, clock, scope, { paymentMethodId: row.paymentMethodId });
+    if (row.customerId !== null && row.pendingPaymentId === null) {
+      await writePaymentMethodEvent(em, clock, Object.assign(row, { deletedAt: now, cardCiphertext: null, updated: now }), "detached");
+    }
+  }
+  return rows.length;
 }
 
 /** Payment methods removed per statement: short statements, so the reaper never holds many row locks for long. */

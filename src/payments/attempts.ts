@@ -45,7 +45,14 @@ export function callAttempt(
   switch (attempt.call) {
     case "authorize":
       if (card === undefined) throw new Error(`payment ${row.paymentId}: an authorization is made again only with its card`);
-      return processor.authorize({ idempotencyKey, amount: row.amount, currency: row.currency, card, capture: attempt.capture });
+      return processor.authorize({
+        idempotencyKey,
+        amount: row.amount,
+        currency: row.currency,
+        card,
+        capture: attempt.capture,
+        offSession: attempt.offSession === true,
+      });
     case "completeAuthentication":
       return processor.completeAuthentication({
         idempotencyKey,

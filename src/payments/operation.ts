@@ -1,10 +1,10 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { DataSource } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import { PaymentSchema } from "../../gen/paymentservice/v1/payment_pb.js";
 import { claimLeaseMs, type Claimed, type ObjectClaims } from "../objects/claims.js";
 import { holderGone, holderOf } from "../db/liveness.js";
-import type { ObjectWriter } from "../objects/writer.js";
-import { preparedQuery } from "../db/prepared.js";
+import type { Alongside, ObjectWriter } from "../objects/writer.js";
+import { preparedIn, preparedQuery } from "../db/prepared.js";
 import type { Scope } from "../db/scope.js";
 import { responseRecorderKey, type CallValues } from "../db/unit-of-work.js";
 import { claimLost } from "../errors.js";
@@ -12,6 +12,7 @@ import { failpoint } from "../failpoints.js";
 import type { JobWaker, NewJob } from "../jobs/runner.js";
 import type { CardDetails } from "../processors/processor.js";
 import type { AttemptCall, PaymentRow, PaymentStatusWord, StoredAttempt } from "./payment.entity.js";
+import { outcomeAlongside } from "./future-usage.js";
 import { paymentResource } from "./store.js";
 import { applyAttempt, callAttempt, recallAttempt, type AttemptAnswer, type PaymentMoveDependencies } from "./attempts.js";
 
@@ -56,6 +57,8 @@ export interface PaymentOperation {
   move(row: PaymentRow): AttemptCall | undefined;
   /** The card of an authorization, which only the API call that sent it has. */
   readonly card?: CardDetails;
+  /** What the record of the move's attempt writes besides (payments/future-usage.ts), decided on the moved row. */
+  alongside?(row: PaymentRow): Alongside | undefined;
 }
 
 /** What an operation did to the payment: its row now, and whether its final status ended its pending jobs. */
@@ -154,7 +157,7 @@ async function makeMove(
   const attempt = operation.move(row);
   if (attempt === undefined) return writeChange(deps, claim, previous, [], call);
   const recorded = recordedFor(attempt, call);
-  await recordAttempt(deps.dataSource, claim, recorded);
+  await recordAttempt(deps, claim, recorded, operation.alongside?.(row));
   return askProcessor(deps, claim, recorded, operation.card, call);
 }
 
@@ -179,14 +182,48 @@ export async function askProcessor(
   return writeOutcome(deps, claim, recorded, await callAttempt(deps.processors, claim.row, recorded, card), call);
 }
 
-/** Writes the attempt on the payment this operation holds, before the processor is asked; IK_01 when the claim was lost. */
-async function recordAttempt(dataSource: DataSource, claim: Claimed<PaymentRow>, attempt: StoredAttempt): Promise<void> {
+/**
+ * Writes the attempt on the payment this operation holds, before the processor is asked, with the
+ * fields its move set (which the outcome, its recovery's too, reads back) and what the record writes
+ * besides (in one transaction then); IK_01 when the claim was lost.
+ */
+async function recordAttempt(
+  deps: PaymentOperationDependencies,
+  claim: Claimed<PaymentRow>,
+  attempt: StoredAttempt,
+  alongside: Alongside | undefined,
+): Promise<void> {
   const { row, token } = claim;
-  const written = await preparedQuery(
-    dataSource,
-    "UPDATE payments SET attempt = $5 WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND claim_token = $4 RETURNING 1",
-    [row.merchantId, row.livemode, row.paymentId, token, JSON.stringify(attempt)],
-  );
+  const record = async (em: EntityManager) => {
+    await alongside?.(em);
+    return preparedIn(
+      em,
+      `UPDATE payments SET attempt = $5, customer_id = $6, payment_method_id = $7, payment_method_type = $8, return_url = $9,
+              setup_future_usage = $10, mandate_id = $11, mandate_request = $12
+        WHERE merchant_id = $1 AND livemode = $2 AND payment_id = $3 AND claim_token = $4 RETURNING 1`,
+      [
+        row.merchantId,
+        row.livemode,
+        row.paymentId,
+        token,
+        JSON.stringify(attempt),
+        row.customerId,
+        row.paymentMethodId,
+        row.paymentMethodType,
+        row.returnUrl,
+        row.setupFutureUsage,
+        row.mandateId,
+        row.mandateRequest === null ? null : JSON.stringify(row.mandateRequest),
+      ],
+    );
+  };
+  const written = await (alongside === undefined
+    ? record(deps.dataSource.manager)
+    : deps.dataSource.transaction(async (em) => {
+        const rows = await record(em);
+        if (rows.length === 0) throw claimLost(paymentResource.name, row.paymentId);
+        return rows;
+      }));
   if (written.length === 0) throw claimLost(paymentResource.name, row.paymentId);
   row.attempt = attempt;
 }
@@ -221,6 +258,8 @@ async function writeChange(
   answersKey?: string,
 ): Promise<Operated> {
   const row = claim.row;
+  // Before the view is taken: it changes what the payment shows of its setup.
+  const alongside = outcomeAlongside(deps.clock, previous, row);
   const recorder = call?.ctx.values.get(responseRecorderKey);
   const answer =
     recorder !== undefined
@@ -234,7 +273,7 @@ async function writeChange(
             claimToken: null,
             response: toBinary(PaymentSchema, create(PaymentSchema, paymentResource.view(row))),
           };
-  const ended = await deps.writer.writeClaimed(paymentResource, claim, previous, jobs, answer);
+  const ended = await deps.writer.writeClaimed(paymentResource, claim, previous, jobs, answer, alongside);
   const now = deps.clock.now();
   if (jobs.some((job) => job.runAt <= now)) deps.jobs.wake();
   return { row, ended: ended === "ended" };

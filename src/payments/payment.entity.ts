@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from "typeorm";
 import { bigintColumn } from "../db/bigint.js";
+import type { StoredMandateRequest } from "../mandates/mandate.entity.js";
 
 /** What is stored of a card: enough to show and recognise it, never the number or CVC. */
 export interface StoredCard {
@@ -25,7 +26,13 @@ export type AttemptCall = {
   /** The processor asked (its name in the registry). */
   readonly processor: string;
 } & (
-  | { readonly call: "authorize"; readonly capture: boolean; readonly card: StoredCard }
+  | {
+      readonly call: "authorize";
+      readonly capture: boolean;
+      readonly card: StoredCard;
+      /** Made under a mandate without the customer (absent on attempts recorded before mandates: false). */
+      readonly offSession?: boolean;
+    }
   | { readonly call: "completeAuthentication"; readonly capture: boolean; readonly authenticated: boolean }
   | { readonly call: "capture"; readonly amount: string }
   | { readonly call: "void"; readonly operation: "cancel" | "expire"; readonly reason: string }
@@ -51,6 +58,9 @@ export type PaymentStatusWord =
   | "succeeded"
   | "failed"
   | "cancelled";
+
+/** What a payment saves its card for (decisions §10), as stored. */
+export type SetupFutureUsageWord = "on_session" | "off_session";
 
 /** Capture methods of interface §2, as stored. */
 export type CaptureMethodWord = "automatic" | "manual" | "scheduled";
@@ -106,6 +116,22 @@ export class PaymentRow {
 
   @Column({ name: "customer_id", type: "varchar", length: 64, nullable: true })
   customerId!: string | null;
+
+  /** What its card is saved for once it succeeds or is authorized (payments/future-usage.ts). */
+  @Column({ name: "setup_future_usage", type: "varchar", length: 16, nullable: true })
+  setupFutureUsage!: SetupFutureUsageWord | null;
+
+  /** Merchant-initiated, under the mandate `mandateId`, without the customer present. */
+  @Column({ name: "off_session", type: "boolean" })
+  offSession!: boolean;
+
+  /** The mandate an off-session setup creates once it succeeds, or an off-session payment is made under. */
+  @Column({ name: "mandate_id", type: "varchar", length: 64, nullable: true })
+  mandateId!: string | null;
+
+  /** What an off-session setup asks its mandate to be, until its outcome writes the mandate. */
+  @Column({ name: "mandate_request", type: "jsonb", nullable: true })
+  mandateRequest!: StoredMandateRequest | null;
 
   @Column({ name: "email", type: "text", nullable: true })
   email!: string | null;

@@ -10,6 +10,8 @@ import {
   PaymentStatusSchema,
   type PaymentMethodDataInput,
   type PaymentService,
+  type SetupFutureUsage,
+  SetupFutureUsageSchema,
 } from "../../gen/paymentservice/v1/payment_pb.js";
 import { merchantOf, type MerchantCaller } from "../auth/caller.js";
 import { secretsEqual } from "../auth/api-key-secret.js";
@@ -22,15 +24,17 @@ import { runLocked } from "../objects/locked-operation.js";
 import { idempotentCallKey, type UnitOfWork } from "../db/unit-of-work.js";
 import { callerIdProblem, createdId, randomBase62 } from "../ids.js";
 import { payingCustomer, savedCard } from "../payment-methods/pay-with.js";
+import type { CardSavingDependencies } from "../payment-methods/setup.js";
+import { mandateToCharge } from "../mandates/charge.js";
 import { readCard } from "../processors/card.js";
-import type { DataCipher } from "../secrets/data-cipher.js";
 import type { CardDetails, Processor } from "../processors/processor.js";
 import { email, text, url } from "../validation/fields.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { amount, currency, positiveAmount } from "../validation/money.js";
-import { PaymentRow, type CaptureMethodWord } from "./payment.entity.js";
+import { PaymentRow, type CaptureMethodWord, type SetupFutureUsageWord } from "./payment.entity.js";
+import { applySetup, assertOffSession, assertSetupCustomer, cardToSave, recordAlongside } from "./future-usage.js";
 import { findObject } from "../objects/resource.js";
 import { paymentResource } from "./store.js";
 import { operateOnPayment, type ApiCall, type PaymentOperation, type PaymentOperationDependencies } from "./operation.js";
@@ -41,10 +45,9 @@ import { createConfirmed } from "./operations/create.js";
 import { updateOperation } from "./operations/update.js";
 import { toPayment } from "./view.js";
 
-/** What the payments API needs: what its operations need, the transactions of an update, and the cipher of saved cards. */
-export interface PaymentDependencies extends PaymentOperationDependencies {
+/** What the payments API needs: what its operations need, the transactions of an update, and what saved cards need. */
+export interface PaymentDependencies extends PaymentOperationDependencies, CardSavingDependencies {
   readonly units: UnitOfWork;
-  readonly dataCipher: DataCipher;
 }
 
 /** IR_06: a payment is paid with the card sent or with a saved one, never both. */
@@ -66,6 +69,19 @@ function paymentMethodWord(method: PaymentMethod | undefined, paysWithCard: bool
   const word = sentWord(PaymentMethodSchema, method);
   if (word !== undefined && word !== "card") throw invalidField("payment_method", `${word} is not supported yet; use card`);
   return word === undefined && !paysWithCard ? undefined : "card";
+}
+
+/** The amount of a new payment: 0 only for a setup, which saves the card without charging it. */
+function paymentAmount(value: bigint | undefined, setup: SetupFutureUsageWord | undefined): bigint {
+  if (value !== 0n) return amount("amount", value);
+  if (setup === undefined) {
+    throw invalidField("amount", "expected an integer from 1 (smallest currency unit); 0 only saves a card, with setup_future_usage");
+  }
+  return 0n;
+}
+
+function setupFutureUsageWord(value: SetupFutureUsage | undefined): SetupFutureUsageWord | undefined {
+  return sentWord(SetupFutureUsageSchema, value) as SetupFutureUsageWord | undefined;
 }
 
 function captureMethodWord(method: CaptureMethod | undefined): CaptureMethodWord {
@@ -133,7 +149,8 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
     async createPayment(req, ctx) {
       const caller = merchantOf(ctx);
       const processor = deps.processors.forNewPayment(caller.livemode);
-      const paymentAmount = amount("amount", req.amount);
+      const setupFutureUsage = setupFutureUsageWord(req.setupFutureUsage);
+      const amountToCharge = paymentAmount(req.amount, setupFutureUsage);
       const paymentCurrency = currency("currency", req.currency);
       if (req.profileId === undefined || req.profileId === "") throw missingField("profile_id");
       const idProblem = req.paymentId === undefined ? undefined : callerIdProblem(req.paymentId);
@@ -141,6 +158,9 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       const sent = requestedCard(clock, processor, req.paymentMethodData);
       if (sent !== undefined && req.paymentMethodId !== undefined) throw bothPaymentMethods();
       const paysWithCard = sent !== undefined || req.paymentMethodId !== undefined;
+      const offSession = req.offSession === true;
+      if (offSession) assertOffSession(req.confirm === true, setupFutureUsage, sent, req.paymentMethodId);
+      else if (req.mandateId !== undefined) throw invalidField("mandate_id", "only applies to off_session payments");
       if (req.confirm === true && !paysWithCard) throw missingField("payment_method_data.card");
       if (req.confirm !== true && sent !== undefined) {
         throw invalidField(
@@ -152,6 +172,9 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         throw invalidField("payment_method_id", "a saved payment method pays with confirm: true, or sent to /payments/:payment_id/confirm");
       }
       const method = captureMethodWord(req.captureMethod);
+      if (amountToCharge === 0n && method !== "automatic") {
+        throw invalidField("capture_method", "a zero-amount setup captures nothing; leave capture_method out");
+      }
       const now = clock.now();
       // Only a create that records the payment before its processor is asked can be retried into its own record.
       const effectSeed = req.paymentId === undefined && paysWithCard ? ctx.values.get(idempotentCallKey)?.effectSeed : undefined;
@@ -162,7 +185,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         paymentId,
         profileId: req.profileId,
         status: "requires_payment_method",
-        amount: paymentAmount,
+        amount: amountToCharge,
         currency: paymentCurrency,
         amountCapturable: 0n,
         amountReceived: null,
@@ -173,6 +196,10 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         paymentMethodId: null,
         card: null,
         customerId: req.customerId ?? null,
+        setupFutureUsage: null,
+        offSession,
+        mandateId: null,
+        mandateRequest: null,
         email: email("email", req.email) ?? null,
         description: text("description", req.description, 1000) ?? null,
         statementDescriptor: text("statement_descriptor", req.statementDescriptor, 22) ?? null,
@@ -194,14 +221,28 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         attempt: null,
       };
       const row = Object.assign(new PaymentRow(), fields);
+      applySetup(row, { setupFutureUsage, customerAcceptance: req.customerAcceptance, mandateData: req.mandateData }, now);
       // Taken for the payment once every field of the request is known to be valid.
-      const saved = req.paymentMethodId === undefined ? undefined : await savedCard(deps, caller, req.paymentMethodId, row);
+      const saved =
+        req.paymentMethodId === undefined ? undefined : await savedCard(deps, caller, req.paymentMethodId, { ...row, offSession });
       if (saved !== undefined)
         Object.assign(row, { customerId: payingCustomer(saved, row.customerId), paymentMethodId: saved.paymentMethodId });
+      assertSetupCustomer(row);
+      const mandate = offSession
+        ? await mandateToCharge(
+            dataSource,
+            caller,
+            { paymentId, paymentMethodId: saved!.paymentMethodId, amount: row.amount, currency: row.currency },
+            req.mandateId,
+          )
+        : undefined;
+      if (mandate !== undefined) row.mandateId = mandate.mandateId;
       const card = sent ?? saved?.card;
       if (card === undefined) return deps.writer.create(ctx, paymentResource, row, []);
       const attempt = authorization(deps, row, processor.name, card);
-      const created = await createConfirmed(deps, row, attempt, card, apiCall(ctx), effectSeed !== undefined);
+      const save = row.setupFutureUsage === null ? undefined : cardToSave(sent, saved);
+      const alongside = recordAlongside(deps, row, { save, mandate });
+      const created = await createConfirmed(deps, row, attempt, card, apiCall(ctx), effectSeed !== undefined, alongside);
       return toPayment(created.row);
     },
 
@@ -266,6 +307,11 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
           checkCaller: (row) => assertClientSecret(caller, row, req.clientSecret),
           paymentMethodType,
           returnUrl,
+          setup: {
+            setupFutureUsage: setupFutureUsageWord(req.setupFutureUsage),
+            customerAcceptance: req.customerAcceptance,
+            mandateData: req.mandateData,
+          },
         }),
       );
     },

@@ -5,6 +5,7 @@ import {
   NextActionTypeSchema,
   PaymentMethodSchema,
   PaymentStatusSchema,
+  SetupFutureUsageSchema,
   type PaymentSchema,
 } from "../../gen/paymentservice/v1/payment_pb.js";
 import { enumNumber } from "../enum-words.js";
@@ -46,5 +47,9 @@ export function toPayment(row: PaymentRow): MessageInitShape<typeof PaymentSchem
     metadata: row.metadata,
     created: timestampFromDate(row.created),
     modifiedAt: timestampFromDate(row.modifiedAt),
+    setupFutureUsage: row.setupFutureUsage === null ? undefined : enumNumber(SetupFutureUsageSchema, row.setupFutureUsage),
+    offSession: row.offSession,
+    // A setup's mandate is shown once written, when the payment succeeds.
+    mandateId: row.mandateRequest === null ? (row.mandateId ?? undefined) : undefined,
   };
 }

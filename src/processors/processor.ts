@@ -69,6 +69,8 @@ export interface Processor {
     readonly currency: string;
     readonly card: CardDetails;
     readonly capture: boolean;
+    /** A merchant-initiated payment under a mandate: no cardholder is present to authenticate. */
+    readonly offSession: boolean;
   }): Promise<AuthorizeResult>;
 
   /** Finishes an authorization that required authentication, with the cardholder's outcome. */

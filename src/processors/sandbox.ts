@@ -8,7 +8,11 @@ import type { SandboxCallBooks } from "./sandbox-books.js";
 /** How a sandbox test card behaves (decisions §3). */
 export type TestCard =
   | { readonly outcome: "succeeds"; readonly disputeExpected?: true }
-  | { readonly outcome: "requires_authentication" }
+  /**
+   * The issuer asks the cardholder to authenticate on-session; off-session, with no cardholder to ask,
+   * it either exempts the payment (it succeeds) or declines it (`authentication_required`).
+   */
+  | { readonly outcome: "requires_authentication"; readonly offSession: "succeeds" | "declined" }
   | { readonly outcome: "declined"; readonly errorCode: string; readonly errorMessage: string };
 
 const succeeds: TestCard = { outcome: "succeeds" };
@@ -21,7 +25,8 @@ const testCards: ReadonlyMap<string, TestCard> = new Map<string, TestCard>([
   ["5555555555554444", succeeds],
   ["378282246310005", succeeds],
   ["6011111111111117", succeeds],
-  ["4000000000003220", { outcome: "requires_authentication" }],
+  ["4000000000003220", { outcome: "requires_authentication", offSession: "succeeds" }],
+  ["4000002760003184", { outcome: "requires_authentication", offSession: "declined" }],
   ["4000000000009995", { outcome: "declined", errorCode: "insufficient_funds", errorMessage: "Your card has insufficient funds." }],
   ["4000000000000002", { outcome: "declined", ...cardDeclined }],
   ["4000000000000259", { outcome: "succeeds", disputeExpected: true }],
@@ -72,8 +77,13 @@ export class SandboxProcessor implements Processor {
     checkTestCard(card.number, field);
   }
 
-  authorize(request: { readonly idempotencyKey: string; readonly card: CardDetails; readonly capture: boolean }): Promise<AuthorizeResult> {
-    return this.books.book("authorize", request.idempotencyKey, authorization(request.card, request.capture, this.clock.now()));
+  authorize(request: {
+    readonly idempotencyKey: string;
+    readonly card: CardDetails;
+    readonly capture: boolean;
+    readonly offSession: boolean;
+  }): Promise<AuthorizeResult> {
+    return this.books.book("authorize", request.idempotencyKey, authorization(request, this.clock.now()));
   }
 
   completeAuthentication(request: {
@@ -125,7 +135,10 @@ export class SandboxProcessor implements Processor {
 }
 
 /** What the issuer of a test card answers an authorization. */
-function authorization(card: CardDetails, capture: boolean, now: Date): AuthorizeResult {
+function authorization(
+  { card, capture, offSession }: { readonly card: CardDetails; readonly capture: boolean; readonly offSession: boolean },
+  now: Date,
+): AuthorizeResult {
   // A network declines a card past its expiry. A card sent with a request never gets here so (it is
   // refused first, IR_16); a saved one can, kept for years.
   if (hasExpired(card, now)) {
@@ -139,7 +152,14 @@ function authorization(card: CardDetails, capture: boolean, now: Date): Authoriz
       return { status: capture ? "captured" : "authorized", reference, disputeExpected: testCard.disputeExpected === true };
     }
     case "requires_authentication":
-      return { status: "requires_authentication", reference: newReference() };
+      if (!offSession) return { status: "requires_authentication", reference: newReference() };
+      if (testCard.offSession === "succeeds") return { status: capture ? "captured" : "authorized", reference: newReference() };
+      return {
+        status: "declined",
+        reference: newReference(),
+        errorCode: "authentication_required",
+        errorMessage: "The card's issuer requires the cardholder to authenticate, and an off-session payment cannot ask them.",
+      };
     case "declined":
       return { status: "declined", reference: newReference(), errorCode: testCard.errorCode, errorMessage: testCard.errorMessage };
   }

@@ -58,6 +58,7 @@ describe("create and confirm", () => {
       currency: "EUR",
       capture: true,
       card: { number: "4000056655665556", expMonth: 12, expYear: 2031, cvc: "123", holderName: "Ada Lovelace" },
+      offSession: false,
     });
     expect(payment).toMatchObject({
       paymentId: "pay_inproc_order_1",

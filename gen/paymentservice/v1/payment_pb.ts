@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file paymentservice/v1/payment.proto.
  */
 export const file_paymentservice_v1_payment: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9wYXltZW50LnByb3RvEhFwYXltZW50c2VydmljZS52MSLtCQoHUGF5bWVudBISCgpwYXltZW50X2lkGAEgASgJEhMKC21lcmNoYW50X2lkGAIgASgJEhIKCnByb2ZpbGVfaWQYAyABKAkSMAoGc3RhdHVzGAQgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudFN0YXR1cxIOCgZhbW91bnQYBSABKAMSHAoPYW1vdW50X3JlY2VpdmVkGAYgASgDSACIAQESGQoRYW1vdW50X2NhcHR1cmFibGUYByABKAMSEAoIY3VycmVuY3kYCCABKAkSOAoOY2FwdHVyZV9tZXRob2QYCSABKA4yIC5wYXltZW50c2VydmljZS52MS5DYXB0dXJlTWV0aG9kEi4KCmNhcHR1cmVfb24YCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDnBheW1lbnRfbWV0aG9kGAsgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZEgBiAEBEiAKE3BheW1lbnRfbWV0aG9kX3R5cGUYDCABKAlIAogBARJFChNwYXltZW50X21ldGhvZF9kYXRhGA0gASgLMigucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZERhdGFWaWV3EhgKC2N1c3RvbWVyX2lkGA4gASgJSAOIAQESEgoFZW1haWwYDyABKAlIBIgBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgFiAEBEiEKFHN0YXRlbWVudF9kZXNjcmlwdG9yGBEgASgJSAaIAQESGgoNY2xpZW50X3NlY3JldBgSIAEoCUgHiAEBEhcKCnJldHVybl91cmwYEyABKAlICIgBARIyCgtuZXh0X2FjdGlvbhgUIAEoCzIdLnBheW1lbnRzZXJ2aWNlLnYxLk5leHRBY3Rpb24SFwoKZXJyb3JfY29kZRgVIAEoCUgJiAEBEhoKDWVycm9yX21lc3NhZ2UYFiABKAlICogBARIgChNjYW5jZWxsYXRpb25fcmVhc29uGBcgASgJSAuIAQESOgoIbWV0YWRhdGEYGCADKAsyKC5wYXltZW50c2VydmljZS52MS5QYXltZW50Lk1ldGFkYXRhRW50cnkSKwoHY3JlYXRlZBgZIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbW9kaWZpZWRfYXQYGiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh4KEXBheW1lbnRfbWV0aG9kX2lkGBsgASgJSAyIAQEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQhIKEF9hbW91bnRfcmVjZWl2ZWRCEQoPX3BheW1lbnRfbWV0aG9kQhYKFF9wYXltZW50X21ldGhvZF90eXBlQg4KDF9jdXN0b21lcl9pZEIICgZfZW1haWxCDgoMX2Rlc2NyaXB0aW9uQhcKFV9zdGF0ZW1lbnRfZGVzY3JpcHRvckIQCg5fY2xpZW50X3NlY3JldEINCgtfcmV0dXJuX3VybEINCgtfZXJyb3JfY29kZUIQCg5fZXJyb3JfbWVzc2FnZUIWChRfY2FuY2VsbGF0aW9uX3JlYXNvbkIUChJfcGF5bWVudF9tZXRob2RfaWQibwoKTmV4dEFjdGlvbhIvCgR0eXBlGAEgASgOMiEucGF5bWVudHNlcnZpY2UudjEuTmV4dEFjdGlvblR5cGUSHAoPcmVkaXJlY3RfdG9fdXJsGAIgASgJSACIAQFCEgoQX3JlZGlyZWN0X3RvX3VybCJEChZQYXltZW50TWV0aG9kRGF0YUlucHV0EioKBGNhcmQYASABKAsyHC5wYXltZW50c2VydmljZS52MS5DYXJkSW5wdXQinQMKCUNhcmRJbnB1dBJMCgtjYXJkX251bWJlchgBIAEoCUIy4vMYLggBMhZeICooPzpbMC05XSAqKXsxMiwxOX0kQhIiNDI0MjQyNDI0MjQyNDI0MiJIAIgBARI/Cg5jYXJkX2V4cF9tb250aBgCIAEoCUIi4vMYHggBMhReKD86MD9bMS05XXwxWzAtMl0pJEIEIjEyIkgBiAEBEkMKDWNhcmRfZXhwX3llYXIYAyABKAlCJ+LzGCMIATIXXig/OlswLTldezJ9fFswLTldezR9KSRCBiIyMDM0IkgCiAEBEjIKCGNhcmRfY3ZjGAQgASgJQhvi8xgXCAEyDF5bMC05XXszLDR9JEIFIjEyMyJIA4gBARIxChBjYXJkX2hvbGRlcl9uYW1lGAUgASgJQhLi8xgOKGRCCiJKYW5lIERvZSJIBIgBAUIOCgxfY2FyZF9udW1iZXJCEQoPX2NhcmRfZXhwX21vbnRoQhAKDl9jYXJkX2V4cF95ZWFyQgsKCV9jYXJkX2N2Y0ITChFfY2FyZF9ob2xkZXJfbmFtZSJCChVQYXltZW50TWV0aG9kRGF0YVZpZXcSKQoEY2FyZBgBIAEoCzIbLnBheW1lbnRzZXJ2aWNlLnYxLkNhcmRWaWV3IlwKCENhcmRWaWV3Eg0KBWxhc3Q0GAEgASgJEhIKBWJyYW5kGAIgASgJSACIAQESEQoJZXhwX21vbnRoGAMgASgJEhAKCGV4cF95ZWFyGAQgASgJQggKBl9icmFuZCLPAQoSQ3VzdG9tZXJBY2NlcHRhbmNlEj8KD2FjY2VwdGFuY2VfdHlwZRgBIAEoDjIhLnBheW1lbnRzZXJ2aWNlLnYxLkFjY2VwdGFuY2VUeXBlSACIAQESLwoLYWNjZXB0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKBm9ubGluZRgDIAEoCzIjLnBheW1lbnRzZXJ2aWNlLnYxLk9ubGluZUFjY2VwdGFuY2VCEgoQX2FjY2VwdGFuY2VfdHlwZSJiChBPbmxpbmVBY2NlcHRhbmNlEhcKCmlwX2FkZHJlc3MYASABKAlIAIgBARIXCgp1c2VyX2FnZW50GAIgASgJSAGIAQFCDQoLX2lwX2FkZHJlc3NCDQoLX3VzZXJfYWdlbnQi/goKFENyZWF0ZVBheW1lbnRSZXF1ZXN0EioKBmFtb3VudBgBIAEoA0IV4vMYEQgBEAEY/5+UpY0dQgQxMDAwSACIAQESMwoIY3VycmVuY3kYAiABKAlCHOLzGBgIATINXltBLVphLXpdezN9JEIFIlVTRCJIAYgBARJBCgpwcm9maWxlX2lkGAMgASgJQiji8xgkCAEgAUIeInByb185eFEybVQ0a0xwN1Z3M1pyOE55NkJjMUQiSAKIAQESSAoKcGF5bWVudF9pZBgEIAEoCUIv4vMYKzIpXig/ISg/Omxpc3R8Y3JlYXRlKSQpW0EtWmEtejAtOV8tXXsxLDY0fSRIA4gBARIgCgdjb25maXJtGAUgASgIQgri8xgGQgR0cnVlSASIAQESPgoLY3VzdG9tZXJfaWQYBiABKAlCJOLzGCBCHiJjdXNfNGZRMW5SN3NLZDJXeDhMcDNWejZIYjlNIkgFiAEBEjAKC2Rlc2NyaXB0aW9uGAcgASgJQhbi8xgSKOgHQg0iT3JkZXIgIzEwNDIiSAaIAQESaAoKcmV0dXJuX3VybBgIIAEoCUJP4vMYSyiAEDIdXltIaF1bVHRdW1R0XVtQcF1bU3NdPzovL1teL11CJyJodHRwczovL2V4YW1wbGUuY29tL2NoZWNrb3V0L2NvbXBsZXRlIkgHiAEBEkYKE3BheW1lbnRfbWV0aG9kX2RhdGEYCSABKAsyKS5wYXltZW50c2VydmljZS52MS5QYXltZW50TWV0aG9kRGF0YUlucHV0EkcKCG1ldGFkYXRhGAogAygLMjUucGF5bWVudHNlcnZpY2UudjEuQ3JlYXRlUGF5bWVudFJlcXVlc3QuTWV0YWRhdGFFbnRyeRJLCg5wYXltZW50X21ldGhvZBgLIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2RCDOLzGAhCBiJjYXJkIkgIiAEBEigKE3BheW1lbnRfbWV0aG9kX3R5cGUYDCABKAlCBuLzGAIoIEgJiAEBEk0KDmNhcHR1cmVfbWV0aG9kGA0gASgOMiAucGF5bWVudHNlcnZpY2UudjEuQ2FwdHVyZU1ldGhvZEIO4vMYCkIIIm1hbnVhbCJICogBARIuCgpjYXB0dXJlX29uGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJLCgVlbWFpbBgPIAEoCUI34vMYMyj+ATIaXlteXHNAXStAW15cc0BdK1wuW15cc0BdKyRCEiJqYW5lQGV4YW1wbGUuY29tIkgLiAEBEikKFHN0YXRlbWVudF9kZXNjcmlwdG9yGBAgASgJQgbi8xgCKBZIDIgBARJCChNjdXN0b21lcl9hY2NlcHRhbmNlGBEgASgLMiUucGF5bWVudHNlcnZpY2UudjEuQ3VzdG9tZXJBY2NlcHRhbmNlEh4KEXBheW1lbnRfbWV0aG9kX2lkGBIgASgJSA2IAQEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB19hbW91bnRCCwoJX2N1cnJlbmN5Qg0KC19wcm9maWxlX2lkQg0KC19wYXltZW50X2lkQgoKCF9jb25maXJtQg4KDF9jdXN0b21lcl9pZEIOCgxfZGVzY3JpcHRpb25CDQoLX3JldHVybl91cmxCEQoPX3BheW1lbnRfbWV0aG9kQhYKFF9wYXltZW50X21ldGhvZF90eXBlQhEKD19jYXB0dXJlX21ldGhvZEIICgZfZW1haWxCFwoVX3N0YXRlbWVudF9kZXNjcmlwdG9yQhQKEl9wYXltZW50X21ldGhvZF9pZCLnBQoUVXBkYXRlUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRIiCgZhbW91bnQYAiABKANCDeLzGAkQARj/n5SljR1IAIgBARIqCghjdXJyZW5jeRgDIAEoCUIT4vMYDzINXltBLVphLXpdezN9JEgBiAEBEj4KC2Rlc2NyaXB0aW9uGAQgASgJQiTi8xggKOgHQhsiT3JkZXIgIzEwNDIsIGdpZnQgd3JhcHBlZCJIAogBARJHCghtZXRhZGF0YRgFIAMoCzI1LnBheW1lbnRzZXJ2aWNlLnYxLlVwZGF0ZVBheW1lbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSGAoLY3VzdG9tZXJfaWQYBiABKAlIA4gBARI8CgVlbWFpbBgHIAEoCUIo4vMYJCj+ATIfXig/OlteXHNAXStAW15cc0BdK1wuW15cc0BdKyk/JEgEiAEBEkIKCnJldHVybl91cmwYCCABKAlCKeLzGCUogBAyIF4kfF5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dSAWIAQESKQoUc3RhdGVtZW50X2Rlc2NyaXB0b3IYCSABKAlCBuLzGAIoFkgGiAEBEj0KDmNhcHR1cmVfbWV0aG9kGAogASgOMiAucGF5bWVudHNlcnZpY2UudjEuQ2FwdHVyZU1ldGhvZEgHiAEBEi4KCmNhcHR1cmVfb24YCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYW1vdW50QgsKCV9jdXJyZW5jeUIOCgxfZGVzY3JpcHRpb25CDgoMX2N1c3RvbWVyX2lkQggKBl9lbWFpbEINCgtfcmV0dXJuX3VybEIXChVfc3RhdGVtZW50X2Rlc2NyaXB0b3JCEQoPX2NhcHR1cmVfbWV0aG9kIloKFlJldHJpZXZlUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRIaCg1jbGllbnRfc2VjcmV0GAIgASgJSACIAQFCEAoOX2NsaWVudF9zZWNyZXQitgQKFUNvbmZpcm1QYXltZW50UmVxdWVzdBISCgpwYXltZW50X2lkGAEgASgJEhoKDWNsaWVudF9zZWNyZXQYAiABKAlIAIgBARJGChNwYXltZW50X21ldGhvZF9kYXRhGAMgASgLMikucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZERhdGFJbnB1dBJLCg5wYXltZW50X21ldGhvZBgEIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2RCDOLzGAhCBiJjYXJkIkgBiAEBEigKE3BheW1lbnRfbWV0aG9kX3R5cGUYBSABKAlCBuLzGAIoIEgCiAEBEkIKE2N1c3RvbWVyX2FjY2VwdGFuY2UYBiABKAsyJS5wYXltZW50c2VydmljZS52MS5DdXN0b21lckFjY2VwdGFuY2USaAoKcmV0dXJuX3VybBgHIAEoCUJP4vMYSyiAEDIdXltIaF1bVHRdW1R0XVtQcF1bU3NdPzovL1teL11CJyJodHRwczovL2V4YW1wbGUuY29tL2NoZWNrb3V0L2NvbXBsZXRlIkgDiAEBEh4KEXBheW1lbnRfbWV0aG9kX2lkGAggASgJSASIAQFCEAoOX2NsaWVudF9zZWNyZXRCEQoPX3BheW1lbnRfbWV0aG9kQhYKFF9wYXltZW50X21ldGhvZF90eXBlQg0KC19yZXR1cm5fdXJsQhQKEl9wYXltZW50X21ldGhvZF9pZCJwChVDYXB0dXJlUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRItChFhbW91bnRfdG9fY2FwdHVyZRgCIAEoA0IN4vMYCRABGP+flKWNHUgAiAEBQhQKEl9hbW91bnRfdG9fY2FwdHVyZSKGAQoUQ2FuY2VsUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRJCChNjYW5jZWxsYXRpb25fcmVhc29uGAIgASgJQiDi8xgcKP8BQhcicmVxdWVzdGVkX2J5X2N1c3RvbWVyIkgAiAEBQhYKFF9jYW5jZWxsYXRpb25fcmVhc29uIssDChNMaXN0UGF5bWVudHNSZXF1ZXN0EikKBWxpbWl0GAEgASgFQhXS8xgFSVJfMDbi8xgIEAEYZEICMTBIAIgBARIbCgZvZmZzZXQYAiABKAVCBuLzGAIQAEgBiAEBEi8KC2NyZWF0ZWRfZ3RlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVkX2x0ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoGc3RhdHVzGAUgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudFN0YXR1c0gCiAEBEhgKC2N1c3RvbWVyX2lkGAYgASgJSAOIAQESKgoIY3VycmVuY3kYByABKAlCE+LzGA8yDV5bQS1aYS16XXszfSRIBIgBARI9Cg5wYXltZW50X21ldGhvZBgIIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2RIBYgBAUIICgZfbGltaXRCCQoHX29mZnNldEIJCgdfc3RhdHVzQg4KDF9jdXN0b21lcl9pZEILCglfY3VycmVuY3lCEQoPX3BheW1lbnRfbWV0aG9kImcKFExpc3RQYXltZW50c1Jlc3BvbnNlEigKBGRhdGEYASADKAsyGi5wYXltZW50c2VydmljZS52MS5QYXltZW50EhMKC3RvdGFsX2NvdW50GAIgASgDEhAKCGhhc19tb3JlGAMgASgIKsQCCg1QYXltZW50U3RhdHVzEh4KGlBBWU1FTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASKgomUEFZTUVOVF9TVEFUVVNfUkVRVUlSRVNfUEFZTUVOVF9NRVRIT0QQARIoCiRQQVlNRU5UX1NUQVRVU19SRVFVSVJFU19DT05GSVJNQVRJT04QAhIiCh5QQVlNRU5UX1NUQVRVU19SRVFVSVJFU19BQ1RJT04QAxIdChlQQVlNRU5UX1NUQVRVU19QUk9DRVNTSU5HEAQSIwofUEFZTUVOVF9TVEFUVVNfUkVRVUlSRVNfQ0FQVFVSRRAFEhwKGFBBWU1FTlRfU1RBVFVTX1NVQ0NFRURFRBAGEhkKFVBBWU1FTlRfU1RBVFVTX0ZBSUxFRBAHEhwKGFBBWU1FTlRfU1RBVFVTX0NBTkNFTExFRBAIKoYBCg1DYXB0dXJlTWV0aG9kEh4KGkNBUFRVUkVfTUVUSE9EX1VOU1BFQ0lGSUVEEAASHAoYQ0FQVFVSRV9NRVRIT0RfQVVUT01BVElDEAESGQoVQ0FQVFVSRV9NRVRIT0RfTUFOVUFMEAISHAoYQ0FQVFVSRV9NRVRIT0RfU0NIRURVTEVEEAMqhQEKDVBheW1lbnRNZXRob2QSHgoaUEFZTUVOVF9NRVRIT0RfVU5TUEVDSUZJRUQQABIXChNQQVlNRU5UX01FVEhPRF9DQVJEEAESIAocUEFZTUVOVF9NRVRIT0RfQkFOS19UUkFOU0ZFUhACEhkKFVBBWU1FTlRfTUVUSE9EX1dBTExFVBADKlgKDk5leHRBY3Rpb25UeXBlEiAKHE5FWFRfQUNUSU9OX1RZUEVfVU5TUEVDSUZJRUQQABIkCiBORVhUX0FDVElPTl9UWVBFX1JFRElSRUNUX1RPX1VSTBABKmoKDkFjY2VwdGFuY2VUeXBlEh8KG0FDQ0VQVEFOQ0VfVFlQRV9VTlNQRUNJRklFRBAAEhoKFkFDQ0VQVEFOQ0VfVFlQRV9PTkxJTkUQARIbChdBQ0NFUFRBTkNFX1RZUEVfT0ZGTElORRACMpgHCg5QYXltZW50U2VydmljZRJqCg1DcmVhdGVQYXltZW50EicucGF5bWVudHNlcnZpY2UudjEuQ3JlYXRlUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IhSC0+STAg46ASoiCS9wYXltZW50cxJ3Cg1VcGRhdGVQYXltZW50EicucGF5bWVudHNlcnZpY2UudjEuVXBkYXRlUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IiGC0+STAhs6ASoiFi9wYXltZW50cy97cGF5bWVudF9pZH0SfwoPUmV0cmlldmVQYXltZW50EikucGF5bWVudHNlcnZpY2UudjEuUmV0cmlldmVQYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiJZACAcjzGAOC0+STAhgSFi9wYXltZW50cy97cGF5bWVudF9pZH0SiQEKDkNvbmZpcm1QYXltZW50EigucGF5bWVudHNlcnZpY2UudjEuQ29uZmlybVBheW1lbnRSZXF1ZXN0GhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudCIxyPMYA+jzGAGC0+STAiM6ASoiHi9wYXltZW50cy97cGF5bWVudF9pZH0vY29uZmlybRKBAQoOQ2FwdHVyZVBheW1lbnQSKC5wYXltZW50c2VydmljZS52MS5DYXB0dXJlUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IimC0+STAiM6ASoiHi9wYXltZW50cy97cGF5bWVudF9pZH0vY2FwdHVyZRJ+Cg1DYW5jZWxQYXltZW50EicucGF5bWVudHNlcnZpY2UudjEuQ2FuY2VsUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IiiC0+STAiI6ASoiHS9wYXltZW50cy97cGF5bWVudF9pZH0vY2FuY2VsEo8BCgxMaXN0UGF5bWVudHMSJi5wYXltZW50c2VydmljZS52MS5MaXN0UGF5bWVudHNSZXF1ZXN0GicucGF5bWVudHNlcnZpY2UudjEuTGlzdFBheW1lbnRzUmVzcG9uc2UiLpACAYLT5JMCJVoTOgEqIg4vcGF5bWVudHMvbGlzdBIOL3BheW1lbnRzL2xpc3RiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
+  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9wYXltZW50LnByb3RvEhFwYXltZW50c2VydmljZS52MSKHCwoHUGF5bWVudBISCgpwYXltZW50X2lkGAEgASgJEhMKC21lcmNoYW50X2lkGAIgASgJEhIKCnByb2ZpbGVfaWQYAyABKAkSMAoGc3RhdHVzGAQgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudFN0YXR1cxIOCgZhbW91bnQYBSABKAMSHAoPYW1vdW50X3JlY2VpdmVkGAYgASgDSACIAQESGQoRYW1vdW50X2NhcHR1cmFibGUYByABKAMSEAoIY3VycmVuY3kYCCABKAkSOAoOY2FwdHVyZV9tZXRob2QYCSABKA4yIC5wYXltZW50c2VydmljZS52MS5DYXB0dXJlTWV0aG9kEi4KCmNhcHR1cmVfb24YCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDnBheW1lbnRfbWV0aG9kGAsgASgOMiAucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZEgBiAEBEiAKE3BheW1lbnRfbWV0aG9kX3R5cGUYDCABKAlIAogBARJFChNwYXltZW50X21ldGhvZF9kYXRhGA0gASgLMigucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudE1ldGhvZERhdGFWaWV3EhgKC2N1c3RvbWVyX2lkGA4gASgJSAOIAQESEgoFZW1haWwYDyABKAlIBIgBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgFiAEBEiEKFHN0YXRlbWVudF9kZXNjcmlwdG9yGBEgASgJSAaIAQESGgoNY2xpZW50X3NlY3JldBgSIAEoCUgHiAEBEhcKCnJldHVybl91cmwYEyABKAlICIgBARIyCgtuZXh0X2FjdGlvbhgUIAEoCzIdLnBheW1lbnRzZXJ2aWNlLnYxLk5leHRBY3Rpb24SFwoKZXJyb3JfY29kZRgVIAEoCUgJiAEBEhoKDWVycm9yX21lc3NhZ2UYFiABKAlICogBARIgChNjYW5jZWxsYXRpb25fcmVhc29uGBcgASgJSAuIAQESOgoIbWV0YWRhdGEYGCADKAsyKC5wYXltZW50c2VydmljZS52MS5QYXltZW50Lk1ldGFkYXRhRW50cnkSKwoHY3JlYXRlZBgZIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbW9kaWZpZWRfYXQYGiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh4KEXBheW1lbnRfbWV0aG9kX2lkGBsgASgJSAyIAQESRAoSc2V0dXBfZnV0dXJlX3VzYWdlGBwgASgOMiMucGF5bWVudHNlcnZpY2UudjEuU2V0dXBGdXR1cmVVc2FnZUgNiAEBEhMKC29mZl9zZXNzaW9uGB0gASgIEhcKCm1hbmRhdGVfaWQYHiABKAlIDogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCEgoQX2Ftb3VudF9yZWNlaXZlZEIRCg9fcGF5bWVudF9tZXRob2RCFgoUX3BheW1lbnRfbWV0aG9kX3R5cGVCDgoMX2N1c3RvbWVyX2lkQggKBl9lbWFpbEIOCgxfZGVzY3JpcHRpb25CFwoVX3N0YXRlbWVudF9kZXNjcmlwdG9yQhAKDl9jbGllbnRfc2VjcmV0Qg0KC19yZXR1cm5fdXJsQg0KC19lcnJvcl9jb2RlQhAKDl9lcnJvcl9tZXNzYWdlQhYKFF9jYW5jZWxsYXRpb25fcmVhc29uQhQKEl9wYXltZW50X21ldGhvZF9pZEIVChNfc2V0dXBfZnV0dXJlX3VzYWdlQg0KC19tYW5kYXRlX2lkIm8KCk5leHRBY3Rpb24SLwoEdHlwZRgBIAEoDjIhLnBheW1lbnRzZXJ2aWNlLnYxLk5leHRBY3Rpb25UeXBlEhwKD3JlZGlyZWN0X3RvX3VybBgCIAEoCUgAiAEBQhIKEF9yZWRpcmVjdF90b191cmwiRAoWUGF5bWVudE1ldGhvZERhdGFJbnB1dBIqCgRjYXJkGAEgASgLMhwucGF5bWVudHNlcnZpY2UudjEuQ2FyZElucHV0Ip0DCglDYXJkSW5wdXQSTAoLY2FyZF9udW1iZXIYASABKAlCMuLzGC4IATIWXiAqKD86WzAtOV0gKil7MTIsMTl9JEISIjQyNDI0MjQyNDI0MjQyNDIiSACIAQESPwoOY2FyZF9leHBfbW9udGgYAiABKAlCIuLzGB4IATIUXig/OjA/WzEtOV18MVswLTJdKSRCBCIxMiJIAYgBARJDCg1jYXJkX2V4cF95ZWFyGAMgASgJQifi8xgjCAEyF14oPzpbMC05XXsyfXxbMC05XXs0fSkkQgYiMjAzNCJIAogBARIyCghjYXJkX2N2YxgEIAEoCUIb4vMYFwgBMgxeWzAtOV17Myw0fSRCBSIxMjMiSAOIAQESMQoQY2FyZF9ob2xkZXJfbmFtZRgFIAEoCUIS4vMYDihkQgoiSmFuZSBEb2UiSASIAQFCDgoMX2NhcmRfbnVtYmVyQhEKD19jYXJkX2V4cF9tb250aEIQCg5fY2FyZF9leHBfeWVhckILCglfY2FyZF9jdmNCEwoRX2NhcmRfaG9sZGVyX25hbWUiQgoVUGF5bWVudE1ldGhvZERhdGFWaWV3EikKBGNhcmQYASABKAsyGy5wYXltZW50c2VydmljZS52MS5DYXJkVmlldyJcCghDYXJkVmlldxINCgVsYXN0NBgBIAEoCRISCgVicmFuZBgCIAEoCUgAiAEBEhEKCWV4cF9tb250aBgDIAEoCRIQCghleHBfeWVhchgEIAEoCUIICgZfYnJhbmQi1wEKEkN1c3RvbWVyQWNjZXB0YW5jZRJHCg9hY2NlcHRhbmNlX3R5cGUYASABKA4yIS5wYXltZW50c2VydmljZS52MS5BY2NlcHRhbmNlVHlwZUIG4vMYAggBSACIAQESLwoLYWNjZXB0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKBm9ubGluZRgDIAEoCzIjLnBheW1lbnRzZXJ2aWNlLnYxLk9ubGluZUFjY2VwdGFuY2VCEgoQX2FjY2VwdGFuY2VfdHlwZSJ3ChBPbmxpbmVBY2NlcHRhbmNlEiEKCmlwX2FkZHJlc3MYASABKAlCCOLzGAQIASgtSACIAQESIgoKdXNlcl9hZ2VudBgCIAEoCUIJ4vMYBQgBKIAESAGIAQFCDQoLX2lwX2FkZHJlc3NCDQoLX3VzZXJfYWdlbnQivQEKC01hbmRhdGVEYXRhEjEKBHR5cGUYASABKA4yHi5wYXltZW50c2VydmljZS52MS5NYW5kYXRlVHlwZUgAiAEBEigKDGFtb3VudF9saW1pdBgCIAEoA0IN4vMYCRABGP+flKWNHUgBiAEBEioKCGN1cnJlbmN5GAMgASgJQhPi8xgPMg1eW0EtWmEtel17M30kSAKIAQFCBwoFX3R5cGVCDwoNX2Ftb3VudF9saW1pdEILCglfY3VycmVuY3ki4wwKFENyZWF0ZVBheW1lbnRSZXF1ZXN0EioKBmFtb3VudBgBIAEoA0IV4vMYEQgBEAAY/5+UpY0dQgQxMDAwSACIAQESMwoIY3VycmVuY3kYAiABKAlCHOLzGBgIATINXltBLVphLXpdezN9JEIFIlVTRCJIAYgBARJBCgpwcm9maWxlX2lkGAMgASgJQiji8xgkCAEgAUIeInByb185eFEybVQ0a0xwN1Z3M1pyOE55NkJjMUQiSAKIAQESSAoKcGF5bWVudF9pZBgEIAEoCUIv4vMYKzIpXig/ISg/Omxpc3R8Y3JlYXRlKSQpW0EtWmEtejAtOV8tXXsxLDY0fSRIA4gBARIgCgdjb25maXJtGAUgASgIQgri8xgGQgR0cnVlSASIAQESPgoLY3VzdG9tZXJfaWQYBiABKAlCJOLzGCBCHiJjdXNfNGZRMW5SN3NLZDJXeDhMcDNWejZIYjlNIkgFiAEBEjAKC2Rlc2NyaXB0aW9uGAcgASgJQhbi8xgSKOgHQg0iT3JkZXIgIzEwNDIiSAaIAQESaAoKcmV0dXJuX3VybBgIIAEoCUJP4vMYSyiAEDIdXltIaF1bVHRdW1R0XVtQcF1bU3NdPzovL1teL11CJyJodHRwczovL2V4YW1wbGUuY29tL2NoZWNrb3V0L2NvbXBsZXRlIkgHiAEBEkYKE3BheW1lbnRfbWV0aG9kX2RhdGEYCSABKAsyKS5wYXltZW50c2VydmljZS52MS5QYXltZW50TWV0aG9kRGF0YUlucHV0EkcKCG1ldGFkYXRhGAogAygLMjUucGF5bWVudHNlcnZpY2UudjEuQ3JlYXRlUGF5bWVudFJlcXVlc3QuTWV0YWRhdGFFbnRyeRJLCg5wYXltZW50X21ldGhvZBgLIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2RCDOLzGAhCBiJjYXJkIkgIiAEBEigKE3BheW1lbnRfbWV0aG9kX3R5cGUYDCABKAlCBuLzGAIoIEgJiAEBEk0KDmNhcHR1cmVfbWV0aG9kGA0gASgOMiAucGF5bWVudHNlcnZpY2UudjEuQ2FwdHVyZU1ldGhvZEIO4vMYCkIIIm1hbnVhbCJICogBARIuCgpjYXB0dXJlX29uGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJLCgVlbWFpbBgPIAEoCUI34vMYMyj+ATIaXlteXHNAXStAW15cc0BdK1wuW15cc0BdKyRCEiJqYW5lQGV4YW1wbGUuY29tIkgLiAEBEikKFHN0YXRlbWVudF9kZXNjcmlwdG9yGBAgASgJQgbi8xgCKBZIDIgBARJCChNjdXN0b21lcl9hY2NlcHRhbmNlGBEgASgLMiUucGF5bWVudHNlcnZpY2UudjEuQ3VzdG9tZXJBY2NlcHRhbmNlEh4KEXBheW1lbnRfbWV0aG9kX2lkGBIgASgJSA2IAQESRAoSc2V0dXBfZnV0dXJlX3VzYWdlGBMgASgOMiMucGF5bWVudHNlcnZpY2UudjEuU2V0dXBGdXR1cmVVc2FnZUgOiAEBEjQKDG1hbmRhdGVfZGF0YRgUIAEoCzIeLnBheW1lbnRzZXJ2aWNlLnYxLk1hbmRhdGVEYXRhEhgKC29mZl9zZXNzaW9uGBUgASgISA+IAQESFwoKbWFuZGF0ZV9pZBgWIAEoCUgQiAEBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYW1vdW50QgsKCV9jdXJyZW5jeUINCgtfcHJvZmlsZV9pZEINCgtfcGF5bWVudF9pZEIKCghfY29uZmlybUIOCgxfY3VzdG9tZXJfaWRCDgoMX2Rlc2NyaXB0aW9uQg0KC19yZXR1cm5fdXJsQhEKD19wYXltZW50X21ldGhvZEIWChRfcGF5bWVudF9tZXRob2RfdHlwZUIRCg9fY2FwdHVyZV9tZXRob2RCCAoGX2VtYWlsQhcKFV9zdGF0ZW1lbnRfZGVzY3JpcHRvckIUChJfcGF5bWVudF9tZXRob2RfaWRCFQoTX3NldHVwX2Z1dHVyZV91c2FnZUIOCgxfb2ZmX3Nlc3Npb25CDQoLX21hbmRhdGVfaWQi5wUKFFVwZGF0ZVBheW1lbnRSZXF1ZXN0EhIKCnBheW1lbnRfaWQYASABKAkSIgoGYW1vdW50GAIgASgDQg3i8xgJEAEY/5+UpY0dSACIAQESKgoIY3VycmVuY3kYAyABKAlCE+LzGA8yDV5bQS1aYS16XXszfSRIAYgBARI+CgtkZXNjcmlwdGlvbhgEIAEoCUIk4vMYICjoB0IbIk9yZGVyICMxMDQyLCBnaWZ0IHdyYXBwZWQiSAKIAQESRwoIbWV0YWRhdGEYBSADKAsyNS5wYXltZW50c2VydmljZS52MS5VcGRhdGVQYXltZW50UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhgKC2N1c3RvbWVyX2lkGAYgASgJSAOIAQESPAoFZW1haWwYByABKAlCKOLzGCQo/gEyH14oPzpbXlxzQF0rQFteXHNAXStcLlteXHNAXSspPyRIBIgBARJCCgpyZXR1cm5fdXJsGAggASgJQini8xglKIAQMiBeJHxeW0hoXVtUdF1bVHRdW1BwXVtTc10/Oi8vW14vXUgFiAEBEikKFHN0YXRlbWVudF9kZXNjcmlwdG9yGAkgASgJQgbi8xgCKBZIBogBARI9Cg5jYXB0dXJlX21ldGhvZBgKIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLkNhcHR1cmVNZXRob2RIB4gBARIuCgpjYXB0dXJlX29uGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHX2Ftb3VudEILCglfY3VycmVuY3lCDgoMX2Rlc2NyaXB0aW9uQg4KDF9jdXN0b21lcl9pZEIICgZfZW1haWxCDQoLX3JldHVybl91cmxCFwoVX3N0YXRlbWVudF9kZXNjcmlwdG9yQhEKD19jYXB0dXJlX21ldGhvZCJaChZSZXRyaWV2ZVBheW1lbnRSZXF1ZXN0EhIKCnBheW1lbnRfaWQYASABKAkSGgoNY2xpZW50X3NlY3JldBgCIAEoCUgAiAEBQhAKDl9jbGllbnRfc2VjcmV0IskFChVDb25maXJtUGF5bWVudFJlcXVlc3QSEgoKcGF5bWVudF9pZBgBIAEoCRIaCg1jbGllbnRfc2VjcmV0GAIgASgJSACIAQESRgoTcGF5bWVudF9tZXRob2RfZGF0YRgDIAEoCzIpLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRNZXRob2REYXRhSW5wdXQSSwoOcGF5bWVudF9tZXRob2QYBCABKA4yIC5wYXltZW50c2VydmljZS52MS5QYXltZW50TWV0aG9kQgzi8xgIQgYiY2FyZCJIAYgBARIoChNwYXltZW50X21ldGhvZF90eXBlGAUgASgJQgbi8xgCKCBIAogBARJCChNjdXN0b21lcl9hY2NlcHRhbmNlGAYgASgLMiUucGF5bWVudHNlcnZpY2UudjEuQ3VzdG9tZXJBY2NlcHRhbmNlEmgKCnJldHVybl91cmwYByABKAlCT+LzGEsogBAyHV5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dQiciaHR0cHM6Ly9leGFtcGxlLmNvbS9jaGVja291dC9jb21wbGV0ZSJIA4gBARIeChFwYXltZW50X21ldGhvZF9pZBgIIAEoCUgEiAEBEkQKEnNldHVwX2Z1dHVyZV91c2FnZRgJIAEoDjIjLnBheW1lbnRzZXJ2aWNlLnYxLlNldHVwRnV0dXJlVXNhZ2VIBYgBARI0CgxtYW5kYXRlX2RhdGEYCiABKAsyHi5wYXltZW50c2VydmljZS52MS5NYW5kYXRlRGF0YUIQCg5fY2xpZW50X3NlY3JldEIRCg9fcGF5bWVudF9tZXRob2RCFgoUX3BheW1lbnRfbWV0aG9kX3R5cGVCDQoLX3JldHVybl91cmxCFAoSX3BheW1lbnRfbWV0aG9kX2lkQhUKE19zZXR1cF9mdXR1cmVfdXNhZ2UicAoVQ2FwdHVyZVBheW1lbnRSZXF1ZXN0EhIKCnBheW1lbnRfaWQYASABKAkSLQoRYW1vdW50X3RvX2NhcHR1cmUYAiABKANCDeLzGAkQARj/n5SljR1IAIgBAUIUChJfYW1vdW50X3RvX2NhcHR1cmUihgEKFENhbmNlbFBheW1lbnRSZXF1ZXN0EhIKCnBheW1lbnRfaWQYASABKAkSQgoTY2FuY2VsbGF0aW9uX3JlYXNvbhgCIAEoCUIg4vMYHCj/AUIXInJlcXVlc3RlZF9ieV9jdXN0b21lciJIAIgBAUIWChRfY2FuY2VsbGF0aW9uX3JlYXNvbiLLAwoTTGlzdFBheW1lbnRzUmVxdWVzdBIpCgVsaW1pdBgBIAEoBUIV0vMYBUlSXzA24vMYCBABGGRCAjEwSACIAQESGwoGb2Zmc2V0GAIgASgFQgbi8xgCEABIAYgBARIvCgtjcmVhdGVkX2d0ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLY3JlYXRlZF9sdGUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKBnN0YXR1cxgFIAEoDjIgLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnRTdGF0dXNIAogBARIYCgtjdXN0b21lcl9pZBgGIAEoCUgDiAEBEioKCGN1cnJlbmN5GAcgASgJQhPi8xgPMg1eW0EtWmEtel17M30kSASIAQESPQoOcGF5bWVudF9tZXRob2QYCCABKA4yIC5wYXltZW50c2VydmljZS52MS5QYXltZW50TWV0aG9kSAWIAQFCCAoGX2xpbWl0QgkKB19vZmZzZXRCCQoHX3N0YXR1c0IOCgxfY3VzdG9tZXJfaWRCCwoJX2N1cnJlbmN5QhEKD19wYXltZW50X21ldGhvZCJnChRMaXN0UGF5bWVudHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudBITCgt0b3RhbF9jb3VudBgCIAEoAxIQCghoYXNfbW9yZRgDIAEoCCrEAgoNUGF5bWVudFN0YXR1cxIeChpQQVlNRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEioKJlBBWU1FTlRfU1RBVFVTX1JFUVVJUkVTX1BBWU1FTlRfTUVUSE9EEAESKAokUEFZTUVOVF9TVEFUVVNfUkVRVUlSRVNfQ09ORklSTUFUSU9OEAISIgoeUEFZTUVOVF9TVEFUVVNfUkVRVUlSRVNfQUNUSU9OEAMSHQoZUEFZTUVOVF9TVEFUVVNfUFJPQ0VTU0lORxAEEiMKH1BBWU1FTlRfU1RBVFVTX1JFUVVJUkVTX0NBUFRVUkUQBRIcChhQQVlNRU5UX1NUQVRVU19TVUNDRUVERUQQBhIZChVQQVlNRU5UX1NUQVRVU19GQUlMRUQQBxIcChhQQVlNRU5UX1NUQVRVU19DQU5DRUxMRUQQCCqGAQoNQ2FwdHVyZU1ldGhvZBIeChpDQVBUVVJFX01FVEhPRF9VTlNQRUNJRklFRBAAEhwKGENBUFRVUkVfTUVUSE9EX0FVVE9NQVRJQxABEhkKFUNBUFRVUkVfTUVUSE9EX01BTlVBTBACEhwKGENBUFRVUkVfTUVUSE9EX1NDSEVEVUxFRBADKoUBCg1QYXltZW50TWV0aG9kEh4KGlBBWU1FTlRfTUVUSE9EX1VOU1BFQ0lGSUVEEAASFwoTUEFZTUVOVF9NRVRIT0RfQ0FSRBABEiAKHFBBWU1FTlRfTUVUSE9EX0JBTktfVFJBTlNGRVIQAhIZChVQQVlNRU5UX01FVEhPRF9XQUxMRVQQAypYCg5OZXh0QWN0aW9uVHlwZRIgChxORVhUX0FDVElPTl9UWVBFX1VOU1BFQ0lGSUVEEAASJAogTkVYVF9BQ1RJT05fVFlQRV9SRURJUkVDVF9UT19VUkwQASpqCg5BY2NlcHRhbmNlVHlwZRIfChtBQ0NFUFRBTkNFX1RZUEVfVU5TUEVDSUZJRUQQABIaChZBQ0NFUFRBTkNFX1RZUEVfT05MSU5FEAESGwoXQUNDRVBUQU5DRV9UWVBFX09GRkxJTkUQAip9ChBTZXR1cEZ1dHVyZVVzYWdlEiIKHlNFVFVQX0ZVVFVSRV9VU0FHRV9VTlNQRUNJRklFRBAAEiEKHVNFVFVQX0ZVVFVSRV9VU0FHRV9PTl9TRVNTSU9OEAESIgoeU0VUVVBfRlVUVVJFX1VTQUdFX09GRl9TRVNTSU9OEAIqZAoLTWFuZGF0ZVR5cGUSHAoYTUFOREFURV9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWTUFOREFURV9UWVBFX01VTFRJX1VTRRABEhsKF01BTkRBVEVfVFlQRV9TSU5HTEVfVVNFEAIymAcKDlBheW1lbnRTZXJ2aWNlEmoKDUNyZWF0ZVBheW1lbnQSJy5wYXltZW50c2VydmljZS52MS5DcmVhdGVQYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiFILT5JMCDjoBKiIJL3BheW1lbnRzEncKDVVwZGF0ZVBheW1lbnQSJy5wYXltZW50c2VydmljZS52MS5VcGRhdGVQYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiIYLT5JMCGzoBKiIWL3BheW1lbnRzL3twYXltZW50X2lkfRJ/Cg9SZXRyaWV2ZVBheW1lbnQSKS5wYXltZW50c2VydmljZS52MS5SZXRyaWV2ZVBheW1lbnRSZXF1ZXN0GhoucGF5bWVudHNlcnZpY2UudjEuUGF5bWVudCIlkAIByPMYA4LT5JMCGBIWL3BheW1lbnRzL3twYXltZW50X2lkfRKJAQoOQ29uZmlybVBheW1lbnQSKC5wYXltZW50c2VydmljZS52MS5Db25maXJtUGF5bWVudFJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5QYXltZW50IjHI8xgD6PMYAYLT5JMCIzoBKiIeL3BheW1lbnRzL3twYXltZW50X2lkfS9jb25maXJtEoEBCg5DYXB0dXJlUGF5bWVudBIoLnBheW1lbnRzZXJ2aWNlLnYxLkNhcHR1cmVQYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiKYLT5JMCIzoBKiIeL3BheW1lbnRzL3twYXltZW50X2lkfS9jYXB0dXJlEn4KDUNhbmNlbFBheW1lbnQSJy5wYXltZW50c2VydmljZS52MS5DYW5jZWxQYXltZW50UmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlBheW1lbnQiKILT5JMCIjoBKiIdL3BheW1lbnRzL3twYXltZW50X2lkfS9jYW5jZWwSjwEKDExpc3RQYXltZW50cxImLnBheW1lbnRzZXJ2aWNlLnYxLkxpc3RQYXltZW50c1JlcXVlc3QaJy5wYXltZW50c2VydmljZS52MS5MaXN0UGF5bWVudHNSZXNwb25zZSIukAIBgtPkkwIlWhM6ASoiDi9wYXltZW50cy9saXN0Eg4vcGF5bWVudHMvbGlzdGIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
 
 /**
  * A payment: the full object, returned by every payment RPC.
@@ -181,11 +181,30 @@ export type Payment = Message<"paymentservice.v1.Payment"> & {
   modifiedAt?: Timestamp | undefined;
 
   /**
-   * The saved payment method it was paid with, if one was.
+   * The saved payment method it was paid with, or its card was saved as (setup_future_usage).
    *
    * @generated from field: optional string payment_method_id = 27;
    */
   paymentMethodId?: string | undefined;
+
+  /**
+   * @generated from field: optional paymentservice.v1.SetupFutureUsage setup_future_usage = 28;
+   */
+  setupFutureUsage?: SetupFutureUsage | undefined;
+
+  /**
+   * A merchant-initiated payment, made under a mandate without the customer present.
+   *
+   * @generated from field: bool off_session = 29;
+   */
+  offSession: boolean;
+
+  /**
+   * The mandate an off-session setup created once it succeeded, or an off-session payment was made under.
+   *
+   * @generated from field: optional string mandate_id = 30;
+   */
+  mandateId?: string | undefined;
 };
 
 /**
@@ -349,8 +368,8 @@ export const CardViewSchema: GenMessage<CardView> = /*@__PURE__*/
   messageDesc(file_paymentservice_v1_payment, 5);
 
 /**
- * The customer's consent to be charged. Accepted on create and confirm, but not yet recorded or
- * checked by the service.
+ * The customer's consent to be charged while away, required with setup_future_usage off_session and
+ * kept on the mandate it creates.
  *
  * @generated from message paymentservice.v1.CustomerAcceptance
  */
@@ -361,14 +380,14 @@ export type CustomerAcceptance = Message<"paymentservice.v1.CustomerAcceptance">
   acceptanceType?: AcceptanceType | undefined;
 
   /**
-   * When the customer accepted.
+   * When the customer accepted; the time of the request when left out.
    *
    * @generated from field: google.protobuf.Timestamp accepted_at = 2;
    */
   acceptedAt?: Timestamp | undefined;
 
   /**
-   * Browser details, for online acceptance.
+   * Browser details: required for online acceptance.
    *
    * @generated from field: paymentservice.v1.OnlineAcceptance online = 3;
    */
@@ -389,6 +408,8 @@ export const CustomerAcceptanceSchema: GenMessage<CustomerAcceptance> = /*@__PUR
  */
 export type OnlineAcceptance = Message<"paymentservice.v1.OnlineAcceptance"> & {
   /**
+   * An IPv4 or IPv6 address.
+   *
    * @generated from field: optional string ip_address = 1;
    */
   ipAddress?: string | undefined;
@@ -407,13 +428,48 @@ export const OnlineAcceptanceSchema: GenMessage<OnlineAcceptance> = /*@__PURE__*
   messageDesc(file_paymentservice_v1_payment, 7);
 
 /**
+ * The mandate an off-session setup asks for.
+ *
+ * @generated from message paymentservice.v1.MandateData
+ */
+export type MandateData = Message<"paymentservice.v1.MandateData"> & {
+  /**
+   * Defaults to multi_use.
+   *
+   * @generated from field: optional paymentservice.v1.MandateType type = 1;
+   */
+  type?: MandateType | undefined;
+
+  /**
+   * The most one payment under the mandate may charge, in `currency`; no limit when left out.
+   *
+   * @generated from field: optional int64 amount_limit = 2;
+   */
+  amountLimit?: bigint | undefined;
+
+  /**
+   * The only currency payments under the mandate may be in; defaults to the payment's with amount_limit.
+   *
+   * @generated from field: optional string currency = 3;
+   */
+  currency?: string | undefined;
+};
+
+/**
+ * Describes the message paymentservice.v1.MandateData.
+ * Use `create(MandateDataSchema)` to create a new message.
+ */
+export const MandateDataSchema: GenMessage<MandateData> = /*@__PURE__*/
+  messageDesc(file_paymentservice_v1_payment, 8);
+
+/**
  * Body of POST /payments.
  *
  * @generated from message paymentservice.v1.CreatePaymentRequest
  */
 export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentRequest"> & {
   /**
-   * Smallest currency unit.
+   * Smallest currency unit; 0 only with setup_future_usage (saves the card without charging it).
    *
    * @generated from field: optional int64 amount = 1;
    */
@@ -515,7 +571,7 @@ export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentReque
   statementDescriptor?: string | undefined;
 
   /**
-   * Not yet recorded or checked (see CustomerAcceptance).
+   * Required with setup_future_usage off_session: the mandate keeps it.
    *
    * @generated from field: paymentservice.v1.CustomerAcceptance customer_acceptance = 17;
    */
@@ -529,6 +585,35 @@ export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentReque
    * @generated from field: optional string payment_method_id = 18;
    */
   paymentMethodId?: string | undefined;
+
+  /**
+   * Saves the card to the payment's customer (required) once the payment succeeds or is authorized.
+   *
+   * @generated from field: optional paymentservice.v1.SetupFutureUsage setup_future_usage = 19;
+   */
+  setupFutureUsage?: SetupFutureUsage | undefined;
+
+  /**
+   * Only with setup_future_usage off_session.
+   *
+   * @generated from field: paymentservice.v1.MandateData mandate_data = 20;
+   */
+  mandateData?: MandateData | undefined;
+
+  /**
+   * A merchant-initiated payment: with confirm true and a customer's payment_method_id, charged under
+   * an active mandate of that payment method, without the customer present.
+   *
+   * @generated from field: optional bool off_session = 21;
+   */
+  offSession?: boolean | undefined;
+
+  /**
+   * The mandate an off-session payment is made under; by default an active one of payment_method_id.
+   *
+   * @generated from field: optional string mandate_id = 22;
+   */
+  mandateId?: string | undefined;
 };
 
 /**
@@ -536,7 +621,7 @@ export type CreatePaymentRequest = Message<"paymentservice.v1.CreatePaymentReque
  * Use `create(CreatePaymentRequestSchema)` to create a new message.
  */
 export const CreatePaymentRequestSchema: GenMessage<CreatePaymentRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 8);
+  messageDesc(file_paymentservice_v1_payment, 9);
 
 /**
  * Body of POST /payments/{payment_id}; only before confirmation.
@@ -624,7 +709,7 @@ export type UpdatePaymentRequest = Message<"paymentservice.v1.UpdatePaymentReque
  * Use `create(UpdatePaymentRequestSchema)` to create a new message.
  */
 export const UpdatePaymentRequestSchema: GenMessage<UpdatePaymentRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 9);
+  messageDesc(file_paymentservice_v1_payment, 10);
 
 /**
  * GET /payments/{payment_id}?client_secret=…
@@ -650,7 +735,7 @@ export type RetrievePaymentRequest = Message<"paymentservice.v1.RetrievePaymentR
  * Use `create(RetrievePaymentRequestSchema)` to create a new message.
  */
 export const RetrievePaymentRequestSchema: GenMessage<RetrievePaymentRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 10);
+  messageDesc(file_paymentservice_v1_payment, 11);
 
 /**
  * Body of POST /payments/{payment_id}/confirm.
@@ -690,7 +775,7 @@ export type ConfirmPaymentRequest = Message<"paymentservice.v1.ConfirmPaymentReq
   paymentMethodType?: string | undefined;
 
   /**
-   * Not yet recorded or checked (see CustomerAcceptance).
+   * Required with setup_future_usage off_session: the mandate keeps it.
    *
    * @generated from field: paymentservice.v1.CustomerAcceptance customer_acceptance = 6;
    */
@@ -709,6 +794,20 @@ export type ConfirmPaymentRequest = Message<"paymentservice.v1.ConfirmPaymentReq
    * @generated from field: optional string payment_method_id = 8;
    */
   paymentMethodId?: string | undefined;
+
+  /**
+   * As on create; replaces the payment's.
+   *
+   * @generated from field: optional paymentservice.v1.SetupFutureUsage setup_future_usage = 9;
+   */
+  setupFutureUsage?: SetupFutureUsage | undefined;
+
+  /**
+   * Only with setup_future_usage off_session.
+   *
+   * @generated from field: paymentservice.v1.MandateData mandate_data = 10;
+   */
+  mandateData?: MandateData | undefined;
 };
 
 /**
@@ -716,7 +815,7 @@ export type ConfirmPaymentRequest = Message<"paymentservice.v1.ConfirmPaymentReq
  * Use `create(ConfirmPaymentRequestSchema)` to create a new message.
  */
 export const ConfirmPaymentRequestSchema: GenMessage<ConfirmPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 11);
+  messageDesc(file_paymentservice_v1_payment, 12);
 
 /**
  * Body of POST /payments/{payment_id}/capture.
@@ -742,7 +841,7 @@ export type CapturePaymentRequest = Message<"paymentservice.v1.CapturePaymentReq
  * Use `create(CapturePaymentRequestSchema)` to create a new message.
  */
 export const CapturePaymentRequestSchema: GenMessage<CapturePaymentRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 12);
+  messageDesc(file_paymentservice_v1_payment, 13);
 
 /**
  * Body of POST /payments/{payment_id}/cancel.
@@ -768,7 +867,7 @@ export type CancelPaymentRequest = Message<"paymentservice.v1.CancelPaymentReque
  * Use `create(CancelPaymentRequestSchema)` to create a new message.
  */
 export const CancelPaymentRequestSchema: GenMessage<CancelPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 13);
+  messageDesc(file_paymentservice_v1_payment, 14);
 
 /**
  * Query or body of /payments/list.
@@ -828,7 +927,7 @@ export type ListPaymentsRequest = Message<"paymentservice.v1.ListPaymentsRequest
  * Use `create(ListPaymentsRequestSchema)` to create a new message.
  */
 export const ListPaymentsRequestSchema: GenMessage<ListPaymentsRequest> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 14);
+  messageDesc(file_paymentservice_v1_payment, 15);
 
 /**
  * One page of payments.
@@ -859,7 +958,7 @@ export type ListPaymentsResponse = Message<"paymentservice.v1.ListPaymentsRespon
  * Use `create(ListPaymentsResponseSchema)` to create a new message.
  */
 export const ListPaymentsResponseSchema: GenMessage<ListPaymentsResponse> = /*@__PURE__*/
-  messageDesc(file_paymentservice_v1_payment, 15);
+  messageDesc(file_paymentservice_v1_payment, 16);
 
 /**
  * Lifecycle of a payment; succeeded, failed and cancelled are terminal.
@@ -1055,6 +1154,70 @@ export enum AcceptanceType {
  */
 export const AcceptanceTypeSchema: GenEnum<AcceptanceType> = /*@__PURE__*/
   enumDesc(file_paymentservice_v1_payment, 4);
+
+/**
+ * What a payment's card is saved for once the payment succeeds or is authorized.
+ *
+ * @generated from enum paymentservice.v1.SetupFutureUsage
+ */
+export enum SetupFutureUsage {
+  /**
+   * @generated from enum value: SETUP_FUTURE_USAGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Saved for the customer's later checkouts, where the customer confirms again.
+   *
+   * @generated from enum value: SETUP_FUTURE_USAGE_ON_SESSION = 1;
+   */
+  ON_SESSION = 1,
+
+  /**
+   * Saved with a mandate, so the merchant may charge it while the customer is away (off_session).
+   *
+   * @generated from enum value: SETUP_FUTURE_USAGE_OFF_SESSION = 2;
+   */
+  OFF_SESSION = 2,
+}
+
+/**
+ * Describes the enum paymentservice.v1.SetupFutureUsage.
+ */
+export const SetupFutureUsageSchema: GenEnum<SetupFutureUsage> = /*@__PURE__*/
+  enumDesc(file_paymentservice_v1_payment, 5);
+
+/**
+ * How often a mandate lets the merchant charge the card.
+ *
+ * @generated from enum paymentservice.v1.MandateType
+ */
+export enum MandateType {
+  /**
+   * @generated from enum value: MANDATE_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Any number of payments (the default).
+   *
+   * @generated from enum value: MANDATE_TYPE_MULTI_USE = 1;
+   */
+  MULTI_USE = 1,
+
+  /**
+   * One payment; the mandate is inactive after it.
+   *
+   * @generated from enum value: MANDATE_TYPE_SINGLE_USE = 2;
+   */
+  SINGLE_USE = 2,
+}
+
+/**
+ * Describes the enum paymentservice.v1.MandateType.
+ */
+export const MandateTypeSchema: GenEnum<MandateType> = /*@__PURE__*/
+  enumDesc(file_paymentservice_v1_payment, 6);
 
 /**
  * Takes payments: create, update before confirmation, confirm (authorize), capture, cancel, list.

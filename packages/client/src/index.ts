@@ -11,6 +11,7 @@ export * from "../../../gen/paymentservice/v1/error_pb.js";
 export * from "../../../gen/paymentservice/v1/event_pb.js";
 export * from "../../../gen/paymentservice/v1/health_pb.js";
 export * from "../../../gen/paymentservice/v1/job_pb.js";
+export * from "../../../gen/paymentservice/v1/mandate_pb.js";
 export * from "../../../gen/paymentservice/v1/merchant_pb.js";
 export * from "../../../gen/paymentservice/v1/options_pb.js";
 export * from "../../../gen/paymentservice/v1/payment_method_pb.js";

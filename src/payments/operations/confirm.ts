@@ -2,6 +2,8 @@ import { payingCustomer, type SavedCard } from "../../payment-methods/pay-with.j
 import { cardView } from "../../processors/card.js";
 import type { CardDetails } from "../../processors/processor.js";
 import { attemptKey, capturesOnAuthorization, type PaymentMoveDependencies } from "../attempts.js";
+import type { CardSavingDependencies } from "../../payment-methods/setup.js";
+import { applySetup, assertSetupCustomer, cardToSave, recordAlongside, type SetupRequest } from "../future-usage.js";
 import type { PaymentOperation } from "../operation.js";
 import type { AttemptCall, PaymentRow } from "../payment.entity.js";
 import { paymentStates } from "../states.js";
@@ -23,12 +25,18 @@ export interface ConfirmRequest {
   readonly returnUrl: string | undefined;
   /** The saved payment method it pays with, if the call named one (`card` is then its card). */
   readonly saved: SavedCard | undefined;
+  /** What the call asks of the card's future use. */
+  readonly setup: SetupRequest;
 }
 
 /** The confirm operation of the API. */
-export function confirmOperation(deps: PaymentMoveDependencies, request: ConfirmRequest): PaymentOperation {
+export function confirmOperation(deps: PaymentMoveDependencies & CardSavingDependencies, request: ConfirmRequest): PaymentOperation {
   return {
     card: request.card,
+    alongside: (row) =>
+      recordAlongside(deps, row, {
+        save: row.setupFutureUsage === null ? undefined : cardToSave(request.saved === undefined ? request.card : undefined, request.saved),
+      }),
     // The status is guarded once, by the move (`authorization`), which create with confirm shares.
     check: (row) => {
       request.checkCaller(row);
@@ -42,7 +50,10 @@ export function confirmOperation(deps: PaymentMoveDependencies, request: Confirm
       }
       if (request.paymentMethodType !== undefined) row.paymentMethodType = request.paymentMethodType;
       if (request.returnUrl !== undefined) row.returnUrl = request.returnUrl;
-      return authorization(deps, row, request.processor, request.card);
+      const attempt = authorization(deps, row, request.processor, request.card);
+      applySetup(row, request.setup, deps.clock.now());
+      assertSetupCustomer(row);
+      return attempt;
     },
   };
 }
@@ -57,5 +68,6 @@ export function authorization(deps: PaymentMoveDependencies, row: PaymentRow, pr
     processor,
     capture: capturesOnAuthorization(row, deps.clock.now()),
     card: { last4: view.last4, brand: view.brand, exp_month: view.expMonth, exp_year: view.expYear },
+    offSession: row.offSession,
   };
 }

@@ -1,4 +1,5 @@
 import type { Claimed } from "../../objects/claims.js";
+import type { Alongside } from "../../objects/writer.js";
 import { alreadyExists } from "../../errors.js";
 import type { CardDetails } from "../../processors/processor.js";
 import {
@@ -21,8 +22,8 @@ import { paymentResource } from "../store.js";
  */
 
 /**
- * Creates a payment confirmed at once: records it in processing with its authorization's attempt,
- * asks the processor, writes the outcome. A retry of the API call that meets the record of its first
+ * Creates a payment confirmed at once: records it in processing with its authorization's attempt
+ * (and what `alongside` writes with the record), asks the processor, writes the outcome. A retry of the API call that meets the record of its first
  * run (the same id, from its idempotency key's effect seed) finishes that run instead.
  */
 export async function createConfirmed(
@@ -32,6 +33,7 @@ export async function createConfirmed(
   card: CardDetails,
   call: ApiCall,
   idFromSeed: boolean,
+  alongside: Alongside | undefined,
 ): Promise<Operated> {
   const recorded = recordedFor(attempt, call);
   const held = deps.claims.newClaim();
@@ -39,7 +41,7 @@ export async function createConfirmed(
   const claim: Claimed<PaymentRow> = { row, token: held.claimToken };
   // Inside the claim's finish: a record whose commit lost its answer is released, so a retry need not wait out its lease.
   const created = await deps.claims.finish(paymentResource, claim, async () => {
-    if ((await deps.writer.record(paymentResource, row)) === "taken") return "taken" as const;
+    if ((await deps.writer.record(paymentResource, row, alongside)) === "taken") return "taken" as const;
     return askProcessor(deps, claim, recorded, card, call);
   });
   if (created !== "taken") return created;

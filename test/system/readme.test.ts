@@ -73,9 +73,10 @@ describe("README: Try it", () => {
       timeout: 240_000,
     });
     const output = `${stdout}\n${stderr}`;
-    // The two errors the tour shows on purpose, and no other.
+    // The three errors the tour shows on purpose (no key, a charge under a revoked mandate, a deleted
+    // object), and no other.
     const errors = [...stdout.matchAll(/"error":\{"type":"[a-z_]+","code":"(\w+)"/g)].map((match) => match[1]);
-    expect(errors).toEqual(["IR_01", "HE_02"]);
+    expect(errors).toEqual(["IR_01", "IR_16", "HE_02"]);
     // buf curl reports a failed call on stderr; the only ones are the two streams, stopped.
     expect([...stderr.matchAll(/"code":\s*"(\w+)"/g)].map((match) => match[1])).toEqual(["canceled", "canceled"]);
     // `field` prints undefined for a field the answer lacks: none is shown, and an id read that way
@@ -88,6 +89,10 @@ describe("README: Try it", () => {
     expect(stdout).toMatch(/"deleted":true/);
     // The payment made with the saved card, which shows it.
     expect(stdout).toMatch(/"status":"succeeded"[^\n]*"payment_method_id":"pm_\w+"/);
+    // The subscription: the setup's mandate, two charges made under it, and its revocation.
+    expect(stdout).toMatch(/"status":"succeeded","amount":0,[^\n]*"mandate_id":"man_\w+"/);
+    expect(stdout.match(/"description":"Plan, month \d"[^\n]*"off_session":true/g)).toHaveLength(2);
+    expect(stdout).toMatch(/"status":"revoked"/);
     // The receiver verified the payment's event and its redelivery (curl's answers end without a
     // newline, so the receiver's line may follow one on the same line).
     expect(stdout.match(/payment\.succeeded verified$/gm)).toHaveLength(2);

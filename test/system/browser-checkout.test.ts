@@ -8,6 +8,7 @@ import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.js";
 import { visaCard } from "../support/cards.js";
+import { rest } from "../support/clients.js";
 import { issueKey, newMerchant } from "../support/merchant.js";
 import { createPayment, retrievePayment } from "../support/payments.js";
 import { startService, type TestService } from "../support/service.js";
@@ -18,7 +19,9 @@ import { type Site, startSite } from "../support/site.js";
  * (docs/cors.md): headless Chromium loads the page from a small site on another port, the page's
  * script (connect-web and the generated PaymentService client, bundled with esbuild as a merchant
  * would) confirms and retrieves the payment with a publishable key and the payment's client_secret,
- * and the same page served from an origin not in CORS_ALLOWED_ORIGINS cannot.
+ * and the same page served from an origin not in CORS_ALLOWED_ORIGINS cannot. The page also
+ * tokenizes a card (PaymentMethodService) for the backend to pay with and save, and pays a later
+ * payment with the saved card in one click (docs/payment-methods.md).
  */
 
 const repository = fileURLToPath(new URL("../..", import.meta.url));
@@ -27,7 +30,28 @@ const repository = fileURLToPath(new URL("../..", import.meta.url));
 const checkoutScript = `
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
-import { PaymentService, PaymentStatus } from "./gen/paymentservice/v1/payment_pb.js";
+import { PaymentMethodService } from "./gen/paymentservice/v1/payment_method_pb.js";
+import { PaymentMethod, PaymentService, PaymentStatus } from "./gen/paymentservice/v1/payment_pb.js";
+
+const clients = (baseUrl, apiKey) => {
+  const interceptors = [(next) => (req) => { req.header.set("api-key", apiKey); return next(req); }];
+  const transport = createConnectTransport({ baseUrl, interceptors });
+  return { payments: createClient(PaymentService, transport), paymentMethods: createClient(PaymentMethodService, transport) };
+};
+
+// The card form's submit: the card goes to the service only, which answers a token (pm_…) for the merchant's backend.
+window.tokenize = async ({ baseUrl, apiKey, card }) => {
+  const { paymentMethods } = clients(baseUrl, apiKey);
+  const token = await paymentMethods.createPaymentMethod({ paymentMethod: PaymentMethod.CARD, card });
+  return { paymentMethodId: token.paymentMethodId, last4: token.card.last4, customerId: token.customerId ?? null };
+};
+
+// One click: confirms the payment with the saved card the backend rendered into the page.
+window.payWithSaved = async ({ baseUrl, apiKey, paymentId, clientSecret, paymentMethodId }) => {
+  const { payments } = clients(baseUrl, apiKey);
+  const confirmed = await payments.confirmPayment({ paymentId, clientSecret, paymentMethodId });
+  return { status: PaymentStatus[confirmed.status], paymentMethodId: confirmed.paymentMethodId, last4: confirmed.paymentMethodData.card.last4 };
+};
 
 window.checkout = async ({ baseUrl, protocol, apiKey, paymentId, clientSecret, card }) => {
   const interceptors = [(next) => (req) => { req.header.set("api-key", apiKey); return next(req); }];
@@ -157,6 +181,57 @@ describe("a checkout page on an allowed origin", () => {
       expect(payment).toMatchObject({ status: "succeeded", amount_received: 4200 });
     },
   );
+});
+
+describe("saved cards on the checkout page", () => {
+  it("tokenizes the card in the browser, the backend pays with the token and saves it, and a second visit pays in one click", async () => {
+    const merchant = await newMerchant(service.url);
+    const publishableKey = await issueKey(service.url, merchant.merchantId, "sandbox", "publishable");
+    const customer = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, body: { email: "jane@example.com" } });
+    const customerId = customer.body.customer_id as string;
+    const page = await context.newPage();
+    await page.goto(`${allowedSite.url}/checkout`);
+    await page.waitForFunction(() => "tokenize" in globalThis);
+    const token = await page.evaluate(
+      (args) =>
+        (
+          globalThis as unknown as { tokenize(a: typeof args): Promise<{ paymentMethodId: string; last4: string; customerId: null }> }
+        ).tokenize(args),
+      {
+        baseUrl: service.url,
+        apiKey: publishableKey,
+        card: { cardNumber: visaCard.card_number, cardExpMonth: "12", cardExpYear: "2035", cardCvc: "123" },
+      },
+    );
+    expect(token).toEqual({ paymentMethodId: expect.stringMatching(/^pm_/), last4: "4242", customerId: null });
+
+    // The backend pays with the token and asks that the card be saved for the customer.
+    const first = await createPayment(service.url, merchant, {
+      amount: 4200,
+      confirm: true,
+      customer_id: customerId,
+      payment_method_id: token.paymentMethodId,
+      setup_future_usage: "on_session",
+    });
+    expect(first).toMatchObject({ status: "succeeded", payment_method_id: token.paymentMethodId, customer_id: customerId });
+    const saved = await rest(service.url, "GET", `/customers/${customerId}/payment_methods`, { apiKey: merchant.apiKey });
+    expect((saved.body.data as { payment_method_id: string }[]).map((m) => m.payment_method_id)).toEqual([token.paymentMethodId]);
+
+    // The second visit: the backend renders the saved card; one click confirms with it, no card form.
+    const second = await createPayment(service.url, merchant, { amount: 1800, customer_id: customerId });
+    const paid = await page.evaluate(
+      (args) => (globalThis as unknown as { payWithSaved(a: typeof args): Promise<unknown> }).payWithSaved(args),
+      {
+        baseUrl: service.url,
+        apiKey: publishableKey,
+        paymentId: second.payment_id as string,
+        clientSecret: second.client_secret as string,
+        paymentMethodId: token.paymentMethodId,
+      },
+    );
+    expect(paid).toEqual({ status: "SUCCEEDED", paymentMethodId: token.paymentMethodId, last4: "4242" });
+    expect(await retrievePayment(service.url, merchant, second.payment_id)).toMatchObject({ status: "succeeded", amount_received: 1800 });
+  });
 });
 
 describe("the same page on an origin not allowed", () => {

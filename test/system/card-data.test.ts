@@ -250,7 +250,7 @@ describe("card data (decisions §4)", () => {
     expectNoCardData(responses, "responses to rejected requests", sent);
   });
 
-  it("saves cards (a customer's, and a token made with a publishable key) and pays with them, answering the masked card only", async () => {
+  it("saves cards (a customer's, a token made with a publishable key, a setup's) and pays with them, answering the masked card only", async () => {
     const merchant = await newMerchant(server.url);
     const publishable = (await adminIssue(server.url, merchant.merchantId, { kind: "publishable" })).api_key as string;
     const customer = await restCall("POST", "/customers", merchant.apiKey, "{}");
@@ -281,6 +281,39 @@ describe("card data (decisions §4)", () => {
       );
       expect(paid.body).toMatchObject({ status: "succeeded", payment_method_id: paymentMethodId });
     }
+    // A setup saves the card it pays with (sent with its CVC), with a mandate; a charge off-session uses it.
+    const setup = await restCall(
+      "POST",
+      "/payments",
+      merchant.apiKey,
+      JSON.stringify({
+        amount: 0,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        confirm: true,
+        customer_id: customer.body.customer_id,
+        setup_future_usage: "off_session",
+        customer_acceptance: { acceptance_type: "offline" },
+        payment_method_data: { card: { card_number: cards.discover, card_exp_month: "07", card_exp_year: expYear, card_cvc: cvc } },
+      }),
+    );
+    expect(setup.body).toMatchObject({ status: "succeeded", mandate_id: expect.stringMatching(/^man_/) });
+    const charged = await restCall(
+      "POST",
+      "/payments",
+      merchant.apiKey,
+      JSON.stringify({
+        amount: 900,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        confirm: true,
+        off_session: true,
+        customer_id: customer.body.customer_id,
+        payment_method_id: setup.body.payment_method_id,
+      }),
+    );
+    expect(charged.body).toMatchObject({ status: "succeeded", off_session: true });
+    await restCall("GET", `/mandates/${setup.body.mandate_id}`, merchant.apiKey);
     // Refused saves do not repeat what they were sent.
     const refused = await restCall("POST", "/payment_methods", merchant.apiKey, saveBody(cards.unsupported));
     expect(refused.status).toBe(400);

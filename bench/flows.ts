@@ -32,7 +32,34 @@ export const rest = {
   /** A checkout page confirming with the publishable key: the payment's client_secret proves it may. */
   checkoutConfirm: (clientSecret: string) => ({ client_secret: clientSecret, payment_method_data: { card } }),
   refund: (paymentId: string) => ({ payment_id: paymentId, amount: refundAmount }),
+  /** The zero-amount setup that saves the 4242 card for a customer with a multi-use mandate (docs/payment-methods.md). */
+  offSessionSetup: (profileId: string, customerId: string) => ({
+    amount: 0,
+    currency: "USD",
+    profile_id: profileId,
+    confirm: true,
+    customer_id: customerId,
+    setup_future_usage: "off_session",
+    customer_acceptance: { acceptance_type: "offline" },
+    payment_method_data: { card },
+  }),
+  /** A merchant-initiated charge of the customer's saved card under its mandate. */
+  offSessionCharge: (profileId: string, saved: SavedCard) => ({
+    amount: paymentAmount,
+    currency: "USD",
+    profile_id: profileId,
+    confirm: true,
+    off_session: true,
+    customer_id: saved.customerId,
+    payment_method_id: saved.paymentMethodId,
+  }),
 };
+
+/** A customer's card saved with a mandate, for merchant-initiated charges. */
+export interface SavedCard {
+  readonly customerId: string;
+  readonly paymentMethodId: string;
+}
 
 /** The 4242 card as the proto message's JSON (camelCase) spells it. */
 const connectCard = {

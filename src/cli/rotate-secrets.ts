@@ -3,15 +3,15 @@ import { countKeysByHashSecret, type KeysByHashSecret } from "../api-keys/hash-s
 import { closeApp, openApp } from "../app.js";
 import { loadConfig, type Config } from "../config.js";
 import { log } from "../log.js";
-import { sealedCardNumbers } from "../payment-methods/vault.js";
+import { refingerprintCards, sealedCardNumbers } from "../payment-methods/vault.js";
 import { sealedDestinations } from "../payouts/destination.js";
 import { countNotUnder, reencryptColumn, type Reencryption } from "../secrets/sealed-columns.js";
 
 /*
  * `npm run rotate-secrets` (in a build: `node dist/src/cli/rotate-secrets.js`), step 3 of a
  * rotation (docs/operations.md, "Rotating secrets"): re-encrypts every stored value under the current
- * DATA_ENCRYPTION_KEY and reports what is left under other keys, and counts the API keys not yet
- * re-hashed with the current API_KEY_HASH_SECRET. Runs beside the instances, against the same
+ * DATA_ENCRYPTION_KEY and reports what is left under other keys, recomputes saved cards' fingerprints
+ * under the current API_KEY_HASH_SECRET, and counts the API keys not yet re-hashed with it. Runs beside the instances, against the same
  * database (DATABASE_URL; the embedded one only while no server has it open).
  */
 
@@ -21,6 +21,8 @@ const sealedColumns = [sealedDestinations, sealedCardNumbers];
 /** What one run did and found. */
 export interface RotationReport {
   readonly data: Reencryption & { readonly remaining: number; readonly currentKeyId: string };
+  /** Saved cards whose fingerprint was under another API_KEY_HASH_SECRET. */
+  readonly cardFingerprintsRecomputed: number;
   readonly apiKeys: KeysByHashSecret & { readonly currentSecretId: string };
 }
 
@@ -45,6 +47,7 @@ export async function rotateSecrets(config: Config): Promise<RotationReport> {
     }
     return {
       data: { reencrypted, failed, remaining, currentKeyId: app.dataCipher.currentKeyId },
+      cardFingerprintsRecomputed: await refingerprintCards(app.dataSource, app.dataCipher, app.hasher),
       apiKeys: {
         ...(await countKeysByHashSecret(app.dataSource, app.hasher.secretId, app.clock.now())),
         currentSecretId: app.hasher.secretId,
@@ -66,6 +69,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       api_key_hash_secret_id: report.apiKeys.currentSecretId,
       data_values_reencrypted: report.data.reencrypted,
       data_values_under_other_keys: report.data.remaining,
+      card_fingerprints_recomputed: report.cardFingerprintsRecomputed,
       api_keys_current_secret: report.apiKeys.current,
       api_keys_not_rehashed: report.apiKeys.notCurrent,
     });

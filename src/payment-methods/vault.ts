@@ -1,3 +1,4 @@
+import type { DataSource } from "typeorm";
 import type { ApiKeyHasher } from "../auth/api-key-secret.js";
 import type { DataCipher } from "../secrets/data-cipher.js";
 import type { SealedColumn } from "../secrets/sealed-columns.js";
@@ -52,4 +53,46 @@ export function openCardNumber(
   row: { merchantId: string; livemode: boolean; paymentMethodId: string; cardCiphertext: string },
 ): string {
   return cipher.decrypt(row.cardCiphertext, ownerOf(row));
+}
+
+/** Payment methods re-fingerprinted per statement's worth of rows read. */
+const refingerprintBatch = 500;
+
+/**
+ * Recomputes under the current API_KEY_HASH_SECRET the fingerprint of every live payment method
+ * saved under another (`npm run rotate-secrets`, once the secret is rotated): without it, a card
+ * saved before the rotation would show a fingerprint new saves of it never match, and saving it again
+ * once the previous secret is gone would make a second payment method. Run after re-encryption, so
+ * every number opens with the current data key; one that does not is left as it is. How many changed.
+ */
+export async function refingerprintCards(dataSource: DataSource, cipher: DataCipher, hasher: ApiKeyHasher): Promise<number> {
+  let changed = 0;
+  let after: [string, boolean, string] = ["", false, ""];
+  for (;;) {
+    const rows = (await dataSource.query(
+      `SELECT merchant_id, livemode, payment_method_id, card_fingerprint, card_ciphertext FROM payment_methods
+        WHERE card_ciphertext IS NOT NULL AND (merchant_id, livemode, payment_method_id) > ($1, $2, $3)
+        ORDER BY merchant_id, livemode, payment_method_id LIMIT ${refingerprintBatch}`,
+      after,
+    )) as { merchant_id: string; livemode: boolean; payment_method_id: string; card_fingerprint: string; card_ciphertext: string }[];
+    for (const row of rows) {
+      const owner = { merchantId: row.merchant_id, livemode: row.livemode, paymentMethodId: row.payment_method_id };
+      let number: string;
+      try {
+        number = openCardNumber(cipher, { ...owner, cardCiphertext: row.card_ciphertext });
+      } catch {
+        continue;
+      }
+      const current = cardFingerprints(hasher, row.merchant_id, number).current;
+      if (current === row.card_fingerprint) continue;
+      const [, updated] = (await dataSource.query(
+        "UPDATE payment_methods SET card_fingerprint = $4 WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = $3 AND card_fingerprint = $5",
+        [row.merchant_id, row.livemode, row.payment_method_id, current, row.card_fingerprint],
+      )) as [unknown, number];
+      changed += updated;
+    }
+    if (rows.length < refingerprintBatch) return changed;
+    const last = rows[rows.length - 1]!;
+    after = [last.merchant_id, last.livemode, last.payment_method_id];
+  }
 }

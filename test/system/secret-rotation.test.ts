@@ -115,16 +115,21 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
   let writtenDuringRotation: JsonBody;
   /** Keys created by nobody in this test (an embedded database's first start prints a sandbox key). */
   let otherKeys = 0;
+  /** A customer's card saved under the old secrets: its fingerprint is recomputed, and saving it again still finds it. */
+  let customerId: string;
+  let savedCard: JsonBody;
 
   it("before: keys, payouts and a saved card are stored under the old secrets", async () => {
     await withServer({}, async (server) => {
       merchant = await newMerchant(server.url);
       const customer = await rest(server.url, "POST", "/customers", { apiKey: merchant.apiKey, body: {} });
+      customerId = customer.body.customer_id;
       const saved = await rest(server.url, "POST", "/payment_methods", {
         apiKey: merchant.apiKey,
-        body: { payment_method: "card", card: visaCard, customer_id: customer.body.customer_id },
+        body: { payment_method: "card", card: visaCard, customer_id: customerId },
       });
       expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+      savedCard = saved.body;
       const unused = await adminIssue(server.url, merchant.merchantId, { kind: "secret" });
       unusedKey = unused.api_key;
       unusedKeyId = unused.key_id;
@@ -168,12 +173,17 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
       // The payout still held, and the saved card's number.
       data_values_reencrypted: 2,
       data_values_under_other_keys: 0,
+      card_fingerprints_recomputed: 1,
       api_keys_current_secret: 1,
       api_keys_not_rehashed: 1 + otherKeys,
     });
     const again = await npmRunRotateSecrets(rotating);
     expect(again.code, again.output).toBe(0);
-    expect(again.report, again.output).toMatchObject({ data_values_reencrypted: 0, data_values_under_other_keys: 0 });
+    expect(again.report, again.output).toMatchObject({
+      data_values_reencrypted: 0,
+      data_values_under_other_keys: 0,
+      card_fingerprints_recomputed: 0,
+    });
     for (const run of [first, again]) {
       for (const secret of [oldHashSecret, newHashSecret, oldDataKey, newDataKey]) expect(run.output).not.toContain(secret);
     }
@@ -203,6 +213,13 @@ describe("rotating API_KEY_HASH_SECRET and DATA_ENCRYPTION_KEY (docs/operations.
       expect(await fulfilAndSend(server.url, merchant.apiKey, writtenDuringRotation.payout_id)).toMatchObject({ status: "success" });
       expectRestError(await rest(server.url, "GET", "/payouts/list", { apiKey: unusedKey }), 401, "IR_01");
       expect(server.output()).not.toContain(oldDataKey);
+      // The card saved before the rotation, saved again: the same payment method, under its new fingerprint.
+      const again = await rest(server.url, "POST", "/payment_methods", {
+        apiKey: merchant.apiKey,
+        body: { payment_method: "card", card: visaCard, customer_id: customerId },
+      });
+      expect(again.body.payment_method_id).toBe(savedCard.payment_method_id);
+      expect(again.body.card.fingerprint).not.toBe(savedCard.card.fingerprint);
     });
   }, 180_000);
 });

@@ -18,7 +18,8 @@ import { until } from "../support/wait.js";
  * never runs in the test (JOB_POLL_MS of an hour), so its own recovery cannot settle an attempt
  * before the retry does; recovery is left to the other survivor. The sandbox
  * processor's books (sandbox_processor_calls) say what reached the processor: whatever happened, it
- * was asked once, and every authorization it granted belongs to a payment.
+ * was asked once, and every authorization it granted belongs to a payment. A setup killed so saves
+ * its card, and makes its mandate, exactly when recovery finds the processor verified the card.
  */
 
 const failpoints = ["payment.recorded", "payment.answered"] as const;
@@ -273,6 +274,56 @@ describe("record first: an instance killed after recording an attempt or after t
     },
   );
 
+  it.each(failpoints)(
+    "an off-session setup killed at %s and never retried: recovery saves the card with its mandate when the processor verified it, and nothing when it never asked",
+    async (failpoint) => {
+      const merchant = await newMerchant((await recovering()).url);
+      const customer = await rest(retrier.url, "POST", "/customers", { apiKey: merchant.apiKey, body: {} });
+      const customerId: string = customer.body.customer_id;
+      const body = {
+        ...automatic(merchant, 0),
+        customer_id: customerId,
+        setup_future_usage: "off_session",
+        customer_acceptance: { acceptance_type: "offline" },
+      };
+      await killedCall(failpoint, merchant, "/payments", body, `setup-abandoned-${failpoint}`);
+
+      // Recorded with its attempt, and with the card pending on it, before the instance died.
+      const [recorded] = await paymentsOf(merchant);
+      const pending = await rows<{ payment_method_id: string; pending_payment_id: string }>(
+        db,
+        "SELECT payment_method_id, pending_payment_id FROM payment_methods WHERE merchant_id = $1",
+        [merchant.merchantId],
+      );
+      expect(pending).toEqual([{ payment_method_id: expect.stringMatching(/^pm_/), pending_payment_id: recorded!.payment_id }]);
+      await until(
+        `recovery settles the setup ${recorded!.payment_id}`,
+        async () => (await paymentsOf(merchant))[0]!.attempt === null,
+        settleWithinMs,
+        100,
+      );
+
+      const setup = await rest(retrier.url, "GET", `/payments/${recorded!.payment_id}`, { apiKey: merchant.apiKey });
+      const saved = await rest(retrier.url, "GET", `/customers/${customerId}/payment_methods`, { apiKey: merchant.apiKey });
+      const mandates = await rest(retrier.url, "GET", `/customers/${customerId}/mandates`, { apiKey: merchant.apiKey });
+      if (failpoint === "payment.recorded") {
+        expect(setup.body).toMatchObject({ status: "requires_payment_method", mandate_id: null });
+        expect(saved.body.total_count).toBe(0);
+        expect(mandates.body.total_count).toBe(0);
+      } else {
+        expect(setup.body).toMatchObject({ status: "succeeded", payment_method_id: pending[0]!.payment_method_id });
+        expect(saved.body.data.map((m: { payment_method_id: string }) => m.payment_method_id)).toEqual([pending[0]!.payment_method_id]);
+        expect(mandates.body.data).toEqual([
+          expect.objectContaining({
+            mandate_id: setup.body.mandate_id,
+            status: "active",
+            payment_method_id: pending[0]!.payment_method_id,
+          }),
+        ]);
+      }
+    },
+  );
+
   it("a manual capture killed at payment.answered and retried once recovery settled it: the stored outcome, captured once", () =>
     killedCapture("after recovery settled it"));
 
@@ -285,9 +336,10 @@ describe("record first: an instance killed after recording an attempt or after t
           AND p.merchant_id = split_part(c.idempotency_key, ':', 1) AND p.payment_id = split_part(c.idempotency_key, ':', 2)
         WHERE c.operation = 'authorize' AND c.outcome->>'status' IN ('authorized', 'captured')`,
     );
-    // Five cases were granted an authorization: the two retried creates, the create settled after the
-    // answer, the two manual captures' payments (the create settled after the record was never authorized).
-    expect(granted, JSON.stringify(granted)).toHaveLength(5);
+    // Six cases were granted an authorization: the two retried creates, the create and the setup
+    // settled after the answer, the two manual captures' payments (the create and the setup settled
+    // after the record were never authorized).
+    expect(granted, JSON.stringify(granted)).toHaveLength(6);
     const twice = await rows<{ payment: string; n: number }>(
       db,
       `SELECT split_part(idempotency_key, ':', 1) || ':' || split_part(idempotency_key, ':', 2) AS payment, count(*)::int AS n

@@ -2,29 +2,23 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { DataSource, EntityManager } from "typeorm";
 import type { PaymentMethodService } from "../../gen/paymentservice/v1/payment_method_pb.js";
 import { PaymentMethodSchema } from "../../gen/paymentservice/v1/payment_pb.js";
-import type { ApiKeyHasher } from "../auth/api-key-secret.js";
 import { merchantOf } from "../auth/caller.js";
 import type { Clock } from "../clock.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { sentWord } from "../enum-words.js";
 import { forbidden, invalidField, invalidRequest, missingField, notFound, preconditionFailed } from "../errors.js";
-import { newId } from "../ids.js";
-import { assertNotExpired, cardView, readExpiry, readSavedCard } from "../processors/card.js";
+import { assertNotExpired, readExpiry, readSavedCard } from "../processors/card.js";
 import type { ProcessorRegistry } from "../processors/registry.js";
-import type { DataCipher } from "../secrets/data-cipher.js";
 import { addressToStore } from "../validation/address.js";
 import { change, text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { mergeMetadata, newMetadata } from "../validation/metadata.js";
 import { writePaymentMethodEvent } from "./events.js";
 import { PaymentMethodRow } from "./payment-method.entity.js";
-import { assertCustomerExists, deletePaymentMethods, liveMethod, lockCustomersCard, lockPaymentMethod } from "./store.js";
-import { cardFingerprints, sealCardNumber } from "./vault.js";
+import { assertCustomerExists, deletePaymentMethods, liveMethod, lockCustomersCard, lockPaymentMethod, tokenLifetimeMs } from "./store.js";
+import { newCardPaymentMethod, type VaultSecrets } from "./vault.js";
 import { toPaymentMethod } from "./view.js";
-
-/** How long a client-side token nothing attached is kept (decisions §10). */
-export const tokenLifetimeMs = 24 * 60 * 60 * 1000;
 
 /**
  * The customer's payment method `saved` given the expiry and holder of the same card saved again
@@ -53,13 +47,11 @@ async function saveAgain(em: EntityManager, clock: Clock, saved: PaymentMethodRo
 }
 
 /** What the payment methods API needs: the database, time, the processors (which cards they take), the vault's secrets. */
-export interface PaymentMethodDependencies {
+export interface PaymentMethodDependencies extends VaultSecrets {
   readonly dataSource: DataSource;
   readonly clock: Clock;
   readonly units: UnitOfWork;
   readonly processors: ProcessorRegistry;
-  readonly dataCipher: DataCipher;
-  readonly hasher: ApiKeyHasher;
 }
 
 /**
@@ -87,36 +79,23 @@ export function paymentMethodService(deps: PaymentMethodDependencies): ServiceIm
       deps.processors.forNewPayment(caller.livemode).checkCard(card, "card");
       const billing = req.billing === undefined ? null : addressToStore("billing", req.billing);
       const metadata = newMetadata("metadata", req.metadata);
-      const fingerprints = cardFingerprints(deps.hasher, caller.merchantId, card.number);
-      const summary = cardView(card);
-      const paymentMethodId = newId("pm");
-      const row = Object.assign(new PaymentMethodRow(), {
-        merchantId: caller.merchantId,
-        livemode: caller.livemode,
-        paymentMethodId,
-        customerId: customerId ?? null,
-        paymentMethod: "card",
-        paymentMethodType: null,
-        cardLast4: summary.last4,
-        cardBrand: summary.brand,
-        cardExpMonth: card.expMonth,
-        cardExpYear: card.expYear,
-        cardHolderName: card.holderName ?? null,
-        cardFingerprint: fingerprints.current,
-        cardCiphertext: sealCardNumber(deps.dataCipher, { ...caller, paymentMethodId }, card.number),
-        billing,
-        metadata,
-        created: now,
-        updated: now,
-        expiresAt: customerId === undefined ? new Date(now.getTime() + tokenLifetimeMs) : null,
-        usedByPaymentId: null,
-        pendingPaymentId: null,
-        deletedAt: null,
-      } satisfies PaymentMethodRow);
+      const { row, fingerprints } = newCardPaymentMethod(
+        deps,
+        caller,
+        card,
+        {
+          customerId: customerId ?? null,
+          billing,
+          metadata,
+          expiresAt: customerId === undefined ? new Date(now.getTime() + tokenLifetimeMs) : null,
+          pendingPaymentId: null,
+        },
+        now,
+      );
       return units.commit(ctx, async (em) => {
         if (customerId !== undefined) {
           await assertCustomerExists(em, caller, customerId, "customer_id", "lock");
-          const saved = await lockCustomersCard(em, caller, customerId, fingerprints.all);
+          const saved = await lockCustomersCard(em, caller, customerId, fingerprints);
           if (saved !== null) return toPaymentMethod(await saveAgain(em, clock, saved, row));
         }
         await em.insert(PaymentMethodRow, row);

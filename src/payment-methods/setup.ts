@@ -1,16 +1,11 @@
 import type { EntityManager } from "typeorm";
-import type { ApiKeyHasher } from "../auth/api-key-secret.js";
 import type { Clock } from "../clock.js";
 import type { Scope } from "../db/scope.js";
-import { newId } from "../ids.js";
-import { cardView } from "../processors/card.js";
 import type { CardDetails } from "../processors/processor.js";
-import type { DataCipher } from "../secrets/data-cipher.js";
 import { writePaymentMethodEvent } from "./events.js";
 import { PaymentMethodRow } from "./payment-method.entity.js";
-import { tokenLifetimeMs } from "./service.js";
-import { assertCustomerExists, lockCustomersCard } from "./store.js";
-import { cardFingerprints, sealCardNumber } from "./vault.js";
+import { assertCustomerExists, lockCustomersCard, tokenLifetimeMs } from "./store.js";
+import { cardFingerprints, newCardPaymentMethod, type VaultSecrets } from "./vault.js";
 
 /*
  * A payment that saves its card for its customer (setup_future_usage, decisions §10). The card is
@@ -20,11 +15,9 @@ import { cardFingerprints, sealCardNumber } from "./vault.js";
  * between leaves the attempt, whose recovery writes the outcome, and so settles the card too.
  */
 
-/** What saving a payment's card needs: time, the fingerprints' secret and the vault's cipher. */
-export interface CardSavingDependencies {
+/** What saving a payment's card needs: time and the vault's secrets. */
+export interface CardSavingDependencies extends VaultSecrets {
   readonly clock: Clock;
-  readonly hasher: ApiKeyHasher;
-  readonly dataCipher: DataCipher;
 }
 
 /** The card a payment saves, for whom. */
@@ -44,8 +37,7 @@ export interface CardToSave {
  */
 export async function saveForPayment(em: EntityManager, deps: CardSavingDependencies, scope: Scope, save: CardToSave): Promise<string> {
   await assertCustomerExists(em, scope, save.customerId, "customer_id", "lock");
-  const fingerprints = cardFingerprints(deps.hasher, scope.merchantId, save.card.number);
-  const saved = await lockCustomersCard(em, scope, save.customerId, fingerprints.all);
+  const saved = await lockCustomersCard(em, scope, save.customerId, cardFingerprints(deps.hasher, scope.merchantId, save.card.number).all);
   if (saved !== null) return saved.paymentMethodId;
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + tokenLifetimeMs);
@@ -57,32 +49,15 @@ export async function saveForPayment(em: EntityManager, deps: CardSavingDependen
     );
     return save.token;
   }
-  const summary = cardView(save.card);
-  const paymentMethodId = newId("pm");
-  await em.insert(PaymentMethodRow, {
-    merchantId: scope.merchantId,
-    livemode: scope.livemode,
-    paymentMethodId,
-    customerId: save.customerId,
-    paymentMethod: "card",
-    paymentMethodType: null,
-    cardLast4: summary.last4,
-    cardBrand: summary.brand,
-    cardExpMonth: save.card.expMonth,
-    cardExpYear: save.card.expYear,
-    cardHolderName: save.card.holderName ?? null,
-    cardFingerprint: fingerprints.current,
-    cardCiphertext: sealCardNumber(deps.dataCipher, { ...scope, paymentMethodId }, save.card.number),
-    billing: null,
-    metadata: {},
-    created: now,
-    updated: now,
-    expiresAt,
-    usedByPaymentId: null,
-    pendingPaymentId: save.paymentId,
-    deletedAt: null,
-  } satisfies PaymentMethodRow);
-  return paymentMethodId;
+  const { row } = newCardPaymentMethod(
+    deps,
+    scope,
+    save.card,
+    { customerId: save.customerId, billing: null, metadata: {}, expiresAt, pendingPaymentId: save.paymentId },
+    now,
+  );
+  await em.insert(PaymentMethodRow, row);
+  return row.paymentMethodId;
 }
 
 /** The payment whose outcome settles the card it saves. */

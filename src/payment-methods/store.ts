@@ -6,6 +6,9 @@ import { revokeMandatesOf } from "../mandates/store.js";
 import { writePaymentMethodEvent } from "./events.js";
 import { PaymentMethodRow } from "./payment-method.entity.js";
 
+/** How long a client-side token nothing attached is kept (decisions §10), and a card saved by a payment whose outcome is unknown. */
+export const tokenLifetimeMs = 24 * 60 * 60 * 1000;
+
 /** A live payment method's key: its merchant, environment and id, not deleted, nor pending on a payment that saves it. */
 export function liveMethod(scope: Scope, paymentMethodId: string) {
   return { merchantId: scope.merchantId, livemode: scope.livemode, paymentMethodId, deletedAt: IsNull(), pendingPaymentId: IsNull() };

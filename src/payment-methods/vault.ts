@@ -1,5 +1,11 @@
 import type { DataSource } from "typeorm";
 import type { ApiKeyHasher } from "../auth/api-key-secret.js";
+import type { Scope } from "../db/scope.js";
+import { newId } from "../ids.js";
+import { cardView } from "../processors/card.js";
+import type { CardDetails } from "../processors/processor.js";
+import type { AddressJson } from "../validation/address.js";
+import { PaymentMethodRow } from "./payment-method.entity.js";
 import type { DataCipher } from "../secrets/data-cipher.js";
 import type { SealedColumn } from "../secrets/sealed-columns.js";
 
@@ -23,6 +29,63 @@ export function cardFingerprints(hasher: ApiKeyHasher, merchantId: string, numbe
   const shown = (hash: Buffer) => hash.subarray(0, fingerprintBytes).toString("base64url");
   const all = [hashes.current, hashes.previous, hashes.next].filter((hash): hash is Buffer => hash !== undefined).map(shown);
   return { current: all[0]!, all };
+}
+
+/** What the vault needs: the fingerprints' secret and the cipher of the numbers. */
+export interface VaultSecrets {
+  readonly hasher: ApiKeyHasher;
+  readonly dataCipher: DataCipher;
+}
+
+/** Who a payment method belongs to, and how it starts out besides its card. */
+export interface NewPaymentMethod {
+  readonly customerId: string | null;
+  readonly billing: AddressJson | null;
+  readonly metadata: Record<string, string>;
+  /** When it is removed unless attached (a token), or unless its saving payment succeeds (a pending card). */
+  readonly expiresAt: Date | null;
+  readonly pendingPaymentId: string | null;
+}
+
+/**
+ * A new payment method of `card` for the scope's merchant: what is kept of the card (its summary,
+ * its fingerprint, its number sealed), never the CVC. With the fingerprints the number may have been
+ * saved under before, to find the customer's card it may already be.
+ */
+export function newCardPaymentMethod(
+  secrets: VaultSecrets,
+  scope: Scope,
+  card: Omit<CardDetails, "cvc">,
+  how: NewPaymentMethod,
+  now: Date,
+): { row: PaymentMethodRow; fingerprints: string[] } {
+  const fingerprints = cardFingerprints(secrets.hasher, scope.merchantId, card.number);
+  const summary = cardView(card);
+  const paymentMethodId = newId("pm");
+  const row = Object.assign(new PaymentMethodRow(), {
+    merchantId: scope.merchantId,
+    livemode: scope.livemode,
+    paymentMethodId,
+    customerId: how.customerId,
+    paymentMethod: "card",
+    paymentMethodType: null,
+    cardLast4: summary.last4,
+    cardBrand: summary.brand,
+    cardExpMonth: card.expMonth,
+    cardExpYear: card.expYear,
+    cardHolderName: card.holderName ?? null,
+    cardFingerprint: fingerprints.current,
+    cardCiphertext: sealCardNumber(secrets.dataCipher, { ...scope, paymentMethodId }, card.number),
+    billing: how.billing,
+    metadata: how.metadata,
+    created: now,
+    updated: now,
+    expiresAt: how.expiresAt,
+    usedByPaymentId: null,
+    pendingPaymentId: how.pendingPaymentId,
+    deletedAt: null,
+  } satisfies PaymentMethodRow);
+  return { row, fingerprints: fingerprints.all };
 }
 
 /** Who a sealed number belongs to: a ciphertext moved to another row does not open. */

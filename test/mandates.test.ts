@@ -185,6 +185,37 @@ describe("saving a payment's card (setup_future_usage)", () => {
     });
   });
 
+  it("a publishable key confirms a setup the merchant created, with the customer's acceptance, but cannot ask for one itself", async () => {
+    const api = await merchantApi();
+    const customerId = await api.createCustomer();
+    const publishable = restCaller(service.url, await issueKey(service.url, api.merchant.merchantId, "sandbox", "publishable"));
+    const created = await api.pay({
+      amount: 0,
+      confirm: false,
+      customer_id: customerId,
+      setup_future_usage: "off_session",
+      customer_acceptance: acceptance,
+      mandate_data: { type: "single_use", amount_limit: 2500 },
+    });
+    const confirm = (fields: Json) =>
+      publishable("POST", `/payments/${created.payment_id}/confirm`, {
+        client_secret: String(created.client_secret),
+        payment_method_data: card(),
+        ...fields,
+      });
+    await expectError(confirm({ setup_future_usage: "on_session" }), "IR_22", "setup_future_usage");
+    await expectError(confirm({ mandate_data: { type: "single_use" } }), "IR_22", "setup_future_usage");
+    const confirmed = await confirm({
+      customer_acceptance: { ...acceptance, online: { ip_address: "198.51.100.7", user_agent: "Firefox" } },
+    });
+    expect(confirmed).toMatchObject({ status: "succeeded", setup_future_usage: "off_session", mandate_id: expect.stringMatching(/^man_/) });
+    expect(await api.mandate(String(confirmed.mandate_id))).toMatchObject({
+      type: "single_use",
+      amount_limit: 2500,
+      customer_acceptance: { online: { ip_address: "198.51.100.7", user_agent: "Firefox" } },
+    });
+  });
+
   it("a client-side token a setup pays with becomes the customer's payment method", async () => {
     const api = await merchantApi();
     const publishable = restCaller(service.url, await issueKey(service.url, api.merchant.merchantId, "sandbox", "publishable"));

@@ -34,8 +34,11 @@ export function mandateRequest(
   };
 }
 
-/** The acceptance as a mandate keeps it; accepted now when the request does not say when. */
-function customerAcceptance(acceptance: CustomerAcceptance | undefined, now: Date): StoredAcceptance {
+/**
+ * The acceptance as a mandate keeps it (IR_04 when missing, IR_05 naming what is wrong); accepted now
+ * when the request does not say when.
+ */
+export function customerAcceptance(acceptance: CustomerAcceptance | undefined, now: Date): StoredAcceptance {
   const field = "customer_acceptance";
   if (acceptance === undefined) throw missingField(field);
   const type = sentWord(AcceptanceTypeSchema, acceptance.acceptanceType) as StoredAcceptance["acceptance_type"] | undefined;

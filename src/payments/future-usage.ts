@@ -9,7 +9,7 @@ import type { CardDetails } from "../processors/processor.js";
 import type { CustomerAcceptance, MandateData } from "../../gen/paymentservice/v1/payment_pb.js";
 import { invalidField, invalidRequest, missingField } from "../errors.js";
 import { newId } from "../ids.js";
-import { mandateRequest } from "../mandates/request.js";
+import { customerAcceptance, mandateRequest } from "../mandates/request.js";
 import type { SavedCard } from "../payment-methods/pay-with.js";
 import type { PaymentRow, PaymentStatusWord, SetupFutureUsageWord } from "./payment.entity.js";
 
@@ -74,8 +74,14 @@ export function applySetup(row: PaymentRow, request: SetupRequest, now: Date): v
     Object.assign(row, { mandateRequest: null, mandateId: null });
     return;
   }
-  const asksAgain = request.setupFutureUsage !== undefined || request.customerAcceptance !== undefined || request.mandateData !== undefined;
-  if (!asksAgain && row.mandateRequest !== null) return;
+  const stored = row.mandateRequest;
+  if (request.setupFutureUsage === undefined && request.mandateData === undefined && stored !== null) {
+    // A confirm of the merchant's setup: the customer's acceptance, when it brings one, is the mandate's.
+    if (request.customerAcceptance !== undefined) {
+      row.mandateRequest = { ...stored, customer_acceptance: customerAcceptance(request.customerAcceptance, now) };
+    }
+    return;
+  }
   row.mandateRequest = mandateRequest(request.customerAcceptance, request.mandateData, row.currency, now);
   row.mandateId ??= newId("man");
 }

@@ -291,6 +291,12 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       if (sent !== undefined && req.paymentMethodId !== undefined) throw bothPaymentMethods();
       if (sent === undefined && req.paymentMethodId === undefined) throw missingField("payment_method_data.card");
       paymentMethodWord(req.paymentMethod, true);
+      // What is saved, and what a mandate allows, is the merchant's to decide (decisions §10: a publishable key makes tokens, nothing more).
+      if (caller.publishable && (req.setupFutureUsage !== undefined || req.mandateData !== undefined)) {
+        throw forbidden(
+          "A publishable key cannot ask that a card be saved: set setup_future_usage (and mandate_data) when the payment is created with a secret key",
+        );
+      }
       const saved =
         req.paymentMethodId === undefined
           ? undefined

@@ -147,6 +147,7 @@ describe("the document's schemas", () => {
       amount_capturable: 0,
       currency: "USD",
       metadata: {},
+      off_session: false,
     };
     expect(validate(valid), JSON.stringify(validate.errors)).toBe(true);
     expect(validate({ ...valid, amount: "5" })).toBe(false);
@@ -355,6 +356,37 @@ describe("every REST operation answers as the document says", () => {
     await fails(404, merchant, "DELETE", "/payment_methods/{payment_method_id}", ids);
   });
 
+  it("mandates", async () => {
+    const customerId = (await ok(merchant, "POST", "/customers", {}, {})).customer_id;
+    const setup = await ok(
+      merchant,
+      "POST",
+      "/payments",
+      {},
+      {
+        amount: 0,
+        currency: "USD",
+        profile_id: merchant.profileId,
+        confirm: true,
+        customer_id: customerId,
+        setup_future_usage: "off_session",
+        customer_acceptance: { acceptance_type: "offline" },
+        payment_method_data: { card: visaCard },
+      },
+    );
+    const ids = { mandate_id: setup.mandate_id };
+    const unknownMandate = { mandate_id: "man_unknown" };
+    await ok(merchant, "GET", "/mandates/{mandate_id}", ids);
+    await fails(404, merchant, "GET", "/mandates/{mandate_id}", unknownMandate);
+    const customerIds = { customer_id: customerId };
+    await ok(merchant, "GET", "/customers/{customer_id}/mandates", customerIds);
+    await fails(404, merchant, "GET", "/customers/{customer_id}/mandates", { customer_id: "cus_unknown" });
+    await ok(merchant, "POST", "/customers/{customer_id}/mandates", customerIds, { limit: 5 });
+    await fails(400, merchant, "POST", "/customers/{customer_id}/mandates", customerIds, { body: { limit: 0 } });
+    await ok(merchant, "POST", "/mandates/{mandate_id}/revoke", ids, {});
+    await fails(404, merchant, "POST", "/mandates/{mandate_id}/revoke", unknownMandate, { body: {} });
+  });
+
   it("events and the sandbox clock", async () => {
     const listed = await ok(merchant, "GET", "/events/list");
     expect(listed.data.length).toBeGreaterThan(0);
@@ -459,6 +491,7 @@ describe("every request example of the document", () => {
     UpdatePaymentMethod: { caller: "merchant", ids: async () => paymentMethod({ customer_id: (await customer()).customer_id }) },
     AttachPaymentMethod: { caller: "merchant", ids: async () => ({ ...(await paymentMethod()), ...(await customer()) }) },
     ListCustomerPaymentMethodsPost: { caller: "merchant", ids: customer },
+    ListCustomerMandatesPost: { caller: "merchant", ids: customer },
     AdvanceClock: { caller: "admin", ids: async () => ({}) },
     ...Object.fromEntries(
       ["Customers", "Disputes", "Events", "Payments", "Payouts", "Refunds"].map((list) => [

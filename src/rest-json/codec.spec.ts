@@ -8,6 +8,7 @@ import { CreateCustomerRequestSchema, CustomerSchema, CustomerService } from "..
 import { DisputeService } from "../../gen/paymentservice/v1/dispute_pb.js";
 import { EventSchema, EventService } from "../../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../../gen/paymentservice/v1/health_pb.js";
+import { MandateService } from "../../gen/paymentservice/v1/mandate_pb.js";
 import { MerchantService } from "../../gen/paymentservice/v1/merchant_pb.js";
 import {
   AcceptanceType,
@@ -95,6 +96,9 @@ describe("writeMessage", () => {
       created: "2026-01-31T12:00:00.250Z",
       modified_at: null,
       payment_method_id: null,
+      setup_future_usage: null,
+      off_session: false,
+      mandate_id: null,
     });
   });
 
@@ -543,6 +547,7 @@ const services = [
   ApiKeyService,
   CustomerService,
   PaymentMethodService,
+  MandateService,
   PaymentService,
   RefundService,
   PayoutService,

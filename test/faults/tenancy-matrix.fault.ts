@@ -79,6 +79,7 @@ const bases: Readonly<Record<string, (own: Objects, caller: Tenant) => Record<st
   UpdatePaymentMethod: () => ({ metadata: { changed_by: "another key" } }),
   AttachPaymentMethod: (own) => ({ customer_id: own.ids.get("customer")?.[0] }),
   ListCustomerPaymentMethods: (own) => ({ customer_id: own.ids.get("customer")?.[0] }),
+  ListCustomerMandates: (own) => ({ customer_id: own.ids.get("customer")?.[0] }),
   UpdatePayment: (own) => ({ payment_id: own.openPayment, description: "changed by another key" }),
   ConfirmPayment: () => ({ payment_method: "card", payment_method_data: { card: visaCard } }),
   CancelPayment: () => ({ cancellation_reason: "changed by another key" }),
@@ -105,7 +106,7 @@ interface Case {
 }
 
 /** Kinds whose objects events are about, for ListEvents' object_id. */
-const eventSubjects: readonly Kind[] = ["customer", "payment", "refund", "payout", "dispute"];
+const eventSubjects: readonly Kind[] = ["customer", "paymentMethod", "mandate", "payment", "refund", "payout", "dispute"];
 
 function idsOf(c: Case, kind: FieldKind): readonly string[] {
   // Jobs are the operator's to reach, whoever's objects they act on: every caller aims at the owner's.

@@ -25,6 +25,7 @@ export interface FixtureIds {
   readonly payout: readonly string[];
   readonly dispute: readonly string[];
   readonly paymentMethod: readonly string[];
+  readonly mandate: readonly string[];
   /**
    * Keys the fuzzer may revoke. The keys in FixtureKeys are deliberately not here: revoking the
    * health check's key would end the run.
@@ -47,7 +48,7 @@ const card = (number: string) => ({ card_number: number, card_exp_month: "12", c
 
 type Json = Record<string, unknown>;
 
-/** Creates two merchants with keys, customers, payments in several statuses, refunds, payouts, disputes and saved cards. */
+/** Creates two merchants with keys, customers, payments in several statuses, refunds, payouts, disputes, saved cards and mandates. */
 export async function createFixtures(baseUrl: string, adminApiKey: string): Promise<Fixtures> {
   const call = async (method: string, path: string, auth: { key?: string; admin?: boolean }, body?: Json): Promise<Json> => {
     const headers: Record<string, string> = { "content-type": "application/json" };
@@ -181,6 +182,32 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
     ),
   ];
 
+  /** An off-session setup: a zero-amount payment that saves the customer's card with a mandate. */
+  const offSessionSetup = (key: string, profile: string, customer: string, extra: Json = {}): Promise<Json> =>
+    call(
+      "POST",
+      "/payments",
+      { key },
+      {
+        amount: 0,
+        currency: "USD",
+        profile_id: profile,
+        confirm: true,
+        customer_id: customer,
+        setup_future_usage: "off_session",
+        customer_acceptance: { acceptance_type: "offline" },
+        payment_method_data: { card: card(fixtureCardNumbers[0]) },
+        ...extra,
+      },
+    );
+  const mandates = [
+    await offSessionSetup(secret.apiKey, profileId, customerId),
+    await offSessionSetup(secret.apiKey, profileId, text(customers[1]!, "customer_id"), {
+      mandate_data: { type: "single_use", amount_limit: 5000, currency: "USD" },
+    }),
+    await offSessionSetup(otherSecret.apiKey, text(other, "default_profile_id"), text(customers[3]!, "customer_id")),
+  ];
+
   return {
     keys: {
       sandboxSecret: secret.apiKey,
@@ -198,6 +225,7 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
       payout: payouts.map((p) => text(p, "payout_id")),
       dispute: [text(opened, "dispute_id"), text(reported, "dispute_id")],
       paymentMethod: paymentMethods.map((m) => text(m, "payment_method_id")),
+      mandate: mandates.map((m) => text(m, "mandate_id")),
       apiKey: [...expendable.map((k) => k.keyId), revoked.keyId],
     },
     clientSecrets: payments.map((p) => text(p, "client_secret")),
@@ -224,6 +252,7 @@ export function fixtureStrings(fixtures: Fixtures): string[] {
     ...ids.payout,
     ...ids.dispute,
     ...ids.paymentMethod,
+    ...ids.mandate,
     ...ids.apiKey,
     ...fixtures.clientSecrets,
   ];

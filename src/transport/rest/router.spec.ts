@@ -17,6 +17,7 @@ import { DisputeService } from "../../../gen/paymentservice/v1/dispute_pb.js";
 import { EventService } from "../../../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../../../gen/paymentservice/v1/health_pb.js";
 import { JobService } from "../../../gen/paymentservice/v1/job_pb.js";
+import { MandateService } from "../../../gen/paymentservice/v1/mandate_pb.js";
 import { MerchantService } from "../../../gen/paymentservice/v1/merchant_pb.js";
 import { PaymentMethodService } from "../../../gen/paymentservice/v1/payment_method_pb.js";
 import { PaymentService } from "../../../gen/paymentservice/v1/payment_pb.js";
@@ -40,6 +41,7 @@ const services = [
   ApiKeyService,
   CustomerService,
   PaymentMethodService,
+  MandateService,
   PaymentService,
   RefundService,
   PayoutService,
@@ -126,6 +128,10 @@ const routes: [string, string, string, string, string[]][] = [
     "PaymentMethodService.ListCustomerPaymentMethods",
     ["cus_1"],
   ],
+  ["GET", "/mandates/{mandate_id}", "/mandates/man_1", "MandateService.RetrieveMandate", ["man_1"]],
+  ["POST", "/mandates/{mandate_id}/revoke", "/mandates/man_1/revoke", "MandateService.RevokeMandate", ["man_1"]],
+  ["GET", "/customers/{customer_id}/mandates", "/customers/cus_1/mandates", "MandateService.ListCustomerMandates", ["cus_1"]],
+  ["POST", "/customers/{customer_id}/mandates", "/customers/cus_1/mandates", "MandateService.ListCustomerMandates", ["cus_1"]],
   ["POST", "/payments", "/payments", "PaymentService.CreatePayment", []],
   ["POST", "/payments/{payment_id}", "/payments/pay_1", "PaymentService.UpdatePayment", ["pay_1"]],
   ["GET", "/payments/{payment_id}", "/payments/pay_1", "PaymentService.RetrievePayment", ["pay_1"]],

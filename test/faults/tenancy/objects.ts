@@ -81,6 +81,15 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
     card: visaCard,
     customer_id: customer.customer_id,
   });
+  // An off-session setup: a zero-amount payment that saves the customer's card with a mandate.
+  const setup = await createPayment(url, tenant, {
+    amount: 0,
+    confirm: true,
+    customer_id: customer.customer_id,
+    setup_future_usage: "off_session",
+    customer_acceptance: { acceptance_type: "offline" },
+    payment_method_data: { card: visaCard },
+  });
   const [manual, succeeded, disputable, threeDs, declined, toCancel] = await Promise.all([
     byCard(visaCard, { capture_method: "manual" }),
     byCard(visaCard),
@@ -107,7 +116,7 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
     ),
   ]);
   const events = await as(url, tenant, "GET", "/events/list?limit=3");
-  const payments = [open, manual, succeeded, disputable, threeDs, declined, cancelled];
+  const payments = [open, manual, succeeded, disputable, threeDs, declined, cancelled, setup];
   const statuses = new Set(payments.map((p) => p.status));
   expect(statuses.size, `${tenant.label}: payment statuses ${[...statuses].join(", ")}`).toBeGreaterThanOrEqual(6);
   expect(events.data.length, `${tenant.label}: events`).toBeGreaterThan(0);
@@ -115,6 +124,7 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
     ids: new Map<Kind, string[]>([
       ...shared,
       ["paymentMethod", [saved.payment_method_id]],
+      ["mandate", [setup.mandate_id]],
       ["payment", payments.map((p) => p.payment_id)],
       ["refund", [refund.refund_id]],
       ["payout", [openPayout.payout_id, sentPayout.payout_id]],

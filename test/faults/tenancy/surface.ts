@@ -10,10 +10,31 @@ import type { ApiMethod, ApiSchema } from "../../fuzz/schema.js";
  */
 
 /** The kinds of object a merchant owns, as their id fields name them. */
-export type Kind = "merchant" | "profile" | "customer" | "paymentMethod" | "payment" | "refund" | "payout" | "dispute" | "event" | "apiKey";
+export type Kind =
+  | "merchant"
+  | "profile"
+  | "customer"
+  | "paymentMethod"
+  | "mandate"
+  | "payment"
+  | "refund"
+  | "payout"
+  | "dispute"
+  | "event"
+  | "apiKey";
 
 /** Kinds that live in one environment; merchants and profiles are shared by a merchant's sandbox and production. */
-export const environmentKinds: readonly Kind[] = ["customer", "paymentMethod", "payment", "refund", "payout", "dispute", "event", "apiKey"];
+export const environmentKinds: readonly Kind[] = [
+  "customer",
+  "paymentMethod",
+  "mandate",
+  "payment",
+  "refund",
+  "payout",
+  "dispute",
+  "event",
+  "apiKey",
+];
 
 /**
  * `object`: an id of any object events are about (ListEvents' object_id). `job`: a job of the runner
@@ -27,6 +48,7 @@ const kindOfField: Readonly<Record<string, FieldKind>> = {
   profile_id: "profile",
   customer_id: "customer",
   payment_method_id: "paymentMethod",
+  mandate_id: "mandate",
   payment_id: "payment",
   refund_id: "refund",
   payout_id: "payout",

@@ -242,6 +242,50 @@ describe("webhook delivery (in-process, on a TestClock)", () => {
       for (const event of events) expect(event.delivery, event.type).toMatchObject({ status: "delivered", attempts: 1 });
     });
 
+    it("a setup's payment method and mandate events go to the setup's profile; a card saved by a secret key's call, to the default profile", async () => {
+      const defaultHooks = await receiver();
+      const shopHooks = await receiver();
+      const { merchant } = await merchantSendingTo(defaultHooks.url);
+      const shop = await rest(service.url, "POST", `/merchants/${merchant.merchantId}/profiles`, {
+        admin: true,
+        body: { profile_name: "shop", webhook_url: shopHooks.url },
+      });
+      expect(shop.status, JSON.stringify(shop.body)).toBe(200);
+      const customer = await rest(service.url, "POST", "/customers", { apiKey: merchant.apiKey, body: {} });
+      const setup = await createPayment(service.url, merchant, {
+        amount: 0,
+        profile_id: shop.body.profile_id,
+        confirm: true,
+        customer_id: customer.body.customer_id,
+        setup_future_usage: "off_session",
+        customer_acceptance: { acceptance_type: "offline" },
+        payment_method_data: cardData("4242424242424242", clock.now()),
+      });
+      expect(setup.status).toBe("succeeded");
+      const saved = await rest(service.url, "POST", "/payment_methods", {
+        apiKey: merchant.apiKey,
+        body: {
+          payment_method: "card",
+          customer_id: customer.body.customer_id,
+          card: { card_number: "5555555555554444", card_exp_month: "12", card_exp_year: String(clock.now().getUTCFullYear() + 3) },
+        },
+      });
+      expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+      clock.advance(second);
+      const revoked = await rest(service.url, "POST", `/mandates/${setup.mandate_id}/revoke`, { apiKey: merchant.apiKey });
+      expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
+      await deliverDue();
+
+      const typesTo = (hooks: WebhookReceiver) =>
+        hooks.requests.map((request) => (JSON.parse(request.body) as { type: string }).type).sort();
+      expect(typesTo(shopHooks)).toEqual(["mandate.active", "mandate.revoked", "payment.succeeded", "payment_method.attached"]);
+      expect(typesTo(defaultHooks)).toEqual(["payment_method.attached"]);
+      const attached = defaultHooks.requests.map(
+        (request) => JSON.parse(request.body) as { data: { object: { payment_method_id: string } } },
+      );
+      expect(attached[0]!.data.object.payment_method_id).toBe(saved.body.payment_method_id);
+    });
+
     it("an event of a profile without a webhook_url is sent nowhere and says no_webhook_url", async () => {
       const hooks = await receiver();
       const merchant = await newMerchant(service.url);

@@ -1,5 +1,6 @@
-import type { DataSource, EntityManager } from "typeorm";
+import type { DataSource, EntityManager, EntityMetadata, EntityTarget, ObjectLiteral } from "typeorm";
 import { StatementBatches } from "./batches.js";
+import { rowFromDatabase } from "./lock.js";
 import { preparedIn, preparedQuery } from "./prepared.js";
 import type { Scope } from "./scope.js";
 
@@ -62,4 +63,32 @@ export class BatchedReads<Row extends object> {
     const byPosition = new Map(rows.map(({ position, ...row }) => [Number(position), row as Row]));
     return keys.map((_, i) => byPosition.get(i + 1));
   }
+}
+
+/** Each entity's reads by key and the metadata they map with, made on first use. */
+const readsByEntity = new WeakMap<object, { reads: BatchedReads<Record<string, unknown>>; metadata: EntityMetadata }>();
+
+/**
+ * The entity of `id` (its `idProperty`) in `scope`, undefined when there is none: read without a
+ * lock and batched with other calls' reads of the same entity (BatchedReads). The columns are
+ * named, not `*`, so that a column a later migration adds does not change the result of a statement
+ * an older instance has prepared.
+ */
+export async function findByKey<Row extends ObjectLiteral>(
+  em: EntityManager,
+  entity: EntityTarget<Row>,
+  idProperty: keyof Row & string,
+  scope: Scope,
+  id: string,
+): Promise<Row | undefined> {
+  let byKey = readsByEntity.get(entity as object);
+  if (byKey === undefined) {
+    const metadata = em.connection.getMetadata(entity);
+    const idColumn = metadata.findColumnWithPropertyName(idProperty)!.databaseName;
+    const columns = metadata.columns.map((column) => `t."${column.databaseName}"`).join(", ");
+    byKey = { reads: new BatchedReads(metadata.tableName, idColumn, columns), metadata };
+    readsByEntity.set(entity as object, byKey);
+  }
+  const raw = await byKey.reads.read(em, scope, id);
+  return raw === undefined ? undefined : rowFromDatabase<Row>(byKey.metadata, raw);
 }

@@ -1,12 +1,12 @@
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
-import type { EntityManager, EntityMetadata, EntityTarget } from "typeorm";
+import type { EntityManager, EntityTarget } from "typeorm";
 import type { Clock } from "../clock.js";
 import { notFound, type ApiError } from "../errors.js";
 import type { EventRow } from "../events/event.entity.js";
 import { newEvent } from "../events/record.js";
 import type { StateMachine } from "../state-machine.js";
-import { BatchedReads } from "../db/batched-reads.js";
-import { lockRow, rowFromDatabase } from "../db/lock.js";
+import { findByKey } from "../db/batched-reads.js";
+import { lockRow } from "../db/lock.js";
 import type { Scope } from "../db/scope.js";
 
 /** A stored object with a status, owned by one merchant in one environment. */
@@ -74,14 +74,9 @@ export async function lockObject<Row extends StatusRow, Desc extends DescMessage
   return row;
 }
 
-/** Each resource's reads by key and the entity they map to, made on first use. */
-const readsByResource = new WeakMap<object, { reads: BatchedReads<Record<string, unknown>>; metadata: EntityMetadata }>();
-
 /**
  * Loads an object of the caller's merchant and environment without locking it (a retrieve, on the
- * hot path of every client that polls), batched with other calls' reads of the same resource. The
- * columns are named, not `*`, so that a column a later migration adds does not change the result of
- * a statement an older instance has prepared.
+ * hot path of every client that polls), batched with other calls' reads of the same resource.
  */
 export async function findObject<Row extends StatusRow, Desc extends DescMessage>(
   em: EntityManager,
@@ -89,17 +84,9 @@ export async function findObject<Row extends StatusRow, Desc extends DescMessage
   scope: Scope,
   id: string,
 ): Promise<Row> {
-  let byKey = readsByResource.get(resource);
-  if (byKey === undefined) {
-    const metadata = em.connection.getMetadata(resource.entity);
-    const idColumn = metadata.findColumnWithPropertyName(resource.idProperty)!.databaseName;
-    const columns = metadata.columns.map((column) => `t."${column.databaseName}"`).join(", ");
-    byKey = { reads: new BatchedReads(metadata.tableName, idColumn, columns), metadata };
-    readsByResource.set(resource, byKey);
-  }
-  const raw = await byKey.reads.read(em, scope, id);
-  if (raw === undefined) throw notFound(resource.label, id);
-  return rowFromDatabase(byKey.metadata, raw);
+  const row = await findByKey(em, resource.entity, resource.idProperty, scope, id);
+  if (row === undefined) throw notFound(resource.label, id);
+  return row;
 }
 
 /** The `<resource>.<status>` event of the status the object is in now. */

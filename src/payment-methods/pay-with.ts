@@ -1,4 +1,5 @@
 import type { DataSource } from "typeorm";
+import { findByKey } from "../db/batched-reads.js";
 import type { Scope } from "../db/scope.js";
 import { invalidField, notFound, preconditionFailed } from "../errors.js";
 import type { CardDetails } from "../processors/processor.js";
@@ -31,13 +32,9 @@ export async function savedCard(
   paymentMethodId: string,
   payment: { readonly paymentId: string; readonly customerId: string | null; readonly offSession?: boolean },
 ): Promise<SavedCard> {
-  const row = await deps.dataSource.getRepository(PaymentMethodRow).findOneBy({
-    merchantId: scope.merchantId,
-    livemode: scope.livemode,
-    paymentMethodId,
-  });
+  const row = await findByKey(deps.dataSource.manager, PaymentMethodRow, "paymentMethodId", scope, paymentMethodId);
   // One still pending on the payment saving it is not known until that payment succeeds.
-  if (row === null || row.pendingPaymentId !== null) throw notFound("Payment method", paymentMethodId, "payment_method_id");
+  if (row === undefined || row.pendingPaymentId !== null) throw notFound("Payment method", paymentMethodId, "payment_method_id");
   if (row.deletedAt !== null || row.cardCiphertext === null) {
     throw preconditionFailed(`Payment method ${paymentMethodId} was deleted and can no longer pay (field payment_method_id)`);
   }

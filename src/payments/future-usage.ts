@@ -1,7 +1,6 @@
 import type { EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
-import { settleMandate, takeMandate } from "../mandates/charge.js";
-import type { MandateRow } from "../mandates/mandate.entity.js";
+import { settleMandate, takeMandate, type MandateTerms } from "../mandates/charge.js";
 import { writeSetupMandate } from "../mandates/setup.js";
 import type { Alongside } from "../objects/writer.js";
 import { saveForPayment, settleSavedCard, type CardSavingDependencies } from "../payment-methods/setup.js";
@@ -11,7 +10,7 @@ import { invalidField, invalidRequest, missingField } from "../errors.js";
 import { newId } from "../ids.js";
 import { customerAcceptance, mandateRequest } from "../mandates/request.js";
 import type { SavedCard } from "../payment-methods/pay-with.js";
-import type { PaymentRow, PaymentStatusWord, SetupFutureUsageWord } from "./payment.entity.js";
+import type { PaymentRow, PaymentStatusWord, SetupFutureUsageWord, StoredAttempt } from "./payment.entity.js";
 
 /*
  * What a payment writes besides itself for its card's future use (decisions §10), in the transactions
@@ -27,8 +26,8 @@ import type { PaymentRow, PaymentStatusWord, SetupFutureUsageWord } from "./paym
 export interface RecordAlongside {
   /** The card to save for the payment's customer, when the payment is a setup. */
   readonly save?: { readonly card: CardDetails; readonly token?: string };
-  /** The mandate an off-session payment is made under. */
-  readonly mandate?: MandateRow;
+  /** The mandate an off-session payment is made under: taken with the record when single-use. */
+  readonly mandate?: MandateTerms;
 }
 
 /**
@@ -36,7 +35,9 @@ export interface RecordAlongside {
  * the payment method the payment shows (the customer's card it has already, or the one saved now).
  */
 export function recordAlongside(deps: CardSavingDependencies, row: PaymentRow, what: RecordAlongside): Alongside | undefined {
-  const { save, mandate } = what;
+  const save = what.save;
+  // A multi-use mandate is checked, not taken: its payments are recorded in batches as any.
+  const mandate = what.mandate?.type === "single_use" ? what.mandate : undefined;
   if (save === undefined && mandate === undefined) return undefined;
   return async (em) => {
     if (mandate !== undefined) await takeMandate(em, row, mandate, row.paymentId);
@@ -126,17 +127,24 @@ const authorized: ReadonlySet<PaymentStatusWord> = new Set(["succeeded", "requir
 const notAuthorized: ReadonlySet<PaymentStatusWord> = new Set(["failed", "cancelled", "requires_payment_method"]);
 
 /**
- * The writes of the outcome moving `row` from `previous`, undefined when there are none: only the
- * outcome that first tells whether a setup or an off-session payment was authorized has any. What
+ * The writes of the outcome of `attempt` (undefined: of a move without a processor call) moving `row`
+ * from `previous`, undefined when there are none: only the outcome that first tells whether a setup,
+ * or a payment that took a single-use mandate, was authorized has any; an off-session payment under
+ * a multi-use mandate has none, and is written in a batch as any payment. What
  * they change of the payment itself (the mandate it shows) is changed on `row` at once, before its
  * view answers the call.
  */
-export function outcomeAlongside(clock: Clock, previous: PaymentStatusWord, row: PaymentRow): Alongside | undefined {
-  if (row.setupFutureUsage === null && !row.offSession) return undefined;
+export function outcomeAlongside(
+  clock: Clock,
+  previous: PaymentStatusWord,
+  row: PaymentRow,
+  attempt: StoredAttempt | undefined,
+): Alongside | undefined {
+  const takenMandate = attempt?.call === "authorize" ? attempt.singleUseMandate : undefined;
+  if (row.setupFutureUsage === null && takenMandate === undefined) return undefined;
   if (previous === row.status || authorized.has(previous)) return undefined;
   const charged = authorized.has(row.status);
   if (!charged && !notAuthorized.has(row.status)) return undefined;
-  const offSessionMandate = row.offSession ? row.mandateId : null;
   const saved = row.setupFutureUsage === null ? null : row.paymentMethodId;
   const mandate = saved !== null && charged && row.mandateId !== null ? row.mandateRequest : null;
   // A setup's mandate is written now or never; one waiting for another card keeps its request for the confirm that brings one.
@@ -146,7 +154,7 @@ export function outcomeAlongside(clock: Clock, previous: PaymentStatusWord, row:
   const card = row.card;
   const expiry = card === null ? undefined : { month: Number(card.exp_month), year: Number(card.exp_year) };
   return async (em: EntityManager) => {
-    if (offSessionMandate !== null) await settleMandate(em, clock, row, offSessionMandate, row.paymentId, charged);
+    if (takenMandate !== undefined) await settleMandate(em, clock, row, takenMandate, row.paymentId, charged);
     if (saved === null) return;
     await settleSavedCard(em, clock, row, { paymentId: row.paymentId, paymentMethodId: saved, profileId: row.profileId, expiry }, charged);
     if (mandate === null) return;

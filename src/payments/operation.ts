@@ -155,7 +155,7 @@ async function makeMove(
   const row = claim.row;
   const previous = row.status;
   const attempt = operation.move(row);
-  if (attempt === undefined) return writeChange(deps, claim, previous, [], call);
+  if (attempt === undefined) return writeChange(deps, claim, previous, [], call, {});
   const recorded = recordedFor(attempt, call);
   await recordAttempt(deps, claim, recorded, operation.alongside?.(row));
   return askProcessor(deps, claim, recorded, operation.card, call);
@@ -241,12 +241,13 @@ function writeOutcome(
   const jobs = applyAttempt(deps, claim.row, attempt, answer);
   // Settled for a request that is gone: its key gets the outcome as its answer, for its retry to replay.
   const answers = call === undefined && attempt.requestKey !== null ? attempt.requestKey : undefined;
-  return writeChange(deps, claim, previous, jobs, call, answers);
+  return writeChange(deps, claim, previous, jobs, call, { attempt, answersKey: answers });
 }
 
 /**
- * Writes the claimed payment's change, ending the claim: as the API call's effect (with its response
- * as its idempotency key's answer) when there is one; else, when `answersKey` names the idempotency
+ * Writes the claimed payment's change, ending the claim, with what the outcome of `settled.attempt`
+ * writes besides (payments/future-usage.ts): as the API call's effect (with its response as its
+ * idempotency key's answer) when there is one; else, when `settled.answersKey` names the idempotency
  * key of a request that recorded the settled attempt, with the payment as that key's answer.
  */
 async function writeChange(
@@ -255,21 +256,21 @@ async function writeChange(
   previous: PaymentStatusWord,
   jobs: NewJob[],
   call: ApiCall | undefined,
-  answersKey?: string,
+  settled: { readonly attempt?: StoredAttempt; readonly answersKey?: string },
 ): Promise<Operated> {
   const row = claim.row;
   // Before the view is taken: it changes what the payment shows of its setup.
-  const alongside = outcomeAlongside(deps.clock, previous, row);
+  const alongside = outcomeAlongside(deps.clock, previous, row, settled.attempt);
   const recorder = call?.ctx.values.get(responseRecorderKey);
   const answer =
     recorder !== undefined
       ? recorder.answer(paymentResource.view(row))
-      : answersKey === undefined
+      : settled.answersKey === undefined
         ? undefined
         : {
             merchantId: row.merchantId,
             livemode: row.livemode,
-            key: answersKey,
+            key: settled.answersKey,
             claimToken: null,
             response: toBinary(PaymentSchema, create(PaymentSchema, paymentResource.view(row))),
           };

@@ -32,6 +32,8 @@ export type AttemptCall = {
       readonly card: StoredCard;
       /** Made under a mandate without the customer (absent on attempts recorded before mandates: false). */
       readonly offSession?: boolean;
+      /** The single-use mandate the record took, which the outcome uses up or gives back. */
+      readonly singleUseMandate?: string;
     }
   | { readonly call: "completeAuthentication"; readonly capture: boolean; readonly authenticated: boolean }
   | { readonly call: "capture"; readonly amount: string }

@@ -239,7 +239,8 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
       if (mandate !== undefined) row.mandateId = mandate.mandateId;
       const card = sent ?? saved?.card;
       if (card === undefined) return deps.writer.create(ctx, paymentResource, row, []);
-      const attempt = authorization(deps, row, processor.name, card);
+      const authorize = authorization(deps, row, processor.name, card);
+      const attempt = mandate?.type === "single_use" ? { ...authorize, singleUseMandate: mandate.mandateId } : authorize;
       const save = row.setupFutureUsage === null ? undefined : cardToSave(sent, saved);
       const alongside = recordAlongside(deps, row, { save, mandate });
       const created = await createConfirmed(deps, row, attempt, card, apiCall(ctx), effectSeed !== undefined, alongside);

@@ -147,6 +147,31 @@ describe("saving a payment's card (setup_future_usage)", () => {
     expect((await api.paymentMethodsOf(customerId)).total_count).toBe(1);
   });
 
+  it("two setups of one new card share its pending payment method: the one that fails hands it to the other, which saves it", async () => {
+    const api = await merchantApi();
+    const customerId = await api.createCustomer();
+    const setup = () =>
+      api.pay({
+        customer_id: customerId,
+        setup_future_usage: "on_session",
+        payment_method_data: card("4000000000003220"),
+        return_url: "https://shop.example/done",
+      });
+    const [first, second] = [await setup(), await setup()];
+    expect([first.status, second.status]).toEqual(["requires_action", "requires_action"]);
+    expect(second.payment_method_id).toBe(first.payment_method_id);
+    const answer = (payment: Json, button: "complete" | "fail") =>
+      formActionOf(String((payment.next_action as Json).redirect_to_url), button).then((url) =>
+        fetch(url, { method: "POST", redirect: "manual" }),
+      );
+    await answer(first, "fail");
+    expect(await api.retrievePayment(String(first.payment_id))).toMatchObject({ status: "failed" });
+    await answer(second, "complete");
+    expect(await api.retrievePayment(String(second.payment_id))).toMatchObject({ status: "succeeded" });
+    expect(await api.paymentMethod(String(first.payment_method_id))).toMatchObject({ customer_id: customerId });
+    expect((await api.paymentMethodsOf(customerId)).total_count).toBe(1);
+  });
+
   it("a declined card saves nothing: the payment fails and the customer has no payment method", async () => {
     const api = await merchantApi();
     const customerId = await api.createCustomer();

@@ -85,11 +85,7 @@ export async function settleSavedCard(
 ): Promise<void> {
   const now = clock.now();
   if (!saved) {
-    await em.query(
-      `UPDATE payment_methods SET deleted_at = $5, card_ciphertext = NULL, expires_at = NULL, updated = $5
-        WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = $3 AND pending_payment_id = $4 AND deleted_at IS NULL`,
-      [scope.merchantId, scope.livemode, payment.paymentMethodId, payment.paymentId, now],
-    );
+    await dropPendingCard(em, scope, payment.paymentMethodId, payment.paymentId, now);
     return;
   }
   const row = await em.findOne(PaymentMethodRow, {
@@ -102,4 +98,40 @@ export async function settleSavedCard(
   if (payment.expiry !== undefined) Object.assign(row, { cardExpMonth: payment.expiry.month, cardExpYear: payment.expiry.year });
   await em.save(row);
   if (attaches) await writePaymentMethodEvent(em, clock, row, "attached", payment.profileId);
+}
+
+/**
+ * The card pending on a payment that was not authorized: handed over to another setup of the same
+ * card for the customer still waiting for its outcome (it found this card pending when it was
+ * recorded), else deleted. The customer's row is locked first, as every save of a card for the
+ * customer locks it (store.ts): a setup recorded before this sees the card and is seen here; one
+ * recorded after finds it gone and saves the card anew.
+ */
+async function dropPendingCard(em: EntityManager, scope: Scope, paymentMethodId: string, paymentId: string, now: Date): Promise<void> {
+  const [pending] = (await em.query(
+    `SELECT customer_id FROM payment_methods
+      WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = $3 AND pending_payment_id = $4 AND deleted_at IS NULL`,
+    [scope.merchantId, scope.livemode, paymentMethodId, paymentId],
+  )) as { customer_id: string }[];
+  if (pending === undefined) return;
+  await em.query("SELECT 1 FROM customers WHERE merchant_id = $1 AND livemode = $2 AND customer_id = $3 FOR UPDATE", [
+    scope.merchantId,
+    scope.livemode,
+    pending.customer_id,
+  ]);
+  const [, handedOver] = (await em.query(
+    `UPDATE payment_methods SET pending_payment_id = waiting.payment_id, updated = $5
+       FROM (SELECT payment_id FROM payments
+              WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = $3 AND payment_id <> $4 AND setup_future_usage IS NOT NULL
+                AND status IN ('requires_payment_method', 'requires_confirmation', 'processing', 'requires_action')
+              LIMIT 1) AS waiting
+      WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = $3 AND pending_payment_id = $4 AND deleted_at IS NULL`,
+    [scope.merchantId, scope.livemode, paymentMethodId, paymentId, now],
+  )) as [unknown, number];
+  if (handedOver > 0) return;
+  await em.query(
+    `UPDATE payment_methods SET deleted_at = $5, card_ciphertext = NULL, expires_at = NULL, updated = $5
+      WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = $3 AND pending_payment_id = $4 AND deleted_at IS NULL`,
+    [scope.merchantId, scope.livemode, paymentMethodId, paymentId, now],
+  );
 }

@@ -45,6 +45,7 @@ import { createIdempotencyInterceptor, type IdempotencyDependencies } from "./id
 import { eventReapIntervalMs, reapOldEvents } from "./events/retention.js";
 import { reapExpiredKeys } from "./idempotency/store.js";
 import { reapExpiredTokens } from "./payment-methods/store.js";
+import { reapSandboxBooks } from "./processors/sandbox-books.js";
 import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
@@ -328,6 +329,9 @@ const idempotencyReapIntervalMs = 10_000;
 /** How often each instance removes the client-side tokens that expired unattached. */
 const tokenReapIntervalMs = 60_000;
 
+/** How often each instance removes the sandbox processor's books of calls a week old. */
+const sandboxBooksReapIntervalMs = 3_600_000;
+
 /** Registers every resource's job handlers and the upkeep with a job runner. Shared with in-process tests. */
 export function registerJobs(
   runner: JobRunner,
@@ -342,6 +346,7 @@ export function registerJobs(
   runner.every(leftAttemptsIntervalMs, () => settleLeftAttempts(deps));
   runner.every(idempotencyReapIntervalMs, () => reapExpiredKeys(deps.dataSource, deps.clock.now()));
   runner.every(tokenReapIntervalMs, () => reapExpiredTokens(deps.dataSource.manager, deps.clock.now()));
+  runner.every(sandboxBooksReapIntervalMs, () => reapSandboxBooks(deps.dataSource));
   runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
   runner.every(listCountsMergeIntervalMs, () => mergeListCounts(deps.dataSource));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));

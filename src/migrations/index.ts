@@ -21,6 +21,7 @@ import { RefundHolds1765700000000 } from "./1765700000000-refund-holds.js";
 import { ProcessorAttempts1765800000000 } from "./1765800000000-processor-attempts.js";
 import { PaymentMethods1765900000000 } from "./1765900000000-payment-methods.js";
 import { Mandates1766000000000 } from "./1766000000000-mandates.js";
+import { SandboxBooksAge1766100000000 } from "./1766100000000-sandbox-books-age.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -47,4 +48,5 @@ export const migrations = [
   ProcessorAttempts1765800000000,
   PaymentMethods1765900000000,
   Mandates1766000000000,
+  SandboxBooksAge1766100000000,
 ];

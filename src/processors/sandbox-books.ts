@@ -79,3 +79,31 @@ export class SandboxCallBooks {
     return calls.map((call) => (booked.has(call.idempotencyKey) ? call : earlier.get(call.idempotencyKey)!));
   }
 }
+
+/**
+ * How long the books keep a call: far longer than any attempt stays unsettled (its claim's lease is a
+ * minute, recovery looks every second) or a retry of its API call can come (idempotency keys last 24
+ * hours), so no recall or repeated call ever misses the first answer.
+ */
+export const sandboxBooksRetentionDays = 7;
+
+/** Calls removed per statement: short statements, so reaping never holds many row locks for long. */
+const reapBatch = 1000;
+
+/**
+ * Removes the calls booked more than `sandboxBooksRetentionDays` ago, by the database's clock, which
+ * is the one that booked them (the service's may be a sandbox test clock moved ahead); instances
+ * reaping at once skip each other's rows. How many went.
+ */
+export async function reapSandboxBooks(dataSource: DataSource): Promise<number> {
+  let reaped = 0;
+  for (;;) {
+    const [, count] = (await dataSource.query(
+      `DELETE FROM sandbox_processor_calls WHERE ctid = ANY (ARRAY(
+         SELECT ctid FROM sandbox_processor_calls WHERE created < now() - interval '${sandboxBooksRetentionDays} days'
+          LIMIT ${reapBatch} FOR UPDATE SKIP LOCKED))`,
+    )) as [unknown, number];
+    reaped += count;
+    if (count < reapBatch) return reaped;
+  }
+}

@@ -3,7 +3,7 @@ import { MandateSchema } from "../../gen/paymentservice/v1/mandate_pb.js";
 import type { Clock } from "../clock.js";
 import type { Scope } from "../db/scope.js";
 import { lockObject, type Resource } from "../objects/resource.js";
-import { runLocked } from "../objects/locked-operation.js";
+import { runLocked, type LockedOperation } from "../objects/locked-operation.js";
 import { MandateRow } from "./mandate.entity.js";
 import { mandateStates } from "./states.js";
 import { toMandate } from "./view.js";
@@ -24,43 +24,36 @@ export function lockMandate(em: EntityManager, scope: Scope, mandateId: string):
   return lockObject(em, mandateResource, scope, mandateId);
 }
 
-/** Revokes one active mandate in `em`'s transaction (IR_16 when it is not active), with its mandate.revoked event. */
-export function revokeMandate(em: EntityManager, clock: Clock, scope: Scope, mandateId: string): Promise<MandateRow> {
-  return runLocked(em, clock, mandateResource, {
-    lock: (locked) => lockMandate(locked, scope, mandateId),
+/**
+ * The revocation of one mandate: a revoked mandate allows no payment any more. One that is no longer
+ * active is refused (IR_16) when the merchant asked, and left as it is when its payment method goes.
+ */
+function revocation(clock: Clock, scope: Scope, mandateId: string, notActive: "refuse" | "leave"): LockedOperation<MandateRow> {
+  return {
+    lock: (em) => lockMandate(em, scope, mandateId),
     decide(row) {
+      if (notActive === "leave" && row.status !== "active") return "leave";
       mandateStates.guard("revoke", row.status);
       mandateStates.move(row, "revoke", "revoked");
       row.updated = clock.now();
       return [];
     },
-  });
+  };
+}
+
+/** Revokes one active mandate in `em`'s transaction (IR_16 when it is not active), with its mandate.revoked event. */
+export async function revokeMandate(em: EntityManager, clock: Clock, scope: Scope, mandateId: string): Promise<MandateRow> {
+  return (await runLocked(em, clock, mandateResource, revocation(clock, scope, mandateId, "refuse")))!;
 }
 
 /**
- * Revokes the active mandates of a payment method or a customer being deleted, in the transaction
- * that deletes it: no payment can be made under them any more.
+ * Revokes the active mandates of a payment method being deleted (with it, or with its customer), in
+ * the transaction that deletes it: no payment can be made under them any more.
  */
-export async function revokeMandatesOf(
-  em: EntityManager,
-  clock: Clock,
-  scope: Scope,
-  of: { readonly paymentMethodId: string } | { readonly customerId: string },
-): Promise<void> {
-  const column = "paymentMethodId" in of ? "payment_method_id" : "customer_id";
+export async function revokeMandatesOf(em: EntityManager, clock: Clock, scope: Scope, paymentMethodId: string): Promise<void> {
   const active = (await em.query(
-    `SELECT mandate_id FROM mandates WHERE merchant_id = $1 AND livemode = $2 AND ${column} = $3 AND status = 'active' ORDER BY mandate_id`,
-    [scope.merchantId, scope.livemode, "paymentMethodId" in of ? of.paymentMethodId : of.customerId],
+    "SELECT mandate_id FROM mandates WHERE merchant_id = $1 AND livemode = $2 AND payment_method_id = $3 AND status = 'active' ORDER BY mandate_id",
+    [scope.merchantId, scope.livemode, paymentMethodId],
   )) as { mandate_id: string }[];
-  for (const { mandate_id } of active) {
-    await runLocked(em, clock, mandateResource, {
-      lock: (locked) => lockMandate(locked, scope, mandate_id),
-      decide(row) {
-        if (row.status !== "active") return "leave";
-        mandateStates.move(row, "revoke", "revoked");
-        row.updated = clock.now();
-        return [];
-      },
-    });
-  }
+  for (const { mandate_id } of active) await runLocked(em, clock, mandateResource, revocation(clock, scope, mandate_id, "leave"));
 }

@@ -92,7 +92,7 @@ export async function deletePaymentMethods(
     [scope.merchantId, scope.livemode, rows.map((row) => row.paymentMethodId), now],
   );
   for (const row of rows) {
-    await revokeMandatesOf(em, clock, scope, { paymentMethodId: row.paymentMethodId });
+    await revokeMandatesOf(em, clock, scope, row.paymentMethodId);
     if (row.customerId !== null && row.pendingPaymentId === null) {
       await writePaymentMethodEvent(em, clock, Object.assign(row, { deletedAt: now, cardCiphertext: null, updated: now }), "detached");
     }

@@ -3,6 +3,7 @@ import type { DescFile } from "@bufbuild/protobuf";
 import type { ConnectRouterOptions, Interceptor } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { DataSource } from "typeorm";
+import { BalanceReportSchema } from "../gen/paymentservice/v1/balance_pb.js";
 import { KeyCache } from "./api-keys/key-cache.js";
 import { InvalidKeys } from "./api-keys/invalid-keys.js";
 import { KeyLookup } from "./api-keys/lookup.js";
@@ -50,6 +51,9 @@ import { RateLimiter } from "./rate-limits/limiter.js";
 import { RedisCounter } from "./rate-limits/redis-counter.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./db/embedded.js";
 import { listCountsMergeIntervalMs, mergeListCounts } from "./db/list-counts.js";
+import { balanceTotalsMergeIntervalMs, mergeBalanceTotals } from "./ledger/totals.js";
+import { csvMediaType, reportCsv } from "./ledger/view.js";
+import { renderingOf } from "./transport/rest/renderings.js";
 import { refreshStatistics, statisticsCheckIntervalMs } from "./db/statistics.js";
 import routes from "./routes.js";
 import { createDualProtocolServer, type DualProtocolHandler } from "./transport/listener.js";
@@ -349,6 +353,7 @@ export function registerJobs(
   runner.every(sandboxBooksReapIntervalMs, () => reapSandboxBooks(deps.dataSource));
   runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
   runner.every(listCountsMergeIntervalMs, () => mergeListCounts(deps.dataSource));
+  runner.every(balanceTotalsMergeIntervalMs, () => mergeBalanceTotals(deps.dataSource));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 
@@ -430,6 +435,7 @@ export async function serve(opened: App): Promise<RunningService> {
         : { policy: new CorsPolicy(app.config.corsAllowedOrigins), browserCallable: publishableKeyMayCall },
     onEnded: (record) => app.metrics.requestEnded(record),
     tracing: app.tracing,
+    renderings: new Map([renderingOf(BalanceReportSchema, csvMediaType, reportCsv)]),
   });
   const ops =
     app.config.opsPort === undefined

@@ -4,6 +4,7 @@ import { DisputeRow } from "./disputes/dispute.entity.js";
 import { EventRow } from "./events/event.entity.js";
 import { DeliveryRow } from "./webhooks/delivery.entity.js";
 import { JobRow } from "./jobs/job.entity.js";
+import { BalanceTransactionRow } from "./ledger/balance-transaction.entity.js";
 import { MandateRow } from "./mandates/mandate.entity.js";
 import { MerchantRow } from "./merchants/merchant.entity.js";
 import { ProfileRow } from "./merchants/profile.entity.js";
@@ -24,6 +25,7 @@ export const entities = [
   RefundRow,
   PayoutRow,
   DisputeRow,
+  BalanceTransactionRow,
   EventRow,
   DeliveryRow,
   JobRow,

@@ -28,7 +28,7 @@ export function randomBase62(length: number): string {
 }
 
 /** Object id prefixes of interface §1, and `req` for the id every response carries in X-Request-Id. */
-export type IdPrefix = "pay" | "cus" | "mer" | "pro" | "ref" | "po" | "att" | "dis" | "key" | "evt" | "req" | "pm" | "man";
+export type IdPrefix = "pay" | "cus" | "mer" | "pro" | "ref" | "po" | "att" | "dis" | "key" | "evt" | "req" | "pm" | "man" | "txn";
 
 /** A new object id such as `cus_4fQ1…`: the prefix tells what the object is, 24 characters make it unguessable. */
 export function newId(prefix: IdPrefix): string {

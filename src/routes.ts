@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { ApiKeyService } from "../gen/paymentservice/v1/api_key_pb.js";
+import { BalanceService } from "../gen/paymentservice/v1/balance_pb.js";
 import { CustomerService } from "../gen/paymentservice/v1/customer_pb.js";
 import { DisputeService } from "../gen/paymentservice/v1/dispute_pb.js";
 import { EventService } from "../gen/paymentservice/v1/event_pb.js";
@@ -20,6 +21,7 @@ import { eventService, type EventDependencies } from "./events/service.js";
 import { healthService } from "./health/service.js";
 import { replayable } from "./idempotency/interceptor.js";
 import { jobService, type JobDependencies } from "./jobs/service.js";
+import { balanceService, type BalanceDependencies } from "./ledger/service.js";
 import { mandateService, type MandateDependencies } from "./mandates/service.js";
 import { merchantService, type MerchantDependencies } from "./merchants/service.js";
 import { paymentMethodService, type PaymentMethodDependencies } from "./payment-methods/service.js";
@@ -38,6 +40,7 @@ export type ServiceDependencies = MerchantDependencies &
   RefundDependencies &
   PayoutDependencies &
   DisputeDependencies &
+  BalanceDependencies &
   EventDependencies &
   SandboxDependencies &
   JobDependencies;
@@ -61,6 +64,7 @@ export default function routes(router: ConnectRouter, deps: ServiceDependencies)
   serve(RefundService, refundService(deps));
   serve(PayoutService, payoutService(deps));
   serve(DisputeService, disputeService(deps));
+  serve(BalanceService, balanceService(deps));
   serve(EventService, eventService(deps));
   serve(SandboxService, sandboxService(deps));
   serve(JobService, jobService(deps));

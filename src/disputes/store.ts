@@ -16,6 +16,13 @@ export const disputeResource: Resource<DisputeRow, typeof DisputeSchema> = {
   schema: DisputeSchema,
   view: toDispute,
   states: disputeStates,
+  // Opening takes the disputed amount and the dispute fee; winning gives both back, losing nothing.
+  movements: (row, previous) => [
+    ...(previous === undefined ? [{ type: "dispute" as const, amount: -row.amount, currency: row.currency, sourceId: row.disputeId }] : []),
+    ...(row.status === "won" && previous !== "won"
+      ? [{ type: "dispute_reversal" as const, amount: row.amount, currency: row.currency, sourceId: row.disputeId }]
+      : []),
+  ],
 };
 
 /** Loads a dispute and locks its row for the transaction. */

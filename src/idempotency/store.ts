@@ -152,6 +152,12 @@ export async function unlockKey(dataSource: DataSource, ref: KeyRef, token: stri
   return updated === 1 ? "released" : "taken_over";
 }
 
+/** The types of `keyAnswersSql`'s parameters, in order. */
+const keyAnswerTypes = ["varchar", "boolean", "varchar", "varchar", "bytea", "bigint"];
+
+/** How many parameters `keyAnswersSql` takes, so that a statement can number what follows them. */
+export const keyAnswerParamCount = keyAnswerTypes.length;
+
 /**
  * The CTEs that give a statement writing calls' effects (objects/change.ts) their keys' answers, from
  * six arrays from parameter `firstParam` on (merchant, environment, key, claim token, response, and
@@ -161,7 +167,7 @@ export async function unlockKey(dataSource: DataSource, ref: KeyRef, token: stri
  * between the check and the completion (`completedKeysSql`).
  */
 export function keyAnswersSql(firstParam: number): string {
-  const arrays = ["varchar", "boolean", "varchar", "varchar", "bytea", "bigint"].map((type, i) => `$${firstParam + i}::${type}[]`);
+  const arrays = keyAnswerTypes.map((type, i) => `$${firstParam + i}::${type}[]`);
   return (
     `answer AS (SELECT * FROM unnest(${arrays.join(", ")}) AS answer(merchant_id, livemode, idempotency_key, claim_token, response, position)),\n` +
     `held_key AS (SELECT a.position FROM answer AS a JOIN idempotency_keys AS k ON k.merchant_id = a.merchant_id AND k.livemode = a.livemode ` +

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from "typeorm";
+import { bigintColumn } from "../db/bigint.js";
 
 /** A merchant's business profile: return URL for redirects and webhook destination. */
 @Entity({ name: "profiles" })
@@ -27,6 +28,18 @@ export class ProfileRow {
 
   @Column({ name: "previous_webhook_secret_until", type: "timestamptz", nullable: true })
   previousWebhookSecretUntil!: Date | null;
+
+  /** The processing fee of a captured payment, in basis points of what was received. */
+  @Column({ name: "processing_fee_bps", type: "integer" })
+  processingFeeBps!: number;
+
+  /** The fee of a dispute, in the smallest currency unit, given back when the dispute is won. */
+  @Column({ name: "dispute_fee", type: "bigint", transformer: bigintColumn })
+  disputeFee!: bigint;
+
+  /** How many days a captured payment's credit stays pending before it can be paid out. */
+  @Column({ name: "settlement_delay_days", type: "integer" })
+  settlementDelayDays!: number;
 
   @Column({ name: "created", type: "timestamptz" })
   created!: Date;

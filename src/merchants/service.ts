@@ -7,7 +7,7 @@ import type { Clock } from "../clock.js";
 import type { UnitOfWork } from "../db/unit-of-work.js";
 import { invalidField, notFound } from "../errors.js";
 import { newId } from "../ids.js";
-import { change, text, url } from "../validation/fields.js";
+import { bounded, change, text, url } from "../validation/fields.js";
 import { newWebhookSecret } from "../webhooks/signature.js";
 import { refusalOfSavedUrl } from "../webhooks/target.js";
 import { MerchantRow } from "./merchant.entity.js";
@@ -32,11 +32,27 @@ export async function createMerchant(
   return { merchant, profile };
 }
 
+/** What a profile charges and how long it holds captured money (decisions §11), as a create or update sends it. */
+interface Pricing {
+  processingFeeBps?: number;
+  disputeFee?: bigint;
+  settlementDelayDays?: number;
+}
+
+/** The pricing fields of a create or update request, each within its documented bounds. */
+function pricingOf(req: Pricing): Pricing {
+  return {
+    processingFeeBps: bounded("processing_fee_bps", req.processingFeeBps, 0, 10_000),
+    disputeFee: bounded("dispute_fee", req.disputeFee, 0n, 999_999_999_999n),
+    settlementDelayDays: bounded("settlement_delay_days", req.settlementDelayDays, 0, 365),
+  };
+}
+
 function newProfile(
   merchantId: string,
   profileId: string,
   created: Date,
-  fields: { profileName?: string; returnUrl?: string; webhookUrl?: string },
+  fields: { profileName?: string; returnUrl?: string; webhookUrl?: string } & Pricing,
 ): ProfileRow {
   return Object.assign(new ProfileRow(), {
     profileId,
@@ -44,6 +60,9 @@ function newProfile(
     profileName: fields.profileName ?? null,
     returnUrl: fields.returnUrl ?? null,
     webhookUrl: fields.webhookUrl ?? null,
+    processingFeeBps: fields.processingFeeBps ?? 0,
+    disputeFee: fields.disputeFee ?? 0n,
+    settlementDelayDays: fields.settlementDelayDays ?? 2,
     webhookSecret: newWebhookSecret(),
     previousWebhookSecret: null,
     previousWebhookSecretUntil: null,
@@ -70,6 +89,9 @@ export function toProfile(row: ProfileRow): MessageInitShape<typeof ProfileSchem
     returnUrl: row.returnUrl ?? undefined,
     webhookUrl: row.webhookUrl ?? undefined,
     webhookSecret: row.webhookSecret,
+    processingFeeBps: row.processingFeeBps,
+    disputeFee: row.disputeFee,
+    settlementDelayDays: row.settlementDelayDays,
     created: timestampFromDate(row.created),
     previousWebhookSecretExpiresAt: row.previousWebhookSecretUntil === null ? undefined : timestampFromDate(row.previousWebhookSecretUntil),
   };
@@ -124,6 +146,7 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
         profileName: text("profile_name", req.profileName, 200),
         returnUrl: url("return_url", req.returnUrl),
         webhookUrl: req.webhookUrl === undefined ? undefined : await webhookUrl(req.webhookUrl),
+        ...pricingOf(req),
       };
       await loadMerchant(req.merchantId);
       const profile = newProfile(req.merchantId, newId("pro"), clock.now(), fields);
@@ -142,6 +165,7 @@ export function merchantService(deps: MerchantDependencies): ServiceImpl<typeof 
         profileName: change(req.profileName, (v) => text("profile_name", v, 200)),
         returnUrl: change(req.returnUrl, (v) => url("return_url", v)),
         webhookUrl: req.webhookUrl === "" ? null : req.webhookUrl === undefined ? undefined : await webhookUrl(req.webhookUrl),
+        ...pricingOf(req),
       };
       return units.commit(ctx, async (em) => {
         const profile = await em.findOne(ProfileRow, {

@@ -22,6 +22,7 @@ import { ProcessorAttempts1765800000000 } from "./1765800000000-processor-attemp
 import { PaymentMethods1765900000000 } from "./1765900000000-payment-methods.js";
 import { Mandates1766000000000 } from "./1766000000000-mandates.js";
 import { SandboxBooksAge1766100000000 } from "./1766100000000-sandbox-books-age.js";
+import { Ledger1766200000000 } from "./1766200000000-ledger.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -49,4 +50,5 @@ export const migrations = [
   PaymentMethods1765900000000,
   Mandates1766000000000,
   SandboxBooksAge1766100000000,
+  Ledger1766200000000,
 ];

@@ -2,8 +2,9 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
 import { EventRow } from "../events/event.entity.js";
-import { completedKeysSql, keyAnswerArrays, keyAnswersSql } from "../idempotency/store.js";
+import { completedKeysSql, keyAnswerArrays, keyAnswerParamCount, keyAnswersSql } from "../idempotency/store.js";
 import { JobRow } from "../jobs/job.entity.js";
+import { entryOf, ledgerArrays, ledgerSql, type LedgerEntry } from "../ledger/entries.js";
 import type { NewJob } from "../jobs/runner.js";
 import type { HandedOver } from "../webhooks/delivery-thread.js";
 import { deliveriesSql, eventsReturning, handedOver, handedOverSql } from "../webhooks/schedule.js";
@@ -16,8 +17,8 @@ import { eventOf, type Resource, type StatusRow } from "./resource.js";
  * Every change to an object with a status — a new one, one whose row the caller's transaction
  * locked, one an operation claimed — is one value, `ObjectChange`, and reaches PostgreSQL through one
  * compiler: the statement below, whose object part depends on how the object is held and whose tail
- * (its event, the event's webhook delivery, its jobs, the end of its pending jobs once final, its
- * call's idempotency key answered) is the same for all. The same text writes one change or two
+ * (its event, the event's webhook delivery, its jobs, the end of its pending jobs once final, the
+ * money it moves in the ledger, its call's idempotency key answered) is the same for all. The same text writes one change or two
  * hundred, in a transaction or in a batch of its own (objects/writer.ts says which).
  */
 
@@ -33,6 +34,8 @@ export interface ObjectChange<Row> {
   /** The event of the status it entered, if it changed (or of a new object's first status, unless it is a record made before its processor is asked). */
   readonly event: EventRow | undefined;
   readonly jobs: readonly NewJob[];
+  /** The balance transactions its movements of money make (ledger/entries.ts). */
+  readonly entries: readonly LedgerEntry[];
   /** Whether its status is final, which ends its pending jobs. */
   readonly final: boolean;
   /** Its call's response, stored as the call's idempotency key's answer in the same statement. */
@@ -65,6 +68,7 @@ export function changeOf<Row extends StatusRow, Desc extends DescMessage>(
     token: more.token,
     event: changed ? eventOf(resource, row, clock) : undefined,
     jobs: changed ? jobs : [],
+    entries: changed ? entriesOf(clock, resource, row, previousStatus) : [],
     final,
     answer: more.answer,
   };
@@ -83,9 +87,20 @@ export function creationOf<Row extends StatusRow, Desc extends DescMessage>(
     row,
     event: more.announced ? eventOf(resource, row, clock) : undefined,
     jobs,
+    entries: entriesOf(clock, resource, row, undefined),
     final,
     answer: more.answer,
   };
+}
+
+/** The ledger entries of the object's change from `previous` (undefined for a new object). */
+function entriesOf<Row extends StatusRow, Desc extends DescMessage>(
+  clock: Clock,
+  resource: Resource<Row, Desc>,
+  row: Row,
+  previous: Row["status"] | undefined,
+): LedgerEntry[] {
+  return (resource.movements?.(row, previous) ?? []).map((movement) => entryOf(clock, row, movement));
 }
 
 /** Whether the object's status is final, having cleared what a final object must not keep. */
@@ -158,7 +173,8 @@ function statementText(connection: DataSource, resource: Resource<StatusRow, Des
     `ended_jobs AS (DELETE FROM jobs WHERE job_id IN (SELECT jobs.job_id FROM jobs JOIN input ON jobs.merchant_id = input.merchant_id ` +
     `AND jobs.livemode = input.livemode AND jobs.object_id = ${objectId} JOIN written ON written.position = input.position ` +
     `WHERE input.position = ANY ($${finalParam}::bigint[]) AND starts_with(jobs.kind, $${finalParam + 1}::text) FOR UPDATE OF jobs SKIP LOCKED)),\n` +
-    `answered AS (${completedKeysSql("written")})\n` +
+    `answered AS (${completedKeysSql("written")}),\n` +
+    `${ledgerSql(leaseParam + 1 + keyAnswerParamCount, "written")}\n` +
     `SELECT position, key_lost.position IS NOT NULL AS key_lost, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written, ` +
     `CASE WHEN position = 1 AND $${leaseParam}::timestamptz IS NOT NULL THEN (${handedOverSql("delivery")}) END AS deliveries ` +
     `FROM input LEFT JOIN key_lost USING (position) LEFT JOIN allowed USING (position) LEFT JOIN written USING (position)`;
@@ -216,6 +232,7 @@ export async function writeChanges<Row extends StatusRow, Desc extends DescMessa
     `${resource.name}.`,
     lease ?? null,
     ...keyAnswerArrays(changes.flatMap((change, i) => (change.answer === undefined ? [] : [{ answer: change.answer, position: i + 1 }]))),
+    ...ledgerArrays(changes.flatMap((change, i) => change.entries.map((entry) => ({ entry, position: i + 1 })))),
   ];
   const text = statementText(em.connection, resource as unknown as Resource<StatusRow, DescMessage>, holding);
   const verdicts = new Map((await preparedIn<Verdict>(em, text, params)).map((v) => [Number(v.position), v]));

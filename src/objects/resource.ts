@@ -5,6 +5,7 @@ import { notFound, type ApiError } from "../errors.js";
 import type { EventRow } from "../events/event.entity.js";
 import { newEvent } from "../events/record.js";
 import type { StateMachine } from "../state-machine.js";
+import type { Movement } from "../ledger/entries.js";
 import { findByKey } from "../db/batched-reads.js";
 import { lockRow } from "../db/lock.js";
 import type { Scope } from "../db/scope.js";
@@ -46,6 +47,11 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   guard?(alias: string): string;
   /** The error answering a new object the guard stopped, naming the field (looked up in `em`). */
   refusal?(em: EntityManager, row: Row): Promise<ApiError>;
+  /**
+   * The movements of the merchant's money its object's change from `previous` (undefined for a new
+   * object) makes (decisions §11), written with the change: a payment's capture, a refund's success.
+   */
+  movements?(row: Row, previous: Row["status"] | undefined): readonly Movement[];
   /**
    * What no two new objects in one batched statement may share, when the guard reads a row that
    * writing the object changes (a refund's payment); by default the object's own key.

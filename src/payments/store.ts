@@ -18,6 +18,11 @@ export const paymentResource: Resource<PaymentRow, typeof PaymentSchema> = {
   guard: ownershipGuard,
   refusal: ownershipError,
   states: paymentStates,
+  // Captured: what was received is credited, pending until the profile's settlement delay.
+  movements: (row, previous) =>
+    row.status === "succeeded" && previous !== "succeeded" && row.amountReceived !== null && row.amountReceived > 0n
+      ? [{ type: "payment", amount: row.amountReceived, currency: row.currency, sourceId: row.paymentId }]
+      : [],
 };
 
 /** Loads a payment and locks its row for the transaction (confirm vs cancel, two captures, …). */

@@ -5,9 +5,12 @@ import { lockObject, type Resource } from "../objects/resource.js";
 import type { Scope } from "../db/scope.js";
 import { jobFor, type NewJob } from "../jobs/runner.js";
 import { ownershipError, ownershipGuard } from "../merchants/ownership.js";
-import { PayoutRow } from "./payout.entity.js";
+import { PayoutRow, type PayoutStatusWord } from "./payout.entity.js";
 import { payoutStates } from "./states.js";
 import { toPayout } from "./view.js";
+
+/** The statuses of a payout whose money came back: it was never sent, or sending it failed. */
+const reversedStatuses: ReadonlySet<PayoutStatusWord> = new Set(["failed", "cancelled"]);
 
 /** How payouts are stored and reported. */
 export const payoutResource: Resource<PayoutRow, typeof PayoutSchema> = {
@@ -20,6 +23,13 @@ export const payoutResource: Resource<PayoutRow, typeof PayoutSchema> = {
   guard: ownershipGuard,
   refusal: ownershipError,
   states: payoutStates,
+  // Created: its amount leaves the balance at once; failing or cancelled gives it back.
+  movements: (row, previous) => [
+    ...(previous === undefined ? [{ type: "payout" as const, amount: -row.amount, currency: row.currency, sourceId: row.payoutId }] : []),
+    ...(reversedStatuses.has(row.status) && (previous === undefined || !reversedStatuses.has(previous))
+      ? [{ type: "payout_reversal" as const, amount: row.amount, currency: row.currency, sourceId: row.payoutId }]
+      : []),
+  ],
   onFinal(row) {
     row.destinationCiphertext = null;
   },

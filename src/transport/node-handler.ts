@@ -29,6 +29,7 @@ import { rpcProtocolOf, unservedRpcProtocolOf } from "./protocol.js";
 import { callValues, RequestRecord, requestIdOf } from "./request-record.js";
 import { parseRequestTarget, type RequestTarget } from "./request-target.js";
 import { createRestHandler } from "./rest/handler.js";
+import type { Renderings } from "./rest/renderings.js";
 import { RestRouter } from "./rest/router.js";
 import type { Tracing } from "./tracing.js";
 import { sendStreamHeadKey } from "../stream-head.js";
@@ -58,6 +59,8 @@ export interface NodeHandlerOptions {
   readonly onEnded?: (record: RequestRecord, status: number) => void;
   /** A server span per request (OpenTelemetry); absent when tracing is off, so a request costs nothing for it. */
   readonly tracing?: Tracing;
+  /** What REST routes answer besides JSON when asked (a balance report as CSV). */
+  readonly renderings: Renderings;
 }
 
 /**
@@ -71,10 +74,19 @@ export interface NodeHandlerOptions {
  * (authenticated, rate-limited) from its headers before its body is read, and a request whose body
  * was refused unread is closed rather than read to its end.
  */
-export function createNodeHandler({ router, pages, admit, clients, cors, onEnded, tracing }: NodeHandlerOptions): DualProtocolHandler {
+export function createNodeHandler({
+  router,
+  pages,
+  admit,
+  clients,
+  cors,
+  onEnded,
+  tracing,
+  renderings,
+}: NodeHandlerOptions): DualProtocolHandler {
   const rpc = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const restRouter = new RestRouter(router.methods);
-  const rest = createRestHandler(router.interceptors);
+  const rest = createRestHandler(router.interceptors, renderings);
   const directMethods = new DirectMethods(router.methods, router.options);
   const connectUnary = new ConnectUnaryHandler(directMethods);
   const grpcUnary = new GrpcUnaryHandler(directMethods);

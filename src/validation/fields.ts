@@ -71,3 +71,11 @@ export function change<T>(value: string | undefined, check: (value: string) => T
   if (value === undefined) return undefined;
   return value === "" ? null : check(value);
 }
+
+/** An integer that was sent, within `minimum` … `maximum` inclusive (IR_05 otherwise). */
+export function bounded<T extends number | bigint>(field: string, value: T | undefined, minimum: T, maximum: T): T | undefined {
+  if (value !== undefined && (value < minimum || value > maximum)) {
+    throw invalidField(field, `expected an integer from ${minimum} to ${maximum}, got ${describeValue(value)}`);
+  }
+  return value;
+}

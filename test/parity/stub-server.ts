@@ -106,6 +106,7 @@ export async function startStubServer(services: readonly DescService[]): Promise
   const handler = createNodeHandler({
     router,
     pages: [],
+    renderings: new Map(),
     admit: async () => ({
       caller: { kind: "merchant", merchantId: "mer_parity", livemode: false, publishable: false, keyId: "key_parity" },
       header: [[limitHeader, "1000"]],

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file paymentservice/v1/merchant.proto.
  */
 export const file_paymentservice_v1_merchant: GenFile = /*@__PURE__*/
-  fileDesc("CiBwYXltZW50c2VydmljZS92MS9tZXJjaGFudC5wcm90bxIRcGF5bWVudHNlcnZpY2UudjEilgEKCE1lcmNoYW50EhMKC21lcmNoYW50X2lkGAEgASgJEhoKDW1lcmNoYW50X25hbWUYAiABKAlIAIgBARIaChJkZWZhdWx0X3Byb2ZpbGVfaWQYAyABKAkSKwoHY3JlYXRlZBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCEAoOX21lcmNoYW50X25hbWUivQIKB1Byb2ZpbGUSEgoKcHJvZmlsZV9pZBgBIAEoCRITCgttZXJjaGFudF9pZBgCIAEoCRIZCgxwcm9maWxlX25hbWUYAyABKAlIAIgBARIXCgpyZXR1cm5fdXJsGAQgASgJSAGIAQESGAoLd2ViaG9va191cmwYBSABKAlIAogBARIWCg53ZWJob29rX3NlY3JldBgGIAEoCRIrCgdjcmVhdGVkGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJGCiJwcmV2aW91c193ZWJob29rX3NlY3JldF9leHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fcHJvZmlsZV9uYW1lQg0KC19yZXR1cm5fdXJsQg4KDF93ZWJob29rX3VybCJcChVDcmVhdGVNZXJjaGFudFJlcXVlc3QSMQoNbWVyY2hhbnRfbmFtZRgBIAEoCUIV4vMYESjIAUIMIkFjbWUgQm9va3MiSACIAQFCEAoOX21lcmNoYW50X25hbWUiLgoXUmV0cmlldmVNZXJjaGFudFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiuwIKFENyZWF0ZVByb2ZpbGVSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEjIKDHByb2ZpbGVfbmFtZRgCIAEoCUIX4vMYEyjIAUIOIk9ubGluZSBzdG9yZSJIAIgBARJoCgpyZXR1cm5fdXJsGAMgASgJQk/i8xhLKIAQMh1eW0hoXVtUdF1bVHRdW1BwXVtTc10/Oi8vW14vXUInImh0dHBzOi8vZXhhbXBsZS5jb20vY2hlY2tvdXQvY29tcGxldGUiSAGIAQESQAoLd2ViaG9va191cmwYBCABKAlCJuLzGCIogBAyHV5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dSAKIAQFCDwoNX3Byb2ZpbGVfbmFtZUINCgtfcmV0dXJuX3VybEIOCgxfd2ViaG9va191cmwiQQoWUmV0cmlldmVQcm9maWxlUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9maWxlX2lkGAIgASgJIu8CChRVcGRhdGVQcm9maWxlUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9maWxlX2lkGAIgASgJEjcKDHByb2ZpbGVfbmFtZRgDIAEoCUIc4vMYGCjIAUITIk9ubGluZSBzdG9yZSAoRVUpIkgAiAEBEkIKCnJldHVybl91cmwYBCABKAlCKeLzGCUogBAyIF4kfF5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dSAGIAQESQwoLd2ViaG9va191cmwYBSABKAlCKeLzGCUogBAyIF4kfF5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dSAKIAQESIgoVcm90YXRlX3dlYmhvb2tfc2VjcmV0GAYgASgISAOIAQFCDwoNX3Byb2ZpbGVfbmFtZUINCgtfcmV0dXJuX3VybEIOCgxfd2ViaG9va191cmxCGAoWX3JvdGF0ZV93ZWJob29rX3NlY3JldDLFBQoPTWVyY2hhbnRTZXJ2aWNlEnIKDkNyZWF0ZU1lcmNoYW50EigucGF5bWVudHNlcnZpY2UudjEuQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0GhsucGF5bWVudHNlcnZpY2UudjEuTWVyY2hhbnQiGcjzGASC0+STAg86ASoiCi9tZXJjaGFudHMShAEKEFJldHJpZXZlTWVyY2hhbnQSKi5wYXltZW50c2VydmljZS52MS5SZXRyaWV2ZU1lcmNoYW50UmVxdWVzdBobLnBheW1lbnRzZXJ2aWNlLnYxLk1lcmNoYW50IieQAgHI8xgEgtPkkwIaEhgvbWVyY2hhbnRzL3ttZXJjaGFudF9pZH0ShgEKDUNyZWF0ZVByb2ZpbGUSJy5wYXltZW50c2VydmljZS52MS5DcmVhdGVQcm9maWxlUmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlByb2ZpbGUiMMjzGASC0+STAiY6ASoiIS9tZXJjaGFudHMve21lcmNoYW50X2lkfS9wcm9maWxlcxKXAQoPUmV0cmlldmVQcm9maWxlEikucGF5bWVudHNlcnZpY2UudjEuUmV0cmlldmVQcm9maWxlUmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlByb2ZpbGUiPZACAcjzGASC0+STAjASLi9tZXJjaGFudHMve21lcmNoYW50X2lkfS9wcm9maWxlcy97cHJvZmlsZV9pZH0SkwEKDVVwZGF0ZVByb2ZpbGUSJy5wYXltZW50c2VydmljZS52MS5VcGRhdGVQcm9maWxlUmVxdWVzdBoaLnBheW1lbnRzZXJ2aWNlLnYxLlByb2ZpbGUiPcjzGASC0+STAjM6ASoiLi9tZXJjaGFudHMve21lcmNoYW50X2lkfS9wcm9maWxlcy97cHJvZmlsZV9pZH1iBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
+  fileDesc("CiBwYXltZW50c2VydmljZS92MS9tZXJjaGFudC5wcm90bxIRcGF5bWVudHNlcnZpY2UudjEilgEKCE1lcmNoYW50EhMKC21lcmNoYW50X2lkGAEgASgJEhoKDW1lcmNoYW50X25hbWUYAiABKAlIAIgBARIaChJkZWZhdWx0X3Byb2ZpbGVfaWQYAyABKAkSKwoHY3JlYXRlZBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCEAoOX21lcmNoYW50X25hbWUijQMKB1Byb2ZpbGUSEgoKcHJvZmlsZV9pZBgBIAEoCRITCgttZXJjaGFudF9pZBgCIAEoCRIZCgxwcm9maWxlX25hbWUYAyABKAlIAIgBARIXCgpyZXR1cm5fdXJsGAQgASgJSAGIAQESGAoLd2ViaG9va191cmwYBSABKAlIAogBARIWCg53ZWJob29rX3NlY3JldBgGIAEoCRIrCgdjcmVhdGVkGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJGCiJwcmV2aW91c193ZWJob29rX3NlY3JldF9leHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaChJwcm9jZXNzaW5nX2ZlZV9icHMYCSABKAUSEwoLZGlzcHV0ZV9mZWUYCiABKAMSHQoVc2V0dGxlbWVudF9kZWxheV9kYXlzGAsgASgFQg8KDV9wcm9maWxlX25hbWVCDQoLX3JldHVybl91cmxCDgoMX3dlYmhvb2tfdXJsIlwKFUNyZWF0ZU1lcmNoYW50UmVxdWVzdBIxCg1tZXJjaGFudF9uYW1lGAEgASgJQhXi8xgRKMgBQgwiQWNtZSBCb29rcyJIAIgBAUIQCg5fbWVyY2hhbnRfbmFtZSIuChdSZXRyaWV2ZU1lcmNoYW50UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSKOBAoUQ3JlYXRlUHJvZmlsZVJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSMgoMcHJvZmlsZV9uYW1lGAIgASgJQhfi8xgTKMgBQg4iT25saW5lIHN0b3JlIkgAiAEBEmgKCnJldHVybl91cmwYAyABKAlCT+LzGEsogBAyHV5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dQiciaHR0cHM6Ly9leGFtcGxlLmNvbS9jaGVja291dC9jb21wbGV0ZSJIAYgBARJACgt3ZWJob29rX3VybBgEIAEoCUIm4vMYIiiAEDIdXltIaF1bVHRdW1R0XVtQcF1bU3NdPzovL1teL11IAogBARIvChJwcm9jZXNzaW5nX2ZlZV9icHMYBSABKAVCDuLzGAoQABiQTkIDMjkwSAOIAQESLQoLZGlzcHV0ZV9mZWUYBiABKANCE+LzGA8QABj/n5SljR1CBDE1MDBIBIgBARIwChVzZXR0bGVtZW50X2RlbGF5X2RheXMYByABKAVCDOLzGAgQABjtAkIBMkgFiAEBQg8KDV9wcm9maWxlX25hbWVCDQoLX3JldHVybl91cmxCDgoMX3dlYmhvb2tfdXJsQhUKE19wcm9jZXNzaW5nX2ZlZV9icHNCDgoMX2Rpc3B1dGVfZmVlQhgKFl9zZXR0bGVtZW50X2RlbGF5X2RheXMiQQoWUmV0cmlldmVQcm9maWxlUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9maWxlX2lkGAIgASgJIsIEChRVcGRhdGVQcm9maWxlUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9maWxlX2lkGAIgASgJEjcKDHByb2ZpbGVfbmFtZRgDIAEoCUIc4vMYGCjIAUITIk9ubGluZSBzdG9yZSAoRVUpIkgAiAEBEkIKCnJldHVybl91cmwYBCABKAlCKeLzGCUogBAyIF4kfF5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dSAGIAQESQwoLd2ViaG9va191cmwYBSABKAlCKeLzGCUogBAyIF4kfF5bSGhdW1R0XVtUdF1bUHBdW1NzXT86Ly9bXi9dSAKIAQESIgoVcm90YXRlX3dlYmhvb2tfc2VjcmV0GAYgASgISAOIAQESLwoScHJvY2Vzc2luZ19mZWVfYnBzGAcgASgFQg7i8xgKEAAYkE5CAzI5MEgEiAEBEi0KC2Rpc3B1dGVfZmVlGAggASgDQhPi8xgPEAAY/5+UpY0dQgQxNTAwSAWIAQESMAoVc2V0dGxlbWVudF9kZWxheV9kYXlzGAkgASgFQgzi8xgIEAAY7QJCATJIBogBAUIPCg1fcHJvZmlsZV9uYW1lQg0KC19yZXR1cm5fdXJsQg4KDF93ZWJob29rX3VybEIYChZfcm90YXRlX3dlYmhvb2tfc2VjcmV0QhUKE19wcm9jZXNzaW5nX2ZlZV9icHNCDgoMX2Rpc3B1dGVfZmVlQhgKFl9zZXR0bGVtZW50X2RlbGF5X2RheXMyxQUKD01lcmNoYW50U2VydmljZRJyCg5DcmVhdGVNZXJjaGFudBIoLnBheW1lbnRzZXJ2aWNlLnYxLkNyZWF0ZU1lcmNoYW50UmVxdWVzdBobLnBheW1lbnRzZXJ2aWNlLnYxLk1lcmNoYW50IhnI8xgEgtPkkwIPOgEqIgovbWVyY2hhbnRzEoQBChBSZXRyaWV2ZU1lcmNoYW50EioucGF5bWVudHNlcnZpY2UudjEuUmV0cmlldmVNZXJjaGFudFJlcXVlc3QaGy5wYXltZW50c2VydmljZS52MS5NZXJjaGFudCInkAIByPMYBILT5JMCGhIYL21lcmNoYW50cy97bWVyY2hhbnRfaWR9EoYBCg1DcmVhdGVQcm9maWxlEicucGF5bWVudHNlcnZpY2UudjEuQ3JlYXRlUHJvZmlsZVJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5Qcm9maWxlIjDI8xgEgtPkkwImOgEqIiEvbWVyY2hhbnRzL3ttZXJjaGFudF9pZH0vcHJvZmlsZXMSlwEKD1JldHJpZXZlUHJvZmlsZRIpLnBheW1lbnRzZXJ2aWNlLnYxLlJldHJpZXZlUHJvZmlsZVJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5Qcm9maWxlIj2QAgHI8xgEgtPkkwIwEi4vbWVyY2hhbnRzL3ttZXJjaGFudF9pZH0vcHJvZmlsZXMve3Byb2ZpbGVfaWR9EpMBCg1VcGRhdGVQcm9maWxlEicucGF5bWVudHNlcnZpY2UudjEuVXBkYXRlUHJvZmlsZVJlcXVlc3QaGi5wYXltZW50c2VydmljZS52MS5Qcm9maWxlIj3I8xgEgtPkkwIzOgEqIi4vbWVyY2hhbnRzL3ttZXJjaGFudF9pZH0vcHJvZmlsZXMve3Byb2ZpbGVfaWR9YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp, file_paymentservice_v1_options]);
 
 /**
  * A business that takes payments through the service.
@@ -105,6 +105,27 @@ export type Profile = Message<"paymentservice.v1.Profile"> & {
    * @generated from field: google.protobuf.Timestamp previous_webhook_secret_expires_at = 8;
    */
   previousWebhookSecretExpiresAt?: Timestamp | undefined;
+
+  /**
+   * The fee of a captured payment, in basis points of what was received (rounded half-up).
+   *
+   * @generated from field: int32 processing_fee_bps = 9;
+   */
+  processingFeeBps: number;
+
+  /**
+   * The fee of a dispute, in the smallest currency unit; given back when the dispute is won.
+   *
+   * @generated from field: int64 dispute_fee = 10;
+   */
+  disputeFee: bigint;
+
+  /**
+   * Days a captured payment's credit stays pending before it is available.
+   *
+   * @generated from field: int32 settlement_delay_days = 11;
+   */
+  settlementDelayDays: number;
 };
 
 /**
@@ -175,6 +196,27 @@ export type CreateProfileRequest = Message<"paymentservice.v1.CreateProfileReque
    * @generated from field: optional string webhook_url = 4;
    */
   webhookUrl?: string | undefined;
+
+  /**
+   * Basis points of each captured payment taken as a fee; default 0.
+   *
+   * @generated from field: optional int32 processing_fee_bps = 5;
+   */
+  processingFeeBps?: number | undefined;
+
+  /**
+   * Fee of each dispute in the smallest currency unit; default 0.
+   *
+   * @generated from field: optional int64 dispute_fee = 6;
+   */
+  disputeFee?: bigint | undefined;
+
+  /**
+   * Days before a captured payment's credit is available; default 2.
+   *
+   * @generated from field: optional int32 settlement_delay_days = 7;
+   */
+  settlementDelayDays?: number | undefined;
 };
 
 /**
@@ -247,6 +289,27 @@ export type UpdateProfileRequest = Message<"paymentservice.v1.UpdateProfileReque
    * @generated from field: optional bool rotate_webhook_secret = 6;
    */
   rotateWebhookSecret?: boolean | undefined;
+
+  /**
+   * Basis points of each captured payment taken as a fee; absent keeps the current value.
+   *
+   * @generated from field: optional int32 processing_fee_bps = 7;
+   */
+  processingFeeBps?: number | undefined;
+
+  /**
+   * Fee of each dispute in the smallest currency unit; absent keeps the current value.
+   *
+   * @generated from field: optional int64 dispute_fee = 8;
+   */
+  disputeFee?: bigint | undefined;
+
+  /**
+   * Days before a captured payment's credit is available; absent keeps the current value.
+   *
+   * @generated from field: optional int32 settlement_delay_days = 9;
+   */
+  settlementDelayDays?: number | undefined;
 };
 
 /**
@@ -303,7 +366,7 @@ export const MerchantService: GenService<{
     output: typeof ProfileSchema;
   },
   /**
-   * Changes a profile's name, return_url or webhook_url, or rotates its webhook secret; fields not sent stay unchanged.
+   * Changes a profile's name, return_url, webhook_url, fees or settlement delay, or rotates its webhook secret; fields not sent stay unchanged.
    *
    * @generated from rpc paymentservice.v1.MerchantService.UpdateProfile
    */

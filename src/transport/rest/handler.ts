@@ -7,6 +7,7 @@ import type { RequestRecord } from "../request-record.js";
 import type { RequestTarget } from "../request-target.js";
 import { readMessage, writeMessage } from "../../rest-json/codec.js";
 import { applyPathVariables, applyQuery } from "./params.js";
+import { asksFor, type Renderings } from "./renderings.js";
 import type { RouteMatch } from "./router.js";
 
 /** Largest REST body accepted; payment requests are a few kilobytes. */
@@ -25,10 +26,11 @@ export interface RestCall {
 /**
  * Serves the documented JSON REST paths by transcoding each request into a call of the very
  * implementation that serves Connect and gRPC, through the same interceptors, so limits,
- * idempotency, validation and errors behave identically whatever the protocol. Every failure is
- * answered here, in the documented REST shape.
+ * idempotency, validation and errors behave identically whatever the protocol. The answer is JSON,
+ * or the route's rendering when the request's Accept header asks for it. Every failure is answered
+ * here, in the documented REST shape.
  */
-export function createRestHandler(interceptors: Interceptor[]): (call: RestCall) => Promise<void> {
+export function createRestHandler(interceptors: Interceptor[], renderings: Renderings): (call: RestCall) => Promise<void> {
   return async ({ match: { route, variables }, target, req, res, record, values }) => {
     let call: DirectCall | undefined;
     try {
@@ -47,7 +49,12 @@ export function createRestHandler(interceptors: Interceptor[]): (call: RestCall)
       const output = await invokeUnaryImplementation(route.spec, call.context, request.message, interceptors);
       call.end();
       copyHeaders(call.context.responseHeader, res);
-      sendJson(res, writeMessage(output, route.method.output));
+      const rendering = renderings.get(route.method.output.typeName);
+      if (rendering !== undefined && asksFor(req.headers.accept, rendering.mediaType)) {
+        send(res, rendering.mediaType, rendering.render(output));
+      } else {
+        send(res, "application/json", JSON.stringify(writeMessage(output, route.method.output)));
+      }
     } catch (reason) {
       call?.end(reason);
       // Nobody is left to answer; the port logs the request as cut short.
@@ -60,10 +67,9 @@ export function createRestHandler(interceptors: Interceptor[]): (call: RestCall)
   };
 }
 
-function sendJson(res: NodeResponse, body: unknown): void {
-  const payload = JSON.stringify(body);
+function send(res: NodeResponse, mediaType: string, payload: string): void {
   res.statusCode = 200;
-  res.setHeader("content-type", "application/json");
+  res.setHeader("content-type", mediaType);
   res.setHeader("content-length", Buffer.byteLength(payload));
   res.end(payload);
 }

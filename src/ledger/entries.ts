@@ -1,0 +1,121 @@
+import type { Clock } from "../clock.js";
+import { newId } from "../ids.js";
+import type { BalanceTransactionTypeWord } from "./balance-transaction.entity.js";
+
+/*
+ * The ledger's part of the one statement that writes an object's change (objects/change.ts): the
+ * balance transactions the change causes, their ledger lines and their running totals, written only
+ * for a change that is written, so that money moves exactly when its cause commits. What is priced
+ * from the profile (fees, the settlement delay) is read by the statement itself, from the profile as
+ * it stands when the money moves.
+ */
+
+/** A movement of money a change makes, as its resource says (decisions §11's table): `amount` signed, credits positive. */
+export interface Movement {
+  readonly type: BalanceTransactionTypeWord;
+  readonly amount: bigint;
+  readonly currency: string;
+  readonly sourceId: string;
+}
+
+/** A movement with what the statement writes it with: its id, its owner, its time on the service's clock. */
+export interface LedgerEntry extends Movement {
+  readonly balanceTransactionId: string;
+  readonly merchantId: string;
+  readonly livemode: boolean;
+  readonly profileId: string;
+  readonly created: Date;
+  readonly description: string;
+}
+
+/** The entry of `movement` made by a change of an object owned as `owner`, now. */
+export function entryOf(
+  clock: Clock,
+  owner: { readonly merchantId: string; readonly livemode: boolean; readonly profileId: string },
+  movement: Movement,
+): LedgerEntry {
+  return {
+    ...movement,
+    balanceTransactionId: newId("txn"),
+    merchantId: owner.merchantId,
+    livemode: owner.livemode,
+    profileId: owner.profileId,
+    created: clock.now(),
+    description: descriptionOf(movement),
+  };
+}
+
+const reversals: Partial<Record<BalanceTransactionTypeWord, string>> = { dispute_reversal: "won", payout_reversal: "reversed" };
+
+/** "Payment pay_…", "Dispute dis_… won": what a finance team reads in a report's line. */
+function descriptionOf({ type, sourceId }: Movement): string {
+  const resource = type.split("_")[0]!;
+  const suffix = reversals[type];
+  return `${resource[0]!.toUpperCase()}${resource.slice(1)} ${sourceId}${suffix === undefined ? "" : ` ${suffix}`}`;
+}
+
+/**
+ * The CTEs writing the entries of the changes that `written` (a CTE of positions) wrote, from the
+ * parameters `ledgerArrays` makes, numbered from `$first`:
+ * - `priced`: each entry's fee and availability from its profile. A payment pays the profile's
+ *   processing fee (basis points, rounded half-up) and is available after its settlement delay; a
+ *   dispute pays the dispute fee and its reversal gives back the fee the dispute paid; everything
+ *   else is fee-free and available at once. A priced entry whose profile is not its merchant's has
+ *   no fee, which the table refuses: the whole change fails rather than move money unrecorded.
+ * - `txn`: the balance transactions; `line`: their ledger lines, the merchant's balance moving by
+ *   `net`, the fees account by `fee`, and the customer's funds (or the payout in transit) by the
+ *   opposite of `amount`, so they sum to zero; `total`: one delta per currency, type and hour of the
+ *   running totals (ledger/totals.ts).
+ */
+export function ledgerSql(first: number, written: string): string {
+  const arrays = [
+    "varchar",
+    "varchar",
+    "boolean",
+    "varchar",
+    "varchar",
+    "bigint",
+    "bpchar",
+    "varchar",
+    "timestamptz",
+    "text",
+    "bigint",
+  ].map((type, i) => `$${first + i}::${type}[]`);
+  return (
+    `entry AS (SELECT * FROM unnest(${arrays.join(", ")}) AS entry(balance_transaction_id, merchant_id, livemode, profile_id, type, amount, ` +
+    `currency, source_id, created, description, position) JOIN ${written} USING (position)),\n` +
+    `priced AS (SELECT e.*, CASE e.type WHEN 'payment' THEN (e.amount * p.processing_fee_bps + 5000) / 10000 WHEN 'dispute' THEN p.dispute_fee ` +
+    `WHEN 'dispute_reversal' THEN -coalesce((SELECT d.fee FROM balance_transactions AS d WHERE d.merchant_id = e.merchant_id ` +
+    `AND d.livemode = e.livemode AND d.source_id = e.source_id AND d.type = 'dispute'), 0) ELSE 0 END AS fee, ` +
+    `e.created + CASE WHEN e.type = 'payment' THEN make_interval(days => p.settlement_delay_days) ELSE interval '0' END AS available_on ` +
+    `FROM entry AS e LEFT JOIN profiles AS p ON p.profile_id = e.profile_id AND p.merchant_id = e.merchant_id),\n` +
+    `txn AS (INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, ` +
+    `source_id, available_on, created, description) SELECT merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, ` +
+    `amount - fee, currency, source_id, available_on, created, description FROM priced RETURNING *),\n` +
+    `line AS (INSERT INTO ledger_lines (merchant_id, livemode, balance_transaction_id, account, currency, amount) ` +
+    `SELECT txn.merchant_id, txn.livemode, txn.balance_transaction_id, l.account, txn.currency, l.amount FROM txn CROSS JOIN LATERAL ` +
+    `(VALUES ('merchant_balance', txn.net), ('fees', txn.fee), (CASE WHEN txn.type LIKE 'payout%' THEN 'payout_clearing' ELSE 'customer_funds' END, ` +
+    `-txn.amount)) AS l (account, amount) WHERE l.amount <> 0),\n` +
+    `total AS (INSERT INTO balance_totals (merchant_id, livemode, currency, type, created_hour, available_hour, count, amount, fee, net) ` +
+    `SELECT merchant_id, livemode, currency, type, date_trunc('hour', created, 'UTC'), date_trunc('hour', available_on, 'UTC'), count(*), ` +
+    `sum(amount), sum(fee), sum(net) FROM txn GROUP BY 1, 2, 3, 4, 5, 6)`
+  );
+}
+
+/** The parameters of `ledgerSql` for `entries`, each caused by the change at its position (from 1). */
+export function ledgerArrays(entries: readonly { readonly entry: LedgerEntry; readonly position: number }[]): unknown[][] {
+  const column = <T>(pick: (entry: LedgerEntry) => T) => entries.map(({ entry }) => pick(entry));
+  return [
+    column((e) => e.balanceTransactionId),
+    column((e) => e.merchantId),
+    column((e) => e.livemode),
+    column((e) => e.profileId),
+    column((e) => e.type),
+    column((e) => e.amount.toString()),
+    column((e) => e.currency),
+    column((e) => e.sourceId),
+    column((e) => e.created),
+    column((e) => e.description),
+    entries.map(({ position }) => position),
+  ];
+}

@@ -51,6 +51,9 @@ describe("admin API over REST", () => {
         "webhook_secret",
         "webhook_url",
         "previous_webhook_secret_expires_at",
+        "processing_fee_bps",
+        "dispute_fee",
+        "settlement_delay_days",
       ].sort(),
     );
   });
@@ -83,6 +86,10 @@ describe("admin API over REST", () => {
       created: expect.stringMatching(isoUtc),
       // Set by a rotation only (test/webhooks.test.ts).
       previous_webhook_secret_expires_at: null,
+      // No fees and two days' settlement unless set (test/ledger.test.ts).
+      processing_fee_bps: 0,
+      dispute_fee: 0,
+      settlement_delay_days: 2,
     });
     expect(created.body.profile_id).not.toBe(merchant.default_profile_id);
     const path = `${base}/${created.body.profile_id}`;

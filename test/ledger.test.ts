@@ -287,7 +287,7 @@ describe("listing and retrieving", () => {
     expect(await sources({ currency: "eur" })).toEqual([eur.payment_id]);
     expect(await sources({ status: "available" })).toEqual([refund.refund_id]);
     expect(await sources({ status: "pending" })).toEqual([eur.payment_id, usd.payment_id]);
-    expect(await sources({ source_id: usd.payment_id })).toEqual([usd.payment_id]);
+    expect(await sources({ source_id: usd.payment_id as string })).toEqual([usd.payment_id]);
     expect(await api.transactions({ limit: 1 })).toMatchObject({ total_count: 3, has_more: true });
 
     const other = await merchantApi();

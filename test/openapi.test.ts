@@ -387,6 +387,22 @@ describe("every REST operation answers as the document says", () => {
     await fails(404, merchant, "POST", "/mandates/{mandate_id}/revoke", unknownMandate, { body: {} });
   });
 
+  it("balances and the ledger", async () => {
+    await ok(merchant, "GET", "/balance");
+    await fails(400, merchant, "GET", "/balance", {}, { query: "?nope=1" });
+    const listed = await ok(merchant, "GET", "/balance_transactions/list");
+    expect(listed.data.length).toBeGreaterThan(0);
+    await fails(400, merchant, "GET", "/balance_transactions/list", {}, { query: "?type=nope" });
+    await ok(merchant, "POST", "/balance_transactions/list", {}, { type: "payment", status: "pending" });
+    await fails(400, merchant, "POST", "/balance_transactions/list", {}, { body: { currency: "dollars" } });
+    const ids = { balance_transaction_id: listed.data[0].balance_transaction_id };
+    await ok(merchant, "GET", "/balance_transactions/{balance_transaction_id}", ids);
+    await fails(404, merchant, "GET", "/balance_transactions/{balance_transaction_id}", { balance_transaction_id: "txn_unknown" });
+    const report = await call(merchant, "GET", "/reports/balance", {}, { query: "?from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z" });
+    expect(report.status, report.text).toBe(200);
+    await fails(400, merchant, "GET", "/reports/balance", {}, { query: "?from=2026-11-01T00:00:00Z" });
+  });
+
   it("events and the sandbox clock", async () => {
     const listed = await ok(merchant, "GET", "/events/list");
     expect(listed.data.length).toBeGreaterThan(0);
@@ -494,7 +510,7 @@ describe("every request example of the document", () => {
     ListCustomerMandatesPost: { caller: "merchant", ids: customer },
     AdvanceClock: { caller: "admin", ids: async () => ({}) },
     ...Object.fromEntries(
-      ["Customers", "Disputes", "Events", "Payments", "Payouts", "Refunds"].map((list) => [
+      ["BalanceTransactions", "Customers", "Disputes", "Events", "Payments", "Payouts", "Refunds"].map((list) => [
         `List${list}Post`,
         { caller: "merchant" as const, ids: async () => ({}) },
       ]),

@@ -59,8 +59,11 @@ export function openApiDocument(files: readonly DescFile[]): JsonObject {
   const httpOption = extensions.find((e) => e.typeName === "google.api.http");
   const accessOption = extensions.find((e) => e.typeName === "paymentservice.v1.access");
   const rulesOption = extensions.find((e) => e.typeName === "paymentservice.v1.rules");
-  if (httpOption === undefined || accessOption === undefined || rulesOption === undefined) {
-    throw new Error("google.api.http, paymentservice.v1.access and paymentservice.v1.rules must be among the protos");
+  const mediaTypesOption = extensions.find((e) => e.typeName === "paymentservice.v1.rest_media_types");
+  if (httpOption === undefined || accessOption === undefined || rulesOption === undefined || mediaTypesOption === undefined) {
+    throw new Error(
+      "google.api.http, paymentservice.v1.access, paymentservice.v1.rules and paymentservice.v1.rest_media_types must be among the protos",
+    );
   }
   const services = files.flatMap((file) => file.services);
   const bindings = services.flatMap((service) => service.methods.flatMap((method) => bindingsOf(method, httpOption)));
@@ -73,7 +76,8 @@ export function openApiDocument(files: readonly DescFile[]): JsonObject {
     if (!tags.has(service)) tags.set(service, withDescription({ name: tag }, service));
     const access = accessOf(binding.method, accessOption);
     paths[binding.template] ??= {};
-    paths[binding.template]![binding.httpMethod] = operation(binding, tag, access, schemas);
+    const mediaTypes = getOption(binding.method, mediaTypesOption as GenExtension) as unknown as string[];
+    paths[binding.template]![binding.httpMethod] = operation(binding, tag, access, schemas, mediaTypes);
   }
   return {
     openapi: "3.1.0",
@@ -166,7 +170,7 @@ function tagName(template: string): string {
   return sentence(template.split("/")[1]!.split("-"));
 }
 
-function operation(binding: Binding, tag: string, access: string, schemas: Schemas): JsonObject {
+function operation(binding: Binding, tag: string, access: string, schemas: Schemas, mediaTypes: readonly string[]): JsonObject {
   const { method, httpMethod, template } = binding;
   const pathFields = parsePathTemplate(template, method.input).flatMap((s) => ("variable" in s ? [s.variable] : []));
   const parameters: Json[] = pathFields.map((field) =>
@@ -207,8 +211,13 @@ function operation(binding: Binding, tag: string, access: string, schemas: Schem
     };
   }
   const success: JsonObject = {
-    description: `The ${method.output.name} (docs/api-conventions.md: every key present, \`null\` when unset).`,
-    content: { "application/json": { schema: schemas.response(method.output) } },
+    description: `The ${method.output.name} (docs/api-conventions.md: every key present, \`null\` when unset)${
+      mediaTypes.length === 0 ? "" : `; as ${mediaTypes.join(" or ")} when the request's \`Accept\` asks for it`
+    }.`,
+    content: {
+      "application/json": { schema: schemas.response(method.output) },
+      ...Object.fromEntries(mediaTypes.map((type) => [type, { schema: { type: "string" } }])),
+    },
   };
   success.headers = headerRefs();
   result.responses = {

@@ -7,6 +7,7 @@ import { findByKey } from "../db/batched-reads.js";
 import { fetchPage, scopedQuery } from "../db/list-query.js";
 import { sentWord } from "../enum-words.js";
 import { invalidField, missingField, notFound } from "../errors.js";
+import { text } from "../validation/fields.js";
 import { envelope, pageOf } from "../validation/list.js";
 import { currency } from "../validation/money.js";
 import { timestampToDate } from "../validation/time.js";
@@ -47,7 +48,8 @@ export function balanceService(deps: BalanceDependencies): ServiceImpl<typeof Ba
       const query = scopedQuery(dataSource, BalanceTransactionRow, "t", caller);
       const type = sentWord(BalanceTransactionTypeSchema, req.type);
       if (type !== undefined) query.andWhere("t.type = :type", { type });
-      if (req.sourceId !== undefined) query.andWhere("t.source_id = :sourceId", { sourceId: req.sourceId });
+      const sourceId = text("source_id", req.sourceId, 64);
+      if (sourceId !== undefined) query.andWhere("t.source_id = :sourceId", { sourceId });
       if (req.currency !== undefined) query.andWhere("t.currency = :currency", { currency: currency("currency", req.currency) });
       if (req.status === BalanceTransactionStatus.PENDING) query.andWhere("t.available_on > :now", { now });
       if (req.status === BalanceTransactionStatus.AVAILABLE) query.andWhere("t.available_on <= :now", { now });

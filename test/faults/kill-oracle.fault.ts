@@ -17,7 +17,8 @@ import { rest, rpcClient, type JsonBody } from "../support/clients.js";
 import { fileDatabaseUrl, rows } from "../support/database.js";
 import { newMerchant, type TestMerchant } from "../support/merchant.js";
 import { payoutAccounts, payoutBodies, payoutCards } from "../support/payout-destinations.js";
-import { spawnServer, type ServerProcess } from "../support/server-process.js";
+import { runNpmScript } from "../support/server-log.js";
+import { programEnv, spawnServer, type ServerProcess } from "../support/server-process.js";
 
 /*
  * The kill -9 oracle (issue 18, item 1). Two real server processes share the file's database while
@@ -27,7 +28,7 @@ import { spawnServer, type ServerProcess } from "../support/server-process.js";
  * running) is sent again with the same key to whichever instance is up, until a definitive answer.
  * Every acknowledged answer is recorded. Once the killing stops, the jobs the run left must drain
  * within 30 s, and then the database, the API and the sandbox's books must agree with every
- * acknowledgement. The oracle counts violations rather than stopping at the first, so one run says
+ * acknowledgement, and `npm run ledger:verify` must find every balance equal to its recomputation. The oracle counts violations rather than stopping at the first, so one run says
  * everything that went wrong; it must find none.
  */
 
@@ -450,7 +451,7 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     await db?.end();
   });
 
-  it("every acknowledgement holds, one object per key, refunds within captures, no payout paid twice, events match, the backlog drains in 30 s", async () => {
+  it("every acknowledgement holds, one object per key, refunds within captures, no payout paid twice, events match, the backlog drains in 30 s, the ledger verifies", async () => {
     const started = await Promise.all(slots.map(() => spawnServer(instanceEnv(databaseUrl))));
     everStarted.push(...started);
     started.forEach((server, i) => {
@@ -495,7 +496,17 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     await restarting;
 
     const violations: string[] = [];
-    const checked = { acknowledged: 0, keys: 0, objects: 0, payments: 0, payouts: 0, transfers: 0, events: 0, authorizations: 0 };
+    const checked = {
+      acknowledged: 0,
+      keys: 0,
+      objects: 0,
+      payments: 0,
+      payouts: 0,
+      transfers: 0,
+      events: 0,
+      authorizations: 0,
+      ledger: { balances: 0, transactions: 0 },
+    };
     for (const [what, n] of Object.entries(left)) if (n > 0) violations.push(`after the drain: ${n} ${what}`);
 
     // 1. Every acknowledged object exists, in the API and the database, at or after the acknowledged status.
@@ -673,6 +684,17 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
     }
     for (const [paymentId, keys] of grantsOf) {
       if (keys.length > 1) violations.push(`payment ${paymentId} was authorized ${keys.length} times: ${keys.join(", ")}`);
+    }
+
+    // 7. The ledger adds up: every balance equals its recomputation from the objects, every entry is
+    // balanced. Checked by `npm run ledger:verify` on this run's database, as an operator runs it.
+    const ledger = await runNpmScript("ledger:verify", programEnv(instanceEnv(databaseUrl)));
+    const verified = ledger.output.split("\n").find((line) => line.includes('"message":"ledger verified"'));
+    if (ledger.code !== 0 || verified === undefined) {
+      violations.push(`npm run ledger:verify exited ${ledger.code}: ${ledger.output.split("\n").slice(-20).join("\n")}`);
+    } else {
+      const { balances, transactions } = JSON.parse(verified) as { balances: number; transactions: number };
+      checked.ledger = { balances, transactions };
     }
 
     const byStatus = (resource: Resource) => {

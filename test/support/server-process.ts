@@ -22,31 +22,36 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the real server as a child process, as production runs it: port 0, the log on, the test
- * services' keys, and `env` on top. DATABASE_URL, DATA_DIR and REDIS_URL are not inherited: `env`
- * says where its data and counters live.
+ * The environment of a program of the service (the server, an operator's command) as the test
+ * services configure it: the log on, their keys, and `env` on top. DATABASE_URL, DATA_DIR and
+ * REDIS_URL are not inherited: `env` says where its data and counters live.
  */
-export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
+export function programEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const inherited: NodeJS.ProcessEnv = { ...process.env };
   delete inherited.DATABASE_URL;
   delete inherited.DATA_DIR;
   delete inherited.REDIS_URL;
+  return {
+    ...inherited,
+    LOG_LEVEL: "info",
+    ADMIN_API_KEY: adminApiKey,
+    API_KEY_HASH_SECRET: testHashSecret,
+    DATA_ENCRYPTION_KEY: testDataEncryptionKey,
+    AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
+    ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
+    CARD_TESTING_LIMIT_PER_MINUTE: unreachedLimit,
+    ...env,
+  };
+}
+
+/**
+ * Starts the real server as a child process, as production runs it: port 0 and `programEnv(env)`.
+ */
+export async function spawnServer(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: repositoryRoot,
-    env: {
-      ...inherited,
-      PORT: "0",
-      LOG_LEVEL: "info",
-      // No load balancer is waiting to see it unready: it may stop at once.
-      SHUTDOWN_DELAY_MS: "0",
-      ADMIN_API_KEY: adminApiKey,
-      API_KEY_HASH_SECRET: testHashSecret,
-      DATA_ENCRYPTION_KEY: testDataEncryptionKey,
-      AUTH_FAILURE_LIMIT_PER_MINUTE: unreachedLimit,
-      ADMIN_RATE_LIMIT_PER_MINUTE: unreachedLimit,
-      CARD_TESTING_LIMIT_PER_MINUTE: unreachedLimit,
-      ...env,
-    },
+    // No load balancer is waiting to see it unready: it may stop at once.
+    env: programEnv({ PORT: "0", SHUTDOWN_DELAY_MS: "0", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file paymentservice/v1/options.proto.
  */
 export const file_paymentservice_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSL2AQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBIUCgdtaW5pbXVtGAIgASgDSACIAQESFAoHbWF4aW11bRgDIAEoA0gBiAEBEhcKCm1pbl9sZW5ndGgYBCABKA1IAogBARIXCgptYXhfbGVuZ3RoGAUgASgNSAOIAQESFAoHcGF0dGVybhgGIAEoCUgEiAEBEhQKB2V4YW1wbGUYCCABKAlIBYgBAUIKCghfbWluaW11bUIKCghfbWF4aW11bUINCgtfbWluX2xlbmd0aEINCgtfbWF4X2xlbmd0aEIKCghfcGF0dGVybkIKCghfZXhhbXBsZSq2AQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAUSHQoZQUNDRVNTX1NBTkRCT1hfU0VDUkVUX0tFWRAGOlMKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yGS5wYXltZW50c2VydmljZS52MS5BY2Nlc3NSBmFjY2VzczpSChRjYXJkX3Rlc3RpbmdfbGltaXRlZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGL2OAyABKAhSEmNhcmRUZXN0aW5nTGltaXRlZDpNChJpbnZhbGlkX3ZhbHVlX2NvZGUSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAlSEGludmFsaWRWYWx1ZUNvZGU6PgoKc2hvd25fb25jZRIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYu44DIAEoCFIJc2hvd25PbmNlOlQKBXJ1bGVzEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi8jgMgASgLMh0ucGF5bWVudHNlcnZpY2UudjEuRmllbGRSdWxlc1IFcnVsZXNiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("Ch9wYXltZW50c2VydmljZS92MS9vcHRpb25zLnByb3RvEhFwYXltZW50c2VydmljZS52MSL2AQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBIUCgdtaW5pbXVtGAIgASgDSACIAQESFAoHbWF4aW11bRgDIAEoA0gBiAEBEhcKCm1pbl9sZW5ndGgYBCABKA1IAogBARIXCgptYXhfbGVuZ3RoGAUgASgNSAOIAQESFAoHcGF0dGVybhgGIAEoCUgEiAEBEhQKB2V4YW1wbGUYCCABKAlIBYgBAUIKCghfbWluaW11bUIKCghfbWF4aW11bUINCgtfbWluX2xlbmd0aEINCgtfbWF4X2xlbmd0aEIKCghfcGF0dGVybkIKCghfZXhhbXBsZSq2AQoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhUKEUFDQ0VTU19TRUNSRVRfS0VZEAESEgoOQUNDRVNTX0FOWV9LRVkQAhIYChRBQ0NFU1NfQ0xJRU5UX1NFQ1JFVBADEhAKDEFDQ0VTU19BRE1JThAEEh4KGkFDQ0VTU19BRE1JTl9PUl9TRUNSRVRfS0VZEAUSHQoZQUNDRVNTX1NBTkRCT1hfU0VDUkVUX0tFWRAGOlMKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yGS5wYXltZW50c2VydmljZS52MS5BY2Nlc3NSBmFjY2VzczpSChRjYXJkX3Rlc3RpbmdfbGltaXRlZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGL2OAyABKAhSEmNhcmRUZXN0aW5nTGltaXRlZDpKChByZXN0X21lZGlhX3R5cGVzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYvo4DIAMoCVIOcmVzdE1lZGlhVHlwZXM6TQoSaW52YWxpZF92YWx1ZV9jb2RlEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi6jgMgASgJUhBpbnZhbGlkVmFsdWVDb2RlOj4KCnNob3duX29uY2USHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLuOAyABKAhSCXNob3duT25jZTpUCgVydWxlcxIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYvI4DIAEoCzIdLnBheW1lbnRzZXJ2aWNlLnYxLkZpZWxkUnVsZXNSBXJ1bGVzYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * What a request may carry in a field, as the service checks it. The OpenAPI document states each
@@ -158,13 +158,22 @@ export const card_testing_limited: GenExtension<MethodOptions, boolean> = /*@__P
   extDesc(file_paymentservice_v1_options, 1);
 
 /**
+ * Media types besides JSON that the method's REST route answers in when the request's Accept asks
+ * for one (a report as text/csv); the OpenAPI document lists them, the app supplies the rendering.
+ *
+ * @generated from extension: repeated string rest_media_types = 51006;
+ */
+export const rest_media_types: GenExtension<MethodOptions, string[]> = /*@__PURE__*/
+  extDesc(file_paymentservice_v1_options, 2);
+
+/**
  * Error code of a value this field cannot take, where it is not IR_05: a list's `limit` is IR_06
  * (decisions §7) whether it is out of range, fractional or not a number at all.
  *
  * @generated from extension: string invalid_value_code = 51002;
  */
 export const invalid_value_code: GenExtension<FieldOptions, string> = /*@__PURE__*/
-  extDesc(file_paymentservice_v1_options, 2);
+  extDesc(file_paymentservice_v1_options, 3);
 
 /**
  * A secret shown once (a new API key's plaintext): never stored, not even as the stored response
@@ -174,7 +183,7 @@ export const invalid_value_code: GenExtension<FieldOptions, string> = /*@__PURE_
  * @generated from extension: bool shown_once = 51003;
  */
 export const shown_once: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
-  extDesc(file_paymentservice_v1_options, 3);
+  extDesc(file_paymentservice_v1_options, 4);
 
 /**
  * Rules of a request field; see FieldRules.
@@ -182,5 +191,5 @@ export const shown_once: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
  * @generated from extension: paymentservice.v1.FieldRules rules = 51004;
  */
 export const rules: GenExtension<FieldOptions, FieldRules> = /*@__PURE__*/
-  extDesc(file_paymentservice_v1_options, 4);
+  extDesc(file_paymentservice_v1_options, 5);
 

@@ -6,7 +6,8 @@
  * own entities, views and event code, so they are the rows the service would have written; they are
  * loaded with COPY in transactions of one time window each, oldest first, so events are numbered
  * (`txid`, `seq`) in the order they happened. Then payments and events are counted (the load skips
- * the triggers that count them), every table is vacuumed and analyzed, and a checkpoint writes it all out
+ * the triggers that count them), the ledger is written for the captured payments and succeeded
+ * refunds (`loadLedger`), every table is vacuumed and analyzed, and a checkpoint writes it all out
  * (the seeding user must be allowed CHECKPOINT: a superuser or `pg_checkpoint`).
  *
  * Every merchant gets a sandbox secret key hashed with API_KEY_HASH_SECRET (the benchmarks' default
@@ -46,6 +47,43 @@ import { refundResource } from "../src/refunds/store.js";
 import { seedKeysFile } from "./service.js";
 
 const day = 24 * 60 * 60 * 1000;
+/** Every seeded profile's fees and settlement delay: a typical card rate, two days. */
+const seededPricing = { processingFeeBps: 290, settlementDelayDays: 2 } as const;
+
+/**
+ * The balance transactions, ledger lines and running totals the writer would have written with the
+ * seeded payments and refunds (decisions §11): a captured payment's credit less the profile's fee,
+ * dated by its creation and pending for the delay; a succeeded refund's debit, dated by its outcome.
+ * Written from the loaded rows in three statements rather than streamed with them: the load
+ * bypasses the writer, and `npm run ledger:verify` on the seed checks that this agrees with it.
+ */
+async function loadLedger(dataSource: DataSource): Promise<void> {
+  await dataSource.query(`
+    INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, source_id,
+                                      available_on, created, description)
+    SELECT merchant_id, livemode, 'txn_' || replace(gen_random_uuid()::text, '-', ''), profile_id, type, amount, fee, amount - fee, currency,
+           source_id, created + make_interval(days => delay), created, description
+      FROM (
+        SELECT p.merchant_id, p.livemode, p.profile_id, 'payment' AS type, p.amount_received AS amount,
+               (p.amount_received * f.processing_fee_bps + 5000) / 10000 AS fee, p.currency, p.payment_id AS source_id, p.created,
+               f.settlement_delay_days AS delay, 'Payment ' || p.payment_id AS description
+          FROM payments AS p JOIN profiles AS f USING (profile_id) WHERE p.status = 'succeeded' AND p.amount_received > 0
+        UNION ALL
+        SELECT merchant_id, livemode, profile_id, 'refund', -amount, 0, currency, refund_id, updated, 0, 'Refund ' || refund_id
+          FROM refunds WHERE status = 'succeeded'
+      ) AS movement`);
+  await dataSource.query(`
+    INSERT INTO ledger_lines (merchant_id, livemode, balance_transaction_id, account, currency, amount)
+    SELECT t.merchant_id, t.livemode, t.balance_transaction_id, line.account, t.currency, line.amount
+      FROM balance_transactions AS t
+      CROSS JOIN LATERAL (VALUES ('merchant_balance', t.net), ('fees', t.fee), ('customer_funds', -t.amount)) AS line (account, amount)
+     WHERE line.amount <> 0`);
+  await dataSource.query(`
+    INSERT INTO balance_totals (merchant_id, livemode, currency, type, created_hour, available_hour, count, amount, fee, net)
+    SELECT merchant_id, livemode, currency, type, date_trunc('hour', created, 'UTC'), date_trunc('hour', available_on, 'UTC'),
+           count(*), sum(amount), sum(fee), sum(net)
+      FROM balance_transactions GROUP BY 1, 2, 3, 4, 5, 6`);
+}
 /** How far back the payments go. */
 const spanMs = 180 * day;
 /** Payments per load transaction: big enough for COPY to stream, small enough to keep events in time order. */
@@ -273,6 +311,9 @@ async function main(): Promise<void> {
         webhookSecret: `whsec_${randomBase62(32)}`,
         previousWebhookSecret: null,
         previousWebhookSecretUntil: null,
+        processingFeeBps: seededPricing.processingFeeBps,
+        disputeFee: 0n,
+        settlementDelayDays: seededPricing.settlementDelayDays,
         created,
       }),
     );
@@ -379,6 +420,10 @@ async function main(): Promise<void> {
       paymentMethodId: null,
       card: confirmed ? { last4: "4242", brand: "visa", exp_month: "12", exp_year: "2035" } : null,
       customerId,
+      setupFutureUsage: null,
+      offSession: false,
+      mandateId: null,
+      mandateRequest: null,
       email: customerId === null ? null : `${customerId.toLowerCase()}@example.com`,
       description: random() < 0.5 ? `Order ${Math.floor(random() * 1e6)}` : null,
       statementDescriptor: null,
@@ -505,8 +550,22 @@ async function main(): Promise<void> {
   const copied = Math.round((Date.now() - started) / 1000);
   // The load skipped the triggers that count payments and events as they are written.
   await recountLists(dataSource);
+  await loadLedger(dataSource);
   // Hint bits and the visibility map, so lists count by index-only scans from the first request.
-  for (const table of ["merchants", "profiles", "api_keys", "customers", "payments", "list_counts", "refunds", "events", "jobs"]) {
+  for (const table of [
+    "merchants",
+    "profiles",
+    "api_keys",
+    "customers",
+    "payments",
+    "list_counts",
+    "refunds",
+    "events",
+    "jobs",
+    "balance_transactions",
+    "ledger_lines",
+    "balance_totals",
+  ]) {
     await dataSource.query(`VACUUM (ANALYZE) "${table}"`);
   }
   // Written out now, or a benchmark right after the seed shares the disk with the load's checkpoint.

@@ -23,8 +23,8 @@ export async function prepareDatabase(url: string, fresh: boolean): Promise<void
 }
 
 /**
- * Starts the service of this checkout with `workers` workers on `databaseUrl`, with `env` on top of
- * the benchmark's settings; resolves once it listens. It runs the production build as `npm start`
+ * Starts the service of this checkout (or of the checkout at `cwd`) with `workers` workers on
+ * `databaseUrl`, with `env` on top of the benchmark's settings; resolves once it listens. It runs the production build as `npm start`
  * does (building it if stale): what production runs, not tsx's loader, which adds about 120 MB and
  * its own helpers on the hot path.
  */
@@ -32,9 +32,11 @@ export async function startServer(
   databaseUrl: string,
   workers: string,
   env: Record<string, string> = {},
+  cwd?: string,
 ): Promise<{ url: string; adminKey: string; child: ChildProcess }> {
   const adminKey = "bench-admin-api-key";
   const child = spawn(process.execPath, ["src/start.mjs"], {
+    cwd,
     env: {
       ...process.env,
       WORKERS: workers,

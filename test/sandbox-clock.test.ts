@@ -13,7 +13,8 @@ import { waitUntil } from "./support/wait.js";
 
 /*
  * The sandbox test clock (decisions §4): with SANDBOX_TEST_CLOCK=true the admin moves the service's
- * clock, and every time-based behaviour follows — here the 7-day expiry of a manual authorization.
+ * clock, and every time-based behaviour follows — here the 7-day expiry of a manual authorization
+ * and the settlement of a captured payment's credit.
  * The clock's offset lives in the database, so every instance on it moves together.
  */
 
@@ -104,6 +105,22 @@ describe("with SANDBOX_TEST_CLOCK=true", () => {
       body: { amount: 1500, currency: "USD", profile_id: merchant.profileId, capture_method: "scheduled", capture_on: tomorrow },
     });
     expect(expectRestError(scheduled, 400, "IR_05")).toContain("capture_on");
+  });
+
+  it("makes a captured payment's credit available once it passes the profile's settlement delay (docs/ledger.md)", async () => {
+    const merchant = await newMerchant(first.url);
+    const paid = await rest(first.url, "POST", "/payments", {
+      apiKey: merchant.apiKey,
+      body: { amount: 1500, currency: "USD", profile_id: merchant.profileId, confirm: true, payment_method_data: { card } },
+    });
+    expect(paid.body.status).toBe("succeeded");
+    const balance = async () => (await rest(first.url, "GET", "/balance", { apiKey: merchant.apiKey })).body;
+    const pending = { available: [{ currency: "USD", amount: 0 }], pending: [{ currency: "USD", amount: 1500 }] };
+    expect(await balance()).toEqual(pending);
+    expect((await advance(first, 2 * day - 60)).status).toBe(200);
+    expect(await balance()).toEqual(pending);
+    expect((await advance(first, 60)).status).toBe(200);
+    expect(await balance()).toEqual({ available: [{ currency: "USD", amount: 1500 }], pending: [{ currency: "USD", amount: 0 }] });
   });
 
   it("answers the same over gRPC, with the new time", async () => {

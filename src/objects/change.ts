@@ -18,8 +18,9 @@ import { eventOf, type Resource, type StatusRow } from "./resource.js";
  * locked, one an operation claimed — is one value, `ObjectChange`, and reaches PostgreSQL through one
  * compiler: the statement below, whose object part depends on how the object is held and whose tail
  * (its event, the event's webhook delivery, its jobs, the end of its pending jobs once final, the
- * money it moves in the ledger, its call's idempotency key answered) is the same for all. The same text writes one change or two
- * hundred, in a transaction or in a batch of its own (objects/writer.ts says which).
+ * money it moves in the ledger, its call's idempotency key answered) is the same for all. The same
+ * text writes one change or two hundred, in a transaction or in a batch of its own (objects/writer.ts
+ * says which).
  */
 
 /** How the object a change writes is held: not written yet, locked by the caller's transaction, or claimed by an operation. */

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { ApiKeyService } from "../../gen/paymentservice/v1/api_key_pb.js";
 import { Environment } from "../../gen/paymentservice/v1/common_pb.js";
 import { CreateCustomerRequestSchema, CustomerSchema, CustomerService } from "../../gen/paymentservice/v1/customer_pb.js";
+import { BalanceService } from "../../gen/paymentservice/v1/balance_pb.js";
 import { DisputeService } from "../../gen/paymentservice/v1/dispute_pb.js";
 import { EventSchema, EventService } from "../../gen/paymentservice/v1/event_pb.js";
 import { HealthService } from "../../gen/paymentservice/v1/health_pb.js";
@@ -552,6 +553,7 @@ const services = [
   RefundService,
   PayoutService,
   DisputeService,
+  BalanceService,
   EventService,
   SandboxService,
 ];

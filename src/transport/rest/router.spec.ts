@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { file_google_api_annotations, http } from "../../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../../gen/google/api/http_pb.js";
 import { ApiKeyService } from "../../../gen/paymentservice/v1/api_key_pb.js";
+import { BalanceService } from "../../../gen/paymentservice/v1/balance_pb.js";
 import { CustomerService } from "../../../gen/paymentservice/v1/customer_pb.js";
 import { DisputeService } from "../../../gen/paymentservice/v1/dispute_pb.js";
 import { EventService } from "../../../gen/paymentservice/v1/event_pb.js";
@@ -46,6 +47,7 @@ const services = [
   RefundService,
   PayoutService,
   DisputeService,
+  BalanceService,
   EventService,
   SandboxService,
   JobService,
@@ -158,6 +160,17 @@ const routes: [string, string, string, string, string[]][] = [
   ["POST", "/disputes/list", "/disputes/list", "DisputeService.ListDisputes", []],
   ["POST", "/disputes/{dispute_id}/accept", "/disputes/dp_1/accept", "DisputeService.AcceptDispute", ["dp_1"]],
   ["POST", "/disputes/{dispute_id}/evidence", "/disputes/dp_1/evidence", "DisputeService.SubmitDisputeEvidence", ["dp_1"]],
+  ["GET", "/balance", "/balance", "BalanceService.RetrieveBalance", []],
+  [
+    "GET",
+    "/balance_transactions/{balance_transaction_id}",
+    "/balance_transactions/txn_1",
+    "BalanceService.RetrieveBalanceTransaction",
+    ["txn_1"],
+  ],
+  ["GET", "/balance_transactions/list", "/balance_transactions/list", "BalanceService.ListBalanceTransactions", []],
+  ["POST", "/balance_transactions/list", "/balance_transactions/list", "BalanceService.ListBalanceTransactions", []],
+  ["GET", "/reports/balance", "/reports/balance", "BalanceService.RetrieveBalanceReport", []],
   ["GET", "/events/list", "/events/list", "EventService.ListEvents", []],
   ["POST", "/events/list", "/events/list", "EventService.ListEvents", []],
   ["GET", "/events/{event_id}", "/events/evt_1", "EventService.RetrieveEvent", ["evt_1"]],

@@ -11,8 +11,8 @@ import { createPayment } from "../support/payments.js";
 import { payoutBodies, payoutCards } from "../support/payout-destinations.js";
 import { servicePair } from "../support/running.js";
 import { noPolling, type TestService } from "../support/service.js";
-import { makeObjects, type Objects, type Tenant } from "./tenancy/objects.js";
-import { classify, environmentKinds, type FieldKind, type IdField, type Kind, type MatrixRpc } from "./tenancy/surface.js";
+import { ledgerOf, makeObjects, type Objects, type Tenant } from "./tenancy/objects.js";
+import { classify, environmentKinds, kindsNamedBy, type FieldKind, type IdField, type Kind, type MatrixRpc } from "./tenancy/surface.js";
 import { call, wireName, wiresOf, type Answer, type Credentials, type Wire } from "./tenancy/wires.js";
 
 /*
@@ -21,8 +21,9 @@ import { call, wireName, wiresOf, type Answer, type Credentials, type Wire } fro
  * gRPC-Web). Merchant A makes one object of every kind in each environment; then another merchant's
  * keys, and A's key of the other environment, call every RPC with A's ids, list and stream with and
  * without filters naming them, pick them as ids of new objects and reuse A's idempotency keys.
- * Nothing of A's may be seen or changed. Then revoked and expired keys must fail on the very next
- * request on every instance.
+ * Nothing of A's may be seen or changed, and what names no object at all (a balance, a report) must
+ * be the caller's own: it adds up to the caller's ledger. Then revoked and expired keys must fail on
+ * the very next request on every instance.
  */
 
 const services = servicePair({ ...noPolling, RATE_LIMIT_PER_MINUTE: "1000000000" });
@@ -92,6 +93,8 @@ const bases: Readonly<Record<string, (own: Objects, caller: Tenant) => Record<st
   CreateApiKey: () => ({ name: "made by another key" }),
   CreateProfile: () => ({ profile_name: "made by another key" }),
   UpdateProfile: () => ({ profile_name: "changed by another key" }),
+  // A period holding every balance transaction, so that the report adds up to the whole ledger.
+  RetrieveBalanceReport: () => ({ from: "2000-01-01T00:00:00Z", to: "2100-01-01T00:00:00Z" }),
 };
 
 /** A caller aiming at an owner's objects. */
@@ -105,14 +108,12 @@ interface Case {
   readonly kinds: readonly Kind[];
 }
 
-/** Kinds whose objects events are about, for ListEvents' object_id. */
-const eventSubjects: readonly Kind[] = ["customer", "paymentMethod", "mandate", "payment", "refund", "payout", "dispute"];
-
 function idsOf(c: Case, kind: FieldKind): readonly string[] {
   // Jobs are the operator's to reach, whoever's objects they act on: every caller aims at the owner's.
   if (kind === "job") return c.ownerObjects.jobs;
-  const kinds = kind === "object" ? eventSubjects : [kind];
-  return kinds.filter((k) => c.kinds.includes(k)).flatMap((k) => c.ownerObjects.ids.get(k) ?? []);
+  return kindsNamedBy(kind)
+    .filter((k) => c.kinds.includes(k))
+    .flatMap((k) => c.ownerObjects.ids.get(k) ?? []);
 }
 
 /** Every id of the owner the caller must not see. */
@@ -242,9 +243,7 @@ function aimedCells(rpcs: readonly MatrixRpc[], c: Case): Array<() => Promise<vo
 /** The same call naming the caller's own object in `field` instead of the owner's, or undefined when the caller has none of its kind. */
 async function ownControl(rpc: MatrixRpc, c: Case, field: IdField, wire: Wire): Promise<Answer | undefined> {
   const own =
-    field.kind === "job"
-      ? c.callerObjects.jobs[0]
-      : (field.kind === "object" ? eventSubjects : [field.kind]).flatMap((kind) => c.callerObjects.ids.get(kind) ?? [])[0];
+    field.kind === "job" ? c.callerObjects.jobs[0] : kindsNamedBy(field.kind).flatMap((kind) => c.callerObjects.ids.get(kind) ?? [])[0];
   if (own === undefined) return undefined;
   return call(instance().url, rpc.api, wire, callerOf(c.caller), request(rpc, c, { [field.field.name]: own }));
 }
@@ -293,6 +292,135 @@ function ownListCells(rpcs: readonly MatrixRpc[], c: Case): Array<() => Promise<
     }
   }
   return tasks;
+}
+
+/** A balance transaction as its owner lists it (REST JSON). */
+type Ledger = readonly JsonObject[];
+
+/** A JSON number or int64 string as a number; absent (proto3's zero) as 0. */
+function amount(value: JsonValue | undefined): number {
+  return Number(value ?? 0);
+}
+
+/** An answer's repeated field, absent when empty. */
+function entries(value: JsonValue | undefined): JsonObject[] {
+  return (Array.isArray(value) ? value : []) as JsonObject[];
+}
+
+/** The net of `ledger`'s transactions that `keep` accepts. */
+function netOf(ledger: Ledger, keep: (t: JsonObject) => boolean): number {
+  return ledger.filter(keep).reduce((sum, t) => sum + amount(t.net), 0);
+}
+
+/** The ledger's currencies, in order. */
+function currenciesOf(ledger: Ledger): string[] {
+  return [...new Set(ledger.map((t) => String(t.currency)))].sort();
+}
+
+/** A balance as `currency status → amount`: the order of its lists is no business of the matrix. */
+function balanceFigures(balance: JsonObject): Record<string, number> {
+  const figures: Record<string, number> = {};
+  for (const status of ["available", "pending"]) {
+    for (const entry of entries(balance[status])) figures[`${String(entry.currency)} ${status}`] = amount(entry.amount);
+  }
+  return figures;
+}
+
+/** A report as `currency line → figures`, every line of every currency. */
+function reportFigures(report: JsonObject): Record<string, JsonValue> {
+  const figures: Record<string, JsonValue> = {};
+  for (const currency of entries(report.currencies)) {
+    const name = String(currency.currency);
+    figures[`${name} opening_balance`] = amount(currency.opening_balance);
+    figures[`${name} closing_balance`] = amount(currency.closing_balance);
+    for (const line of entries(currency.activity)) {
+      figures[`${name} ${String(line.type)}`] = [amount(line.count), amount(line.amount), amount(line.fee), amount(line.net)];
+    }
+  }
+  return figures;
+}
+
+/**
+ * What the answers of RPCs that name no object must add up to, from the caller's own ledger: its
+ * balance (the net of its transactions per currency and status) and its report over a period holding
+ * them all (see bases). Mixing in anyone else's money changes the figures.
+ */
+const ledgerViews: Readonly<
+  Record<string, { figures: (answer: JsonObject) => Record<string, JsonValue>; of: (ledger: Ledger) => Record<string, JsonValue> }>
+> = {
+  RetrieveBalance: {
+    figures: balanceFigures,
+    of: (ledger) =>
+      Object.fromEntries(
+        currenciesOf(ledger).flatMap((currency) =>
+          ["available", "pending"].map((status) => [
+            `${currency} ${status}`,
+            netOf(ledger, (t) => t.currency === currency && t.status === status),
+          ]),
+        ),
+      ),
+  },
+  RetrieveBalanceReport: {
+    figures: reportFigures,
+    of: (ledger) =>
+      Object.fromEntries(
+        currenciesOf(ledger).flatMap((currency) => {
+          const own = ledger.filter((t) => t.currency === currency);
+          const types = [...new Set(own.map((t) => String(t.type)))];
+          return [
+            [`${currency} opening_balance`, 0],
+            [`${currency} closing_balance`, netOf(own, () => true)],
+            ...types.map((type): [string, JsonValue] => {
+              const lines = own.filter((t) => t.type === type);
+              const total = (field: string) => lines.reduce((sum, t) => sum + amount(t[field]), 0);
+              return [`${currency} ${type}`, [lines.length, total("amount"), total("fee"), total("net")]];
+            }),
+          ];
+        }),
+      ),
+  },
+};
+
+/** The RPCs a merchant key calls that name no object, nor list any: the caller's own view of itself (health, its balance, its report). */
+function viewRpcs(rpcs: readonly MatrixRpc[]): MatrixRpc[] {
+  return rpcs.filter(
+    (rpc) =>
+      rpc.idFields.length === 0 &&
+      rpc.listOf === undefined &&
+      rpc.api.access !== Access.ADMIN &&
+      rpc.api.sideEffectFree &&
+      rpc.api.desc.methodKind === "unary",
+  );
+}
+
+/**
+ * The RPCs that name no object, called by the caller on every way in: the answer shows nothing of
+ * the owner's, a merchant id only the caller's, and a balance or report adds up to the caller's own
+ * ledger (`ledger`, listed just before while nothing moved anyone's money).
+ */
+function viewCells(rpcs: readonly MatrixRpc[], c: Case, ledger: Ledger): Array<() => Promise<void>> {
+  const hidden = ownerIds(c);
+  return viewRpcs(rpcs).flatMap((rpc) =>
+    wiresOf(rpc.api).map(
+      (wire) => () =>
+        cell(`${c.name}: ${rpc.name} over ${wireName(wire)}`, async () => {
+          const answer = await call(instance().url, rpc.api, wire, callerOf(c.caller), request(rpc, c, {}));
+          if (rpc.api.access === Access.SANDBOX_SECRET_KEY && c.caller.livemode) return refused(answer, ["IR_22"], hidden);
+          if (!answer.ok) return `failed: ${answer.summary}`;
+          const leaked = hidden.filter((id) => answer.text.includes(id));
+          if (leaked.length > 0) return `shows the owner's ${leaked.join(", ")}`;
+          const shown = answer.objects[0]!;
+          if (shown.merchant_id !== undefined && shown.merchant_id !== c.caller.merchantId)
+            return `answered as merchant ${String(shown.merchant_id)}`;
+          const view = ledgerViews[rpc.name];
+          if (view === undefined) return undefined;
+          const [figures, expected] = [view.figures(shown), view.of(ledger)];
+          return isDeepStrictEqual(figures, expected)
+            ? undefined
+            : `shows ${JSON.stringify(figures)}, the caller's own ledger makes ${JSON.stringify(expected)}`;
+        }),
+    ),
+  );
 }
 
 /**
@@ -429,7 +557,8 @@ describe("tenancy matrix", () => {
     sandboxA = aSandbox;
     productionA = aProduction;
     const all = [aSandbox, aProduction, bSandbox, bProduction];
-    const made = await Promise.all(all.map((tenant) => makeObjects(url, tenant)));
+    // A refund of its own amount each: no two merchants' balances add up alike.
+    const made = await Promise.all(all.map((tenant, i) => makeObjects(url, tenant, 100 * (i + 1))));
     objectsOf = new Map(all.map((tenant, i) => [tenant, made[i]!]));
     const objects = (tenant: Tenant) => objectsOf.get(tenant)!;
     const allKinds = [...objects(aSandbox).ids.keys()];
@@ -450,6 +579,16 @@ describe("tenancy matrix", () => {
     for (const [id, seen] of [...before.values()].flatMap((m) => [...m])) expect(seen, id).not.toMatch(/^not retrievable/);
 
     await inParallel(cases.flatMap((c) => [...listCells(rpcs, c), ...ownListCells(rpcs, c), ...aimedCells(rpcs, c)]));
+    // Balances are read while nothing moves anyone's money: the phases below make payments and refunds.
+    const ledgers = new Map(await Promise.all([...objectsOf.keys()].map(async (t) => [t, await ledgerOf(services.a.url, t)] as const)));
+    for (const c of cases) {
+      // An owner whose money could be mixed into the caller's answers must have figures of its own, or the cells prove nothing.
+      if (ledgers.get(c.owner)!.length === 0) continue;
+      for (const [name, view] of Object.entries(ledgerViews)) {
+        expect(view.of(ledgers.get(c.caller)!), `${c.name}: ${name} of caller and owner alike`).not.toEqual(view.of(ledgers.get(c.owner)!));
+      }
+    }
+    await inParallel(cases.flatMap((c) => viewCells(rpcs, c, ledgers.get(c.caller)!)));
     await inParallel((await Promise.all(cases.map((c) => streamCells(rpcs, c)))).flat());
     await inParallel((await Promise.all(cases.map((c) => idempotencyCells(rpcs, c)))).flat());
     // Last, as the caller's new objects then carry the owner's ids and would show in its lists.

@@ -27,6 +27,11 @@ export interface FixtureIds {
   readonly paymentMethod: readonly string[];
   readonly mandate: readonly string[];
   /**
+   * The first merchant's sandbox balance transactions, in a fixed order (by the fixture that moved the
+   * money, then type), so that two sets created the same way pair up.
+   */
+  readonly balanceTransaction: readonly string[];
+  /**
    * Keys the fuzzer may revoke. The keys in FixtureKeys are deliberately not here: revoking the
    * health check's key would end the run.
    */
@@ -48,7 +53,10 @@ const card = (number: string) => ({ card_number: number, card_exp_month: "12", c
 
 type Json = Record<string, unknown>;
 
-/** Creates two merchants with keys, customers, payments in several statuses, refunds, payouts, disputes, saved cards and mandates. */
+/**
+ * Creates two merchants with keys, customers, payments in several statuses, refunds, payouts,
+ * disputes, saved cards and mandates, and collects the balance transactions the money they moved wrote.
+ */
 export async function createFixtures(baseUrl: string, adminApiKey: string): Promise<Fixtures> {
   const call = async (method: string, path: string, auth: { key?: string; admin?: boolean }, body?: Json): Promise<Json> => {
     const headers: Record<string, string> = { "content-type": "application/json" };
@@ -98,6 +106,15 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     throw new Error(`fixture setup: no dispute was reported for ${paymentId}`);
+  };
+  /** Waits for the job that sends a refund or payout to settle it: only then is its money's movement final. */
+  const settled = async (path: string): Promise<Json> => {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const found = await call("GET", path, sandbox);
+      if (found.status !== "pending") return found;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`fixture setup: ${path} is still pending`);
   };
   const customers = [
     await call("POST", "/customers", sandbox, {}),
@@ -208,6 +225,33 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
     await offSessionSetup(otherSecret.apiKey, text(other, "default_profile_id"), text(customers[3]!, "customer_id")),
   ];
 
+  // Every movement above is written once the instant refund and the instant payout are settled (the
+  // scheduled refund waits for its settlement run, a minute away): a set created again lists the same.
+  await settled(`/refunds/${text(refunds[0]!, "refund_id")}`);
+  await settled(`/payouts/${text(payouts[0]!, "payout_id")}`);
+  /** The fixtures that may move money, in creation order: a balance transaction is placed by its source_id's position here. */
+  const movers = [
+    ...payments.map((p) => text(p, "payment_id")),
+    ...refunds.map((r) => text(r, "refund_id")),
+    text(opened, "dispute_id"),
+    text(reported, "dispute_id"),
+    ...payouts.map((p) => text(p, "payout_id")),
+    ...mandates.map((m) => text(m, "payment_id")),
+  ];
+  const ledger: Json[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const page = await call("GET", `/balance_transactions/list?limit=100&offset=${offset}`, sandbox);
+    ledger.push(...(page.data as Json[]));
+    if (page.has_more !== true) break;
+  }
+  // The list's own order (newest first) breaks ties: the fixtures are made one after the other.
+  const position = (t: Json) => movers.indexOf(text(t, "source_id"));
+  const byPlace = (a: Json, b: Json) =>
+    position(a) - position(b) || (text(a, "type") < text(b, "type") ? -1 : text(a, "type") > text(b, "type") ? 1 : 0);
+  const balanceTransactions = ledger.sort(byPlace).map((t) => text(t, "balance_transaction_id"));
+  if (balanceTransactions.length === 0)
+    throw new Error("fixture setup: the fixtures' payments, refunds, disputes and payouts wrote no balance transaction");
+
   return {
     keys: {
       sandboxSecret: secret.apiKey,
@@ -226,6 +270,7 @@ export async function createFixtures(baseUrl: string, adminApiKey: string): Prom
       dispute: [text(opened, "dispute_id"), text(reported, "dispute_id")],
       paymentMethod: paymentMethods.map((m) => text(m, "payment_method_id")),
       mandate: mandates.map((m) => text(m, "mandate_id")),
+      balanceTransaction: balanceTransactions,
       apiKey: [...expendable.map((k) => k.keyId), revoked.keyId],
     },
     clientSecrets: payments.map((p) => text(p, "client_secret")),
@@ -253,6 +298,7 @@ export function fixtureStrings(fixtures: Fixtures): string[] {
     ...ids.dispute,
     ...ids.paymentMethod,
     ...ids.mandate,
+    ...ids.balanceTransaction,
     ...ids.apiKey,
     ...fixtures.clientSecrets,
   ];

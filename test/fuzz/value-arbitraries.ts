@@ -164,6 +164,9 @@ export class FieldValues {
       payment_method_id: realOr(ids.paymentMethod, "pm"),
       mandate_id: realOr(ids.mandate, "man"),
       key_id: realOr(ids.apiKey, "key"),
+      balance_transaction_id: realOr(ids.balanceTransaction, "txn"),
+      // What moved the money: the fixtures that may have (a payment never captured moved none).
+      source_id: realOr([...ids.payment, ...ids.refund, ...ids.dispute, ...ids.payout], "pay"),
       event_id: unknownId("evt"),
       object_id: fc.constantFrom(
         ...ids.payment,

@@ -10,9 +10,9 @@ import type { Kind } from "./surface.js";
 /*
  * One object of every kind a merchant owns in one environment, made through the REST API as the
  * merchant would: payments in every status a card can leave them in, a refund, payouts, a dispute,
- * an extra API key and the events all this recorded. In production only customers and keys can be
- * made: no production payment processor can be configured yet (IR_16), so there are no production
- * payments, nor anything that follows from one.
+ * an extra API key, the events all this recorded and the balance transactions of the money it moved.
+ * In production only customers and keys can be made: no production payment processor can be
+ * configured yet (IR_16), so there are no production payments, nor anything that follows from one.
  */
 
 /** A merchant's key in one environment. */
@@ -48,6 +48,21 @@ async function as(url: string, tenant: Tenant, method: string, path: string, bod
   return res.body;
 }
 
+/** Every object of a list RPC's pages as the tenant lists them (`path` ends in its query, if any). */
+async function listAll(url: string, tenant: Tenant, path: string): Promise<JsonBody[]> {
+  const objects: JsonBody[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const page = await as(url, tenant, "GET", `${path}${path.includes("?") ? "&" : "?"}limit=100&offset=${offset}`);
+    objects.push(...(page.data as JsonBody[]));
+    if (!page.has_more) return objects;
+  }
+}
+
+/** The tenant's balance transactions, newest first: every movement of its money in its environment. */
+export function ledgerOf(url: string, tenant: Tenant): Promise<JsonBody[]> {
+  return listAll(url, tenant, "/balance_transactions/list");
+}
+
 /** The ids of the jobs on `tenant`'s objects, through the operator's list of every merchant's jobs. */
 async function jobsOf(url: string, tenant: Tenant): Promise<string[]> {
   const ids: string[] = [];
@@ -62,8 +77,12 @@ async function jobsOf(url: string, tenant: Tenant): Promise<string[]> {
   }
 }
 
-/** Makes one object of every kind as `tenant`. */
-export async function makeObjects(url: string, tenant: Tenant): Promise<Objects> {
+/**
+ * Makes one object of every kind as `tenant`. `refundAmount` (default 100) sets the tenant's money
+ * apart: merchants that made the same objects would otherwise have equal balances, and a balance
+ * answered from another merchant's ledger would pass for the caller's own.
+ */
+export async function makeObjects(url: string, tenant: Tenant, refundAmount = 100): Promise<Objects> {
   const customer = await as(url, tenant, "POST", "/customers", { name: `${tenant.label} customer`, email: "owner@example.com" });
   const key = await adminIssue(url, tenant.merchantId, { environment: tenant.livemode ? "production" : "sandbox", name: "spare" });
   const shared: Array<[Kind, string[]]> = [
@@ -72,7 +91,14 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
     ["customer", [customer.customer_id]],
     ["apiKey", [tenant.keyId, key.key_id]],
   ];
-  if (tenant.livemode) return { ids: new Map(shared), jobs: await jobsOf(url, tenant) };
+  if (tenant.livemode) {
+    // Nothing moves production money yet: its ledger is listed all the same, for whatever is there.
+    const ledger = await ledgerOf(url, tenant);
+    return {
+      ids: new Map([...shared, ["balanceTransaction", ledger.map((t) => t.balance_transaction_id)]]),
+      jobs: await jobsOf(url, tenant),
+    };
+  }
   const byCard = (card: JsonBody, extra: JsonBody = {}) =>
     createPayment(url, tenant, { confirm: true, payment_method: "card", payment_method_data: { card }, ...extra });
   const open = await createPayment(url, tenant, { customer_id: customer.customer_id, description: "open" });
@@ -100,7 +126,7 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
   ]);
   const cancelled = await as(url, tenant, "POST", `/payments/${toCancel.payment_id}/cancel`, { cancellation_reason: "duplicate" });
   const dispute = await as(url, tenant, "POST", `/sandbox/payments/${disputable.payment_id}/dispute`);
-  const refund = await as(url, tenant, "POST", "/refunds", { payment_id: succeeded.payment_id, amount: 100 });
+  const refund = await as(url, tenant, "POST", "/refunds", { payment_id: succeeded.payment_id, amount: refundAmount });
   const openPayout = await as(url, tenant, "POST", "/payouts/create", payouts.cardPayout(tenant, payoutCards.succeeds, { confirm: false }));
   const sentPayout = await as(url, tenant, "POST", "/payouts/create", payouts.cardPayout(tenant, payoutCards.succeeds));
   // The runner settles the refund and the sent payout after their calls answer: the matrix's
@@ -120,6 +146,15 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
   const statuses = new Set(payments.map((p) => p.status));
   expect(statuses.size, `${tenant.label}: payment statuses ${[...statuses].join(", ")}`).toBeGreaterThanOrEqual(6);
   expect(events.data.length, `${tenant.label}: events`).toBeGreaterThan(0);
+  // Listed once every movement above is written: the captures, the refund (settled above), the
+  // dispute and the payouts each wrote theirs in the change that moved the money.
+  const ledger = await ledgerOf(url, tenant);
+  const sources = new Set(ledger.map((t) => t.source_id));
+  const movers = [succeeded.payment_id, disputable.payment_id, refund.refund_id, dispute.dispute_id, sentPayout.payout_id];
+  expect(
+    movers.filter((id) => !sources.has(id)),
+    `${tenant.label}: objects without a balance transaction`,
+  ).toEqual([]);
   return {
     ids: new Map<Kind, string[]>([
       ...shared,
@@ -130,6 +165,7 @@ export async function makeObjects(url: string, tenant: Tenant): Promise<Objects>
       ["payout", [openPayout.payout_id, sentPayout.payout_id]],
       ["dispute", [dispute.dispute_id]],
       ["event", events.data.map((e: JsonBody) => e.event_id)],
+      ["balanceTransaction", ledger.map((t) => t.balance_transaction_id)],
     ]),
     jobs: await jobsOf(url, tenant),
     openPayment: open.payment_id,

@@ -21,7 +21,8 @@ export type Kind =
   | "payout"
   | "dispute"
   | "event"
-  | "apiKey";
+  | "apiKey"
+  | "balanceTransaction";
 
 /** Kinds that live in one environment; merchants and profiles are shared by a merchant's sandbox and production. */
 export const environmentKinds: readonly Kind[] = [
@@ -34,13 +35,34 @@ export const environmentKinds: readonly Kind[] = [
   "dispute",
   "event",
   "apiKey",
+  "balanceTransaction",
 ];
 
 /**
- * `object`: an id of any object events are about (ListEvents' object_id). `job`: a job of the runner
- * on a merchant's object, which only the operator reaches (JobService), so no merchant key may either.
+ * Fields that name an object of any of several kinds, by the kinds they may name: `object`, what an
+ * event is about (ListEvents' object_id); `source`, what moved the money (a balance transaction's
+ * source_id: a captured payment, a succeeded refund, a dispute, a payout).
  */
-export type FieldKind = Kind | "object" | "job";
+export const anyOfKinds = {
+  object: ["customer", "paymentMethod", "mandate", "payment", "refund", "payout", "dispute"],
+  source: ["payment", "refund", "dispute", "payout"],
+} as const satisfies Readonly<Record<string, readonly Kind[]>>;
+
+/** A field naming one of several kinds, see anyOfKinds. */
+export type AnyOfKind = keyof typeof anyOfKinds;
+
+/** `job`: a job of the runner on a merchant's object, which only the operator reaches (JobService), so no merchant key may either. */
+export type FieldKind = Kind | AnyOfKind | "job";
+
+function isAnyOf(kind: FieldKind): kind is AnyOfKind {
+  return Object.hasOwn(anyOfKinds, kind);
+}
+
+/** The kinds of object a field of `kind` may name; none for jobs, which no merchant owns. */
+export function kindsNamedBy(kind: FieldKind): readonly Kind[] {
+  if (kind === "job") return [];
+  return isAnyOf(kind) ? anyOfKinds[kind] : [kind];
+}
 
 /** Which object each id field names. A field ending in `_id` missing here fails the run, see classify. */
 const kindOfField: Readonly<Record<string, FieldKind>> = {
@@ -56,7 +78,9 @@ const kindOfField: Readonly<Record<string, FieldKind>> = {
   event_id: "event",
   after_event_id: "event",
   key_id: "apiKey",
+  balance_transaction_id: "balanceTransaction",
   object_id: "object",
+  source_id: "source",
   job_id: "job",
 };
 
@@ -93,7 +117,7 @@ function ownKind(message: DescMessage): FieldKind | undefined {
 /** The merchant kind of a message's objects, if it is one. */
 function merchantKind(message: DescMessage): Kind | undefined {
   const kind = ownKind(message);
-  return kind === "object" || kind === "job" ? undefined : kind;
+  return kind === undefined || kind === "job" || isAnyOf(kind) ? undefined : kind;
 }
 
 /** Id-looking fields nested inside a request's sub-messages: the matrix fills top-level fields only. */

@@ -4,6 +4,7 @@
  * from the repository's protos.
  */
 export * from "../../../gen/paymentservice/v1/api_key_pb.js";
+export * from "../../../gen/paymentservice/v1/balance_pb.js";
 export * from "../../../gen/paymentservice/v1/common_pb.js";
 export * from "../../../gen/paymentservice/v1/customer_pb.js";
 export * from "../../../gen/paymentservice/v1/dispute_pb.js";

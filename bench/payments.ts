@@ -9,9 +9,9 @@
  * database `npm run bench:seed` filled, create with confirm, retrieves and filtered lists on it
  * (bench/grown.ts). Each round also sends REST's create with confirm to the limit server
  * (bench/limit-server.mjs: the payment, its event and delivery in one statement, no framework) on
- * the same database, and REST's row gives its ratio to that limit. BENCH_BASELINE=<commit> also sends
- * REST's create with confirm, each round, to the service as that commit built it (bench/baseline.ts),
- * on a database of its own, and gives REST's ratio to it.
+ * the same database, and REST's row gives its ratio to that limit. BENCH_BASELINE=<commit> also
+ * compares REST's create with confirm with the service as that commit built it, each build on a
+ * fresh database of its own, interleaved round by round (bench/baseline.ts).
  *
  * BENCH_URL + BENCH_ADMIN_KEY point it at a service that is already running (with DATABASE_URL its
  * database, whose jobs table the mix reads); without them it starts
@@ -38,7 +38,7 @@ import { measureScaleOut, type ScaleOutRound, scaleOutReport } from "./scale-out
 import { type BenchMerchant, benchTarget, newMerchant, stopServer, verdict } from "./service.js";
 import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 import { startLimitServer } from "./limit.js";
-import { type Baseline, startBaseline } from "./baseline.js";
+import { type BaselineComparison, baselineReport, compareWithBaseline } from "./baseline.js";
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -133,25 +133,14 @@ async function savedCardOf(url: string, merchant: BenchMerchant): Promise<SavedC
   return { customerId, paymentMethodId: setup.payment_method_id! };
 }
 
-/** A scenario's protocol column for the baseline build: the same REST requests, to the service as `commit` built it. */
-const baselineProtocol = (commit: string) => `REST, baseline ${commit}`;
-
-/**
- * Every scenario of a round, in the order they run; the limit right after the REST create it bounds,
- * then the baseline build's (BENCH_BASELINE) when there is one.
- */
-function scenariosOf(
-  merchant: BenchMerchant,
-  limitUrl: string,
-  saved: SavedCard,
-  baseline: { commit: string; url: string; merchant: BenchMerchant } | undefined,
-): Scenario[] {
-  const oneOrTwoSteps = (protocolName: ProtocolName, twoStep: boolean, as: BenchMerchant = merchant): Scenario => ({
+/** Every scenario of a round, in the order they run; the limit right after the REST create it bounds. */
+function scenariosOf(merchant: BenchMerchant, limitUrl: string, saved: SavedCard): Scenario[] {
+  const oneOrTwoSteps = (protocolName: ProtocolName, twoStep: boolean): Scenario => ({
     scenario: twoStep ? "create, then confirm" : "create with confirm",
     protocol: protocolName,
     requests: () => {
-      const protocol = protocolOf(protocolName, as.profileId);
-      const headers = { "content-type": protocol.contentType, "api-key": as.apiKey };
+      const protocol = protocolOf(protocolName, merchant.profileId);
+      const headers = { "content-type": protocol.contentType, "api-key": merchant.apiKey };
       if (!twoStep) return [{ method: "POST", path: protocol.createPath, headers, body: protocol.create(true) }];
       return [
         {
@@ -177,9 +166,6 @@ function scenariosOf(
   return [
     oneOrTwoSteps("REST", false),
     { ...oneOrTwoSteps("REST", false), protocol: limitProtocol, url: limitUrl },
-    ...(baseline === undefined
-      ? []
-      : [{ ...oneOrTwoSteps("REST", false, baseline.merchant), protocol: baselineProtocol(baseline.commit), url: baseline.url }]),
     oneOrTwoSteps("REST", true),
     {
       scenario: "off-session charge",
@@ -236,20 +222,12 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0]!;
   const { url, adminKey, databaseUrl, child } = await benchTarget("payments_bench", workers);
   let limit: { url: string; child: ChildProcess } | undefined;
-  let baseline: Baseline | undefined;
   try {
     const merchant = await newMerchant(url, adminKey);
     // gRPC's merchant is its own: the scenario counts the payments it gained to check grpc-status.
     const grpcMerchant = await newMerchant(url, adminKey);
     limit = await startLimitServer(databaseUrl, merchant);
-    const baselineRef = process.env.BENCH_BASELINE;
-    baseline = baselineRef === undefined ? undefined : await startBaseline(baselineRef, databaseUrl, workers);
-    const scenarios = scenariosOf(
-      merchant,
-      limit.url,
-      await savedCardOf(url, merchant),
-      baseline === undefined ? undefined : { ...baseline, merchant: await newMerchant(baseline.url, baseline.adminKey) },
-    );
+    const scenarios = scenariosOf(merchant, limit.url, await savedCardOf(url, merchant));
     const rounds: Result[][] = [];
     // Warm-up, as long as a scenario: JIT, connection pools, caches and the first growth of the
     // fresh tables, not measured.
@@ -279,7 +257,11 @@ async function main(): Promise<void> {
     // The scale-out scenario's instances share the database: the service measured so far stops first.
     await stopServer(child);
     await stopServer(limit.child);
-    await stopServer(baseline?.child);
+    const baselineRef = process.env.BENCH_BASELINE;
+    const baseline =
+      baselineRef === undefined || child === undefined
+        ? undefined
+        : await compareWithBaseline(baselineRef, databaseUrl, { connections, seconds, rounds: roundCount, workers });
     const scaleOut = child === undefined ? undefined : await measureScaleOut(databaseUrl, { connections, seconds, rounds: roundCount });
     const grownDatabaseUrl = process.env.BENCH_GROWN_DATABASE_URL;
     const grown =
@@ -292,13 +274,13 @@ async function main(): Promise<void> {
       webhooks,
       scaleOut,
       grown,
+      baseline,
       process.env.BENCH_URL === undefined ? await describeDatabase(databaseUrl) : "as configured on BENCH_URL",
       loadBefore,
     );
   } finally {
     await stopServer(child);
     await stopServer(limit?.child);
-    await stopServer(baseline?.child);
   }
 }
 
@@ -314,11 +296,6 @@ function targetOf(row: Summary, rows: readonly Summary[]): string {
     );
   }
   if (row.protocol === limitProtocol) return "the bound of REST's row (bench/limit-server.mjs)";
-  if (row.protocol.startsWith(baselineProtocol(""))) {
-    const restRow = rows.find((r) => r.scenario === "create with confirm" && r.protocol === "REST")!;
-    const ratio = restRow.paymentsPerSecond / row.paymentsPerSecond;
-    return `REST's row is ${ratio.toFixed(2)} × this build's, ≥ 0.9 with the ledger (issue 42): ${verdict(ratio >= 0.9 && restRow.errors === 0)}`;
-  }
   if (row.scenario === "create with confirm") {
     const restRow = rows.find((r) => r.scenario === "create with confirm" && r.protocol === "REST")!;
     return `≥ REST's ${restRow.paymentsPerSecond}/s (issue 20): ${verdict(row.paymentsPerSecond >= restRow.paymentsPerSecond && row.errors === 0)}`;
@@ -396,6 +373,7 @@ async function writeReport(
   webhooks: { rounds: WebhookRound[]; delivery: DeliveryFigures },
   scaleOut: ScaleOutRound[] | undefined,
   grown: GrownResult | undefined,
+  baseline: BaselineComparison | undefined,
   database: string,
   loadBefore: number,
 ): Promise<void> {
@@ -440,6 +418,12 @@ ${rows.join("\n")}
 ${mixReport(mix)}
 
 ${webhookReport(webhooks)}
+
+${
+  baseline === undefined
+    ? "Against a baseline: not measured in this run (BENCH_BASELINE names the commit to compare with; bench/baseline.ts)."
+    : baselineReport(baseline, seconds)
+}
 
 ${
   grown === undefined

@@ -353,7 +353,7 @@ export function registerJobs(
   runner.every(sandboxBooksReapIntervalMs, () => reapSandboxBooks(deps.dataSource));
   runner.every(statisticsCheckIntervalMs, () => refreshStatistics(deps.dataSource));
   runner.every(listCountsMergeIntervalMs, () => mergeListCounts(deps.dataSource));
-  runner.every(balanceTotalsMergeIntervalMs, () => mergeBalanceTotals(deps.dataSource));
+  runner.every(balanceTotalsMergeIntervalMs, () => mergeBalanceTotals(deps.dataSource, deps.clock.now()));
   runner.every(eventReapIntervalMs, () => reapOldEvents(deps.dataSource, new Date(deps.clock.now().getTime() - deps.eventRetentionMs)));
 }
 

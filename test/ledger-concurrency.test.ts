@@ -490,7 +490,7 @@ describe.skipIf(!onPostgres)(
           return;
         case "merge": {
           // On both instances at once, one takes the merge's lock and the other skips, or they take turns.
-          await Promise.all(op.sides.map((side) => mergeBalanceTotals(instance(side).app.dataSource)));
+          await Promise.all(op.sides.map((side) => mergeBalanceTotals(instance(side).app.dataSource, clock.now())));
           return;
         }
         case "balance": {
@@ -691,8 +691,8 @@ describe.skipIf(!onPostgres)(
 
       // The running totals merged (by the runners on the clock's moves, by the mix's merges): nothing changes.
       const before = await Promise.all(apis.map((api) => api.balance(0)));
-      await Promise.all([mergeBalanceTotals(a.app.dataSource), mergeBalanceTotals(b.app.dataSource)]);
-      await mergeBalanceTotals(b.app.dataSource);
+      await Promise.all([mergeBalanceTotals(a.app.dataSource, clock.now()), mergeBalanceTotals(b.app.dataSource, clock.now())]);
+      await mergeBalanceTotals(b.app.dataSource, clock.now());
       expect(await Promise.all(apis.map((api) => api.balance(1)))).toEqual(before);
       expect((await verifyLedger(b.app.dataSource)).differences, context).toEqual([]);
 
@@ -748,7 +748,10 @@ describe.skipIf(!onPostgres)(
       });
       const merging = (async () => {
         while (writing) {
-          const merged = await Promise.all([mergeBalanceTotals(a.app.dataSource), mergeBalanceTotals(b.app.dataSource)]);
+          const merged = await Promise.all([
+            mergeBalanceTotals(a.app.dataSource, clock.now()),
+            mergeBalanceTotals(b.app.dataSource, clock.now()),
+          ]);
           merges.rounds++;
           merges.merged += merged[0] + merged[1];
         }
@@ -773,8 +776,8 @@ describe.skipIf(!onPostgres)(
       expect(total(await api.balance(0))).toBe(expected);
       expect((await verifyLedger(a.app.dataSource)).differences).toEqual([]);
       const [onA, onB] = await Promise.all([api.balance(0), api.balance(1)]);
-      await Promise.all([mergeBalanceTotals(a.app.dataSource), mergeBalanceTotals(b.app.dataSource)]);
-      await mergeBalanceTotals(a.app.dataSource);
+      await Promise.all([mergeBalanceTotals(a.app.dataSource, clock.now()), mergeBalanceTotals(b.app.dataSource, clock.now())]);
+      await mergeBalanceTotals(a.app.dataSource, clock.now());
       expect(await api.balance(1)).toEqual(onA);
       expect(await api.balance(0)).toEqual(onB);
       expect((await verifyLedger(b.app.dataSource)).differences).toEqual([]);

@@ -393,7 +393,7 @@ describe("the balance report", () => {
     );
   });
 
-  it("adds up the same wherever the period begins, on a whole hour or not, before and after the running totals are merged", async () => {
+  it("adds up the same wherever the period begins, on a whole hour or not, before and after the running totals are merged and folded into days", async () => {
     const api = await merchantApi({ processing_fee_bps: 75 });
     const start = clock.now();
     for (let i = 0; i < 12; i++) {
@@ -417,8 +417,26 @@ describe("the balance report", () => {
       }
     };
     await expectReportsRight();
-    expect(await mergeBalanceTotals(service.app.dataSource)).toBeGreaterThan(0);
+    expect(await mergeBalanceTotals(service.app.dataSource, clock.now())).toBeGreaterThan(0);
     await expectReportsRight();
+    const balance = await api.balance();
+
+    // Days later the settled hours are folded into their days: the same reports, the same balance.
+    clock.advance(5 * day);
+    const hourRows = async () => {
+      const [{ n }] = await service.app.dataSource.query(
+        "SELECT count(*)::int AS n FROM balance_totals WHERE merchant_id = $1 AND span_hours = 1",
+        [api.merchant.merchantId],
+      );
+      return n as number;
+    };
+    expect(await hourRows()).toBeGreaterThan(0);
+    expect(await mergeBalanceTotals(service.app.dataSource, clock.now())).toBeGreaterThan(0);
+    expect(await hourRows()).toBe(0);
+    await expectReportsRight();
+    expect(amounts(await api.balance())).toEqual({
+      USD: { available: amounts(balance).USD!.available + amounts(balance).USD!.pending, pending: 0 },
+    });
     await expectLedgerVerified();
   });
 

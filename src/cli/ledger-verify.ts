@@ -12,9 +12,13 @@ import { log } from "../log.js";
  * server has it open).
  */
 
+/** How long one of the checks may take. */
+const verifyStatementTimeoutMs = 3_600_000;
+
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   try {
-    const app = await openApp(loadConfig());
+    // Each check scans the whole history (minutes for millions of payments), not a request's rows.
+    const app = await openApp({ ...loadConfig(), databaseStatementTimeoutMs: verifyStatementTimeoutMs });
     try {
       const { transactions, balances, differences } = await verifyLedger(app.dataSource);
       for (const difference of differences) {

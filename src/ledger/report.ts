@@ -24,33 +24,30 @@ export interface CurrencyReport {
 const typeOrder: readonly BalanceTransactionTypeWord[] = ["payment", "refund", "dispute", "dispute_reversal", "payout", "payout_reversal"];
 
 /**
- * What a report sums, per currency and type: `before` the period (its opening balance) or `within`
- * it. Whole hours come from the running totals (ledger/totals.ts); the partial hours at either end
- * of the period are read transaction by transaction, so a month's report sums a few hundred rows
- * whatever the month held. Both from one snapshot: the totals and the transactions are written by
- * the same statement.
+ * What a report sums, per currency and type: everything created `before` the period begins and
+ * before it ends (`to`); the period's activity is the difference, the balances their nets. Each sum
+ * is the running totals' rows (ledger/totals.ts) that end by the bucket boundary at or before the
+ * time, and the transactions created from that boundary to the time, read one by one: the boundary
+ * is the hour's start for a time after the totals' fold mark, the day's start before it, where the
+ * rows are days. No row straddles such a boundary (an hour's row lies within its day), so each
+ * transaction is counted once, and a month's report sums a few hundred rows whatever the month held.
+ * The totals and the transactions are written by one statement, and read here in one snapshot.
  */
 const reportSql = `
-  WITH bounds AS (
-    SELECT date_trunc('hour', $3::timestamptz, 'UTC') AS from_floor,
-           date_trunc('hour', $3::timestamptz + interval '1 hour' - interval '1 microsecond', 'UTC') AS from_ceil,
-           date_trunc('hour', $4::timestamptz, 'UTC') AS to_floor
-  ), part AS (
-    SELECT 'before' AS part, currency, type, count, amount, fee, net FROM balance_totals, bounds
-     WHERE merchant_id = $1 AND livemode = $2 AND created_hour < from_floor
+  WITH bound AS (
+    SELECT part, at, CASE WHEN at < through THEN date_trunc('day', at, 'UTC') ELSE date_trunc('hour', at, 'UTC') END AS boundary
+      FROM (VALUES ('before', $3::timestamptz), ('to', $4::timestamptz)) AS times (part, at), balance_folds
+  ), summed AS (
+    SELECT bound.part, k.currency, k.type, k.count, k.amount, k.fee, k.net
+      FROM balance_totals AS k JOIN bound ON k.created_hour + make_interval(hours => k.span_hours) <= bound.boundary
+     WHERE k.merchant_id = $1 AND k.livemode = $2
     UNION ALL
-    SELECT 'before', currency, type, 1, amount, fee, net FROM balance_transactions, bounds
-     WHERE merchant_id = $1 AND livemode = $2 AND created >= from_floor AND created < $3::timestamptz
-    UNION ALL
-    SELECT 'within', currency, type, count, amount, fee, net FROM balance_totals, bounds
-     WHERE merchant_id = $1 AND livemode = $2 AND created_hour >= from_ceil AND created_hour < to_floor
-    UNION ALL
-    SELECT 'within', currency, type, 1, amount, fee, net FROM balance_transactions, bounds
-     WHERE merchant_id = $1 AND livemode = $2 AND created >= $3::timestamptz AND created < $4::timestamptz
-       AND (created < from_ceil OR created >= greatest(to_floor, from_ceil))
+    SELECT bound.part, t.currency, t.type, 1, t.amount, t.fee, t.net
+      FROM balance_transactions AS t JOIN bound ON t.created >= bound.boundary AND t.created < bound.at
+     WHERE t.merchant_id = $1 AND t.livemode = $2
   )
   SELECT part, currency, type, sum(count)::text AS count, sum(amount)::text AS amount, sum(fee)::text AS fee, sum(net)::text AS net
-    FROM part WHERE $5::bpchar IS NULL OR currency = $5::bpchar GROUP BY 1, 2, 3`;
+    FROM summed WHERE $5::bpchar IS NULL OR currency = $5::bpchar GROUP BY 1, 2, 3`;
 
 /** The scope's balance report for [from, to), of one currency when given, in currency order. */
 export async function balanceReport(
@@ -58,17 +55,24 @@ export async function balanceReport(
   scope: Scope,
   period: { from: Date; to: Date; currency: string | undefined },
 ): Promise<CurrencyReport[]> {
-  const rows = await preparedQuery<
-    { part: "before" | "within"; currency: string; type: BalanceTransactionTypeWord } & Record<"count" | "amount" | "fee" | "net", string>
-  >(dataSource, reportSql, [scope.merchantId, scope.livemode, period.from, period.to, period.currency ?? null]);
+  type Sums = Record<"count" | "amount" | "fee" | "net", string>;
+  const rows = await preparedQuery<{ part: "before" | "to"; currency: string; type: BalanceTransactionTypeWord } & Sums>(
+    dataSource,
+    reportSql,
+    [scope.merchantId, scope.livemode, period.from, period.to, period.currency ?? null],
+  );
   const currencies = [...new Set(rows.map((row) => row.currency))].sort();
   return currencies.map((currency) => {
-    const mine = rows.filter((row) => row.currency === currency);
-    const openingBalance = mine.filter((row) => row.part === "before").reduce((sum, row) => sum + BigInt(row.net), 0n);
-    const activity = mine
-      .filter((row) => row.part === "within")
-      .sort((a, b) => typeOrder.indexOf(a.type) - typeOrder.indexOf(b.type))
-      .map((row) => ({ type: row.type, count: BigInt(row.count), amount: BigInt(row.amount), fee: BigInt(row.fee), net: BigInt(row.net) }));
+    const sumsOf = (part: "before" | "to", type: BalanceTransactionTypeWord) => {
+      const row = rows.find((r) => r.part === part && r.currency === currency && r.type === type);
+      return { count: BigInt(row?.count ?? 0), amount: BigInt(row?.amount ?? 0), fee: BigInt(row?.fee ?? 0), net: BigInt(row?.net ?? 0) };
+    };
+    const openingBalance = typeOrder.reduce((sum, type) => sum + sumsOf("before", type).net, 0n);
+    const activity = typeOrder.flatMap((type) => {
+      const [before, by] = [sumsOf("before", type), sumsOf("to", type)];
+      const count = by.count - before.count;
+      return count === 0n ? [] : [{ type, count, amount: by.amount - before.amount, fee: by.fee - before.fee, net: by.net - before.net }];
+    });
     const closingBalance = activity.reduce((sum, line) => sum + line.net, openingBalance);
     return { currency, openingBalance, activity, closingBalance };
   });

@@ -67,23 +67,44 @@ const checks: readonly string[] = [
      FROM balance_transactions AS r
      LEFT JOIN balance_transactions AS d ON d.merchant_id = r.merchant_id AND d.livemode = r.livemode AND d.source_id = r.source_id AND d.type = 'dispute'
     WHERE r.type = 'dispute_reversal' AND -r.fee IS DISTINCT FROM d.fee`,
-  // The running totals are the transactions', key by key.
+  // The running totals are the transactions': day by day of creation (an hour's row lies within its
+  // day, and a folded day is one row), and hour by hour of availability from the fold's mark on,
+  // where every row is still an hour's (a balance's pending part is read there).
   `WITH kept AS (
-     SELECT merchant_id, livemode, currency, type, created_hour, available_hour, sum(count) AS count, sum(amount) AS amount, sum(fee) AS fee, sum(net) AS net
-       FROM balance_totals GROUP BY 1, 2, 3, 4, 5, 6
+     SELECT merchant_id, livemode, currency, type, date_trunc('day', created_hour, 'UTC') AS day,
+            sum(count) AS count, sum(amount) AS amount, sum(fee) AS fee, sum(net) AS net
+       FROM balance_totals GROUP BY 1, 2, 3, 4, 5
    ), recomputed AS (
-     SELECT merchant_id, livemode, currency, type, date_trunc('hour', created, 'UTC') AS created_hour, date_trunc('hour', available_on, 'UTC') AS available_hour,
-            count(*) AS count, sum(amount) AS amount, sum(fee) AS fee, sum(net) AS net
-       FROM balance_transactions GROUP BY 1, 2, 3, 4, 5, 6
+     SELECT merchant_id, livemode, currency, type, date_trunc('day', created, 'UTC') AS day, count(*) AS count, sum(amount) AS amount,
+            sum(fee) AS fee, sum(net) AS net
+       FROM balance_transactions GROUP BY 1, 2, 3, 4, 5
    )
    SELECT coalesce(k.merchant_id, r.merchant_id) AS merchant_id, coalesce(k.livemode, r.livemode) AS livemode,
-          'totals of ' || coalesce(k.type, r.type) || ' in ' || coalesce(k.currency, r.currency) || ' created ' || to_char(coalesce(k.created_hour, r.created_hour) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:00')
-          || ', available ' || to_char(coalesce(k.available_hour, r.available_hour) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:00') AS subject,
+          'totals of ' || coalesce(k.type, r.type) || ' in ' || coalesce(k.currency, r.currency) || ' created on '
+          || to_char(coalesce(k.day, r.day) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS subject,
           'kept count ' || coalesce(k.count, 0) || ', net ' || coalesce(k.net, 0) || '; transactions count ' || coalesce(r.count, 0) || ', net ' || coalesce(r.net, 0) AS detail
      FROM kept AS k FULL JOIN recomputed AS r
-       ON k.merchant_id = r.merchant_id AND k.livemode = r.livemode AND k.currency = r.currency AND k.type = r.type
-      AND k.created_hour = r.created_hour AND k.available_hour = r.available_hour
+       ON k.merchant_id = r.merchant_id AND k.livemode = r.livemode AND k.currency = r.currency AND k.type = r.type AND k.day = r.day
     WHERE (k.count, k.amount, k.fee, k.net) IS DISTINCT FROM (r.count, r.amount, r.fee, r.net)`,
+  `WITH kept AS (
+     SELECT merchant_id, livemode, currency, available_hour AS hour, sum(net) AS net
+       FROM balance_totals, balance_folds WHERE available_hour >= through GROUP BY 1, 2, 3, 4
+   ), recomputed AS (
+     SELECT merchant_id, livemode, currency, date_trunc('hour', available_on, 'UTC') AS hour, sum(net) AS net
+       FROM balance_transactions, balance_folds WHERE date_trunc('hour', available_on, 'UTC') >= through GROUP BY 1, 2, 3, 4
+   )
+   SELECT coalesce(k.merchant_id, r.merchant_id) AS merchant_id, coalesce(k.livemode, r.livemode) AS livemode,
+          'totals in ' || coalesce(k.currency, r.currency) || ' available at ' || to_char(coalesce(k.hour, r.hour) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:00') AS subject,
+          'kept net ' || coalesce(k.net, 0) || '; transactions net ' || coalesce(r.net, 0) AS detail
+     FROM kept AS k FULL JOIN recomputed AS r
+       ON k.merchant_id = r.merchant_id AND k.livemode = r.livemode AND k.currency = r.currency AND k.hour = r.hour
+    WHERE k.net IS DISTINCT FROM r.net`,
+  // A folded row is a whole day before the fold's mark, available by then.
+  `SELECT merchant_id, livemode, 'totals of ' || type || ' in ' || currency || ' created ' || created_hour AS subject,
+          'a day''s row that is not a settled day before the fold''s mark ' || through AS detail
+     FROM balance_totals, balance_folds
+    WHERE span_hours = 24 AND (created_hour <> date_trunc('day', created_hour, 'UTC') OR created_hour + interval '1 day' > through
+          OR available_hour >= through)`,
 ];
 
 /**
@@ -100,7 +121,10 @@ const balancesSql = `
     FROM implied AS i FULL JOIN charged AS c USING (merchant_id, livemode, currency)
     FULL JOIN lined AS l USING (merchant_id, livemode, currency) FULL JOIN kept AS k USING (merchant_id, livemode, currency)`;
 
-/** Recomputes every balance and checks every entry; run while instances write, it reads one snapshot. */
+/**
+ * Recomputes every balance and checks every entry; run while instances write, it reads one snapshot
+ * (its statements scan the whole history: give `dataSource` a statement timeout to match).
+ */
 export async function verifyLedger(dataSource: DataSource): Promise<LedgerVerification> {
   return dataSource.transaction("REPEATABLE READ", async (em) => {
     const differences: LedgerDifference[] = [];

@@ -7,8 +7,9 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
  *   source object (the unique index, which also serves the `source_id` filter).
  * - `ledger_lines`: the two or more lines of each, summing to zero across accounts.
  * - `balance_totals`: signed deltas per currency, type, hour of creation and hour of availability,
- *   appended by the statement that writes the transactions and merged by the job runner, so that a
- *   balance or a month's report sums a few hundred rows however long the history.
+ *   appended by the statement that writes the transactions and merged by the job runner, which also
+ *   folds the hours of settled history into days (`span_hours`; `balance_folds.through` marks where
+ *   days end), so that a balance or a month's report sums a few hundred rows however long the history.
  * Both ledger tables refuse updates and deletes: a correction is a new entry.
  * The objects of a database made before the ledger get their transactions here, so balances are
  * right from the first start after the upgrade: fees were 0 then, and a captured payment's credit is
@@ -67,6 +68,7 @@ export class Ledger1766200000000 implements MigrationInterface {
         type varchar(32) NOT NULL,
         created_hour timestamptz NOT NULL,
         available_hour timestamptz NOT NULL,
+        span_hours smallint NOT NULL DEFAULT 1 CHECK (span_hours IN (1, 24)),
         count bigint NOT NULL,
         amount bigint NOT NULL,
         fee bigint NOT NULL,
@@ -76,6 +78,8 @@ export class Ledger1766200000000 implements MigrationInterface {
     await runner.query(
       "CREATE INDEX balance_totals_scope ON balance_totals (merchant_id, livemode, currency) INCLUDE (available_hour, net)",
     );
+    await runner.query("CREATE TABLE balance_folds (id smallint PRIMARY KEY CHECK (id = 1), through timestamptz NOT NULL)");
+    await runner.query("INSERT INTO balance_folds (id, through) VALUES (1, '-infinity')");
     await runner.query(`
       CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -90,6 +94,7 @@ export class Ledger1766200000000 implements MigrationInterface {
   }
 
   async down(runner: QueryRunner): Promise<void> {
+    await runner.query("DROP TABLE balance_folds");
     await runner.query("DROP TABLE balance_totals");
     await runner.query("DROP TABLE ledger_lines");
     await runner.query("DROP TABLE balance_transactions");

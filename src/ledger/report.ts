@@ -35,16 +35,23 @@ const typeOrder: readonly BalanceTransactionTypeWord[] = ["payment", "refund", "
  */
 const reportSql = `
   WITH bound AS (
-    SELECT part, at, CASE WHEN at < through THEN date_trunc('day', at, 'UTC') ELSE date_trunc('hour', at, 'UTC') END AS boundary
-      FROM (VALUES ('before', $3::timestamptz), ('to', $4::timestamptz)) AS times (part, at), balance_folds
+    SELECT CASE WHEN $3::timestamptz < through THEN date_trunc('day', $3::timestamptz, 'UTC') ELSE date_trunc('hour', $3::timestamptz, 'UTC') END AS start,
+           CASE WHEN $4::timestamptz < through THEN date_trunc('day', $4::timestamptz, 'UTC') ELSE date_trunc('hour', $4::timestamptz, 'UTC') END AS finish
+      FROM balance_folds
   ), summed AS (
-    SELECT bound.part, k.currency, k.type, k.count, k.amount, k.fee, k.net
-      FROM balance_totals AS k JOIN bound ON k.created_hour + make_interval(hours => k.span_hours) <= bound.boundary
-     WHERE k.merchant_id = $1 AND k.livemode = $2
-    UNION ALL
-    SELECT bound.part, t.currency, t.type, 1, t.amount, t.fee, t.net
-      FROM balance_transactions AS t JOIN bound ON t.created >= bound.boundary AND t.created < bound.at
-     WHERE t.merchant_id = $1 AND t.livemode = $2
+    ${["start", "finish"]
+      .map((end) => {
+        const part = end === "start" ? "before" : "to";
+        const at = end === "start" ? "$3::timestamptz" : "$4::timestamptz";
+        // The boundary as a scalar subquery: a value the index on created ranges over, not a join.
+        return (
+          `SELECT '${part}' AS part, currency, type, count, amount, fee, net FROM balance_totals WHERE merchant_id = $1 AND livemode = $2 ` +
+          `AND created_hour + make_interval(hours => span_hours) <= (SELECT ${end} FROM bound)\n    UNION ALL\n    ` +
+          `SELECT '${part}', currency, type, 1, amount, fee, net FROM balance_transactions WHERE merchant_id = $1 AND livemode = $2 ` +
+          `AND created >= (SELECT ${end} FROM bound) AND created < ${at}`
+        );
+      })
+      .join("\n    UNION ALL\n    ")}
   )
   SELECT part, currency, type, sum(count)::text AS count, sum(amount)::text AS amount, sum(fee)::text AS fee, sum(net)::text AS net
     FROM summed WHERE $5::bpchar IS NULL OR currency = $5::bpchar GROUP BY 1, 2, 3`;

@@ -61,16 +61,16 @@ const seededPricing = { processingFeeBps: 290, settlementDelayDays: 2 } as const
 async function loadLedger(dataSource: DataSource): Promise<void> {
   await dataSource.query(`
     INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, source_id,
-                                      available_on, created, description)
+                                      available_on, created)
     SELECT merchant_id, livemode, 'txn_' || replace(gen_random_uuid()::text, '-', ''), profile_id, type, amount, fee, amount - fee, currency,
-           source_id, created + make_interval(days => delay), created, description
+           source_id, created + make_interval(days => delay), created
       FROM (
         SELECT p.merchant_id, p.livemode, p.profile_id, 'payment' AS type, p.amount_received AS amount,
                (p.amount_received * f.processing_fee_bps + 5000) / 10000 AS fee, p.currency, p.payment_id AS source_id, p.created,
-               f.settlement_delay_days AS delay, 'Payment ' || p.payment_id AS description
+               f.settlement_delay_days AS delay
           FROM payments AS p JOIN profiles AS f USING (profile_id) WHERE p.status = 'succeeded' AND p.amount_received > 0
         UNION ALL
-        SELECT merchant_id, livemode, profile_id, 'refund', -amount, 0, currency, refund_id, updated, 0, 'Refund ' || refund_id
+        SELECT merchant_id, livemode, profile_id, 'refund', -amount, 0, currency, refund_id, updated, 0
           FROM refunds WHERE status = 'succeeded'
       ) AS movement`);
   await dataSource.query(`

@@ -1,4 +1,5 @@
 import type { DataSource } from "typeorm";
+import { mergeDeltas } from "./deltas.js";
 import type { Scope } from "./scope.js";
 
 /*
@@ -59,19 +60,7 @@ export async function mergeListCounts(dataSource: DataSource): Promise<number> {
   const merged = await dataSource.transaction(async (em) => {
     const [{ mine }] = (await em.query("SELECT pg_try_advisory_xact_lock($1, 0) AS mine", [mergeLockClass])) as [{ mine: boolean }];
     if (!mine) return 0;
-    const [{ rows }] = (await em.query(
-      `WITH taken AS (
-         DELETE FROM list_counts AS c
-          USING (SELECT list, merchant_id, livemode, key FROM list_counts GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) AS g
-          WHERE c.list = g.list AND c.merchant_id = g.merchant_id AND c.livemode = g.livemode AND c.key = g.key
-         RETURNING c.list, c.merchant_id, c.livemode, c.key, c.n
-       ), summed AS (
-         INSERT INTO list_counts (list, merchant_id, livemode, key, n)
-         SELECT list, merchant_id, livemode, key, sum(n) FROM taken GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
-       )
-       SELECT count(*)::int AS rows FROM taken`,
-    )) as [{ rows: number }];
-    return rows;
+    return mergeDeltas(em, "list_counts", ["list", "merchant_id", "livemode", "key"], ["n"], "n");
   });
   if (merged > 0) await dataSource.query("VACUUM (SKIP_LOCKED) list_counts");
   return merged;

@@ -50,7 +50,4 @@ export class BalanceTransactionRow {
 
   @Column({ name: "created", type: "timestamptz" })
   created!: Date;
-
-  @Column({ name: "description", type: "text" })
-  description!: string;
 }

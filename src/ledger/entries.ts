@@ -25,7 +25,6 @@ export interface LedgerEntry extends Movement {
   readonly livemode: boolean;
   readonly profileId: string;
   readonly created: Date;
-  readonly description: string;
 }
 
 /** The entry of `movement` made by a change of an object owned as `owner`, now. */
@@ -41,17 +40,7 @@ export function entryOf(
     livemode: owner.livemode,
     profileId: owner.profileId,
     created: clock.now(),
-    description: descriptionOf(movement),
   };
-}
-
-const reversals: Partial<Record<BalanceTransactionTypeWord, string>> = { dispute_reversal: "won", payout_reversal: "reversed" };
-
-/** "Payment pay_…", "Dispute dis_… won": what a finance team reads in a report's line. */
-function descriptionOf({ type, sourceId }: Movement): string {
-  const resource = type.split("_")[0]!;
-  const suffix = reversals[type];
-  return `${resource[0]!.toUpperCase()}${resource.slice(1)} ${sourceId}${suffix === undefined ? "" : ` ${suffix}`}`;
 }
 
 /**
@@ -68,30 +57,20 @@ function descriptionOf({ type, sourceId }: Movement): string {
  *   running totals (ledger/totals.ts).
  */
 export function ledgerSql(first: number, written: string): string {
-  const arrays = [
-    "varchar",
-    "varchar",
-    "boolean",
-    "varchar",
-    "varchar",
-    "bigint",
-    "bpchar",
-    "varchar",
-    "timestamptz",
-    "text",
-    "bigint",
-  ].map((type, i) => `$${first + i}::${type}[]`);
+  const arrays = ["varchar", "varchar", "boolean", "varchar", "varchar", "bigint", "bpchar", "varchar", "timestamptz", "bigint"].map(
+    (type, i) => `$${first + i}::${type}[]`,
+  );
   return (
     `entry AS (SELECT * FROM unnest(${arrays.join(", ")}) AS entry(balance_transaction_id, merchant_id, livemode, profile_id, type, amount, ` +
-    `currency, source_id, created, description, position) JOIN ${written} USING (position)),\n` +
+    `currency, source_id, created, position) JOIN ${written} USING (position)),\n` +
     `priced AS (SELECT e.*, CASE e.type WHEN 'payment' THEN (e.amount * p.processing_fee_bps + 5000) / 10000 WHEN 'dispute' THEN p.dispute_fee ` +
     `WHEN 'dispute_reversal' THEN -coalesce((SELECT d.fee FROM balance_transactions AS d WHERE d.merchant_id = e.merchant_id ` +
     `AND d.livemode = e.livemode AND d.source_id = e.source_id AND d.type = 'dispute'), 0) ELSE 0 END AS fee, ` +
     `e.created + CASE WHEN e.type = 'payment' THEN make_interval(days => p.settlement_delay_days) ELSE interval '0' END AS available_on ` +
     `FROM entry AS e LEFT JOIN profiles AS p ON p.profile_id = e.profile_id AND p.merchant_id = e.merchant_id),\n` +
     `txn AS (INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, ` +
-    `source_id, available_on, created, description) SELECT merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, ` +
-    `amount - fee, currency, source_id, available_on, created, description FROM priced RETURNING *),\n` +
+    `source_id, available_on, created) SELECT merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, ` +
+    `amount - fee, currency, source_id, available_on, created FROM priced RETURNING *),\n` +
     `line AS (INSERT INTO ledger_lines (merchant_id, livemode, balance_transaction_id, account, currency, amount) ` +
     `SELECT txn.merchant_id, txn.livemode, txn.balance_transaction_id, l.account, txn.currency, l.amount FROM txn CROSS JOIN LATERAL ` +
     `(VALUES ('merchant_balance', txn.net), ('fees', txn.fee), (CASE WHEN txn.type LIKE 'payout%' THEN 'payout_clearing' ELSE 'customer_funds' END, ` +
@@ -115,7 +94,6 @@ export function ledgerArrays(entries: readonly { readonly entry: LedgerEntry; re
     column((e) => e.currency),
     column((e) => e.sourceId),
     column((e) => e.created),
-    column((e) => e.description),
     entries.map(({ position }) => position),
   ];
 }

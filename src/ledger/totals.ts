@@ -1,4 +1,5 @@
 import type { DataSource } from "typeorm";
+import { mergeDeltas } from "../db/deltas.js";
 
 /*
  * The running totals a balance and a report read instead of every balance transaction
@@ -52,21 +53,12 @@ export async function mergeBalanceTotals(dataSource: DataSource, now: Date): Pro
        SELECT count(*)::int AS folded FROM taken`,
       [new Date(now.getTime() - foldAfterMs)],
     )) as [{ folded: number }];
-    const [{ merged }] = (await em.query(
-      `WITH taken AS (
-         DELETE FROM balance_totals AS t
-          USING (SELECT merchant_id, livemode, currency, type, created_hour, available_hour, span_hours FROM balance_totals
-                  GROUP BY 1, 2, 3, 4, 5, 6, 7 HAVING count(*) > 1) AS g
-          WHERE t.merchant_id = g.merchant_id AND t.livemode = g.livemode AND t.currency = g.currency AND t.type = g.type
-            AND t.created_hour = g.created_hour AND t.available_hour = g.available_hour AND t.span_hours = g.span_hours
-         RETURNING t.*
-       ), summed AS (
-         INSERT INTO balance_totals (merchant_id, livemode, currency, type, created_hour, available_hour, span_hours, count, amount, fee, net)
-         SELECT merchant_id, livemode, currency, type, created_hour, available_hour, span_hours, sum(count), sum(amount), sum(fee), sum(net)
-           FROM taken GROUP BY 1, 2, 3, 4, 5, 6, 7
-       )
-       SELECT count(*)::int AS merged FROM taken`,
-    )) as [{ merged: number }];
+    const merged = await mergeDeltas(
+      em,
+      "balance_totals",
+      ["merchant_id", "livemode", "currency", "type", "created_hour", "available_hour", "span_hours"],
+      ["count", "amount", "fee", "net"],
+    );
     return folded + merged;
   });
   if (changed > 0) await dataSource.query("VACUUM (SKIP_LOCKED) balance_totals");

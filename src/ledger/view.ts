@@ -10,7 +10,7 @@ import {
 } from "../../gen/paymentservice/v1/balance_pb.js";
 import { enumNumber, enumWord } from "../enum-words.js";
 import type { CurrencyBalance } from "./balance.js";
-import type { BalanceTransactionRow } from "./balance-transaction.entity.js";
+import type { BalanceTransactionRow, BalanceTransactionTypeWord } from "./balance-transaction.entity.js";
 import type { CurrencyReport } from "./report.js";
 
 /** The API view of a balance transaction at `now`: pending until its available_on. */
@@ -27,8 +27,20 @@ export function toBalanceTransaction(row: BalanceTransactionRow, now: Date): Mes
     status: row.availableOn <= now ? BalanceTransactionStatus.AVAILABLE : BalanceTransactionStatus.PENDING,
     availableOn: timestampFromDate(row.availableOn),
     created: timestampFromDate(row.created),
-    description: row.description,
+    description: descriptionOf(row),
   };
+}
+
+const reversals: Partial<Record<BalanceTransactionTypeWord, string>> = { dispute_reversal: "won", payout_reversal: "reversed" };
+
+/**
+ * "Payment pay_…", "Dispute dis_… won": what a finance team reads in a report's line, derived from
+ * the type and the source rather than stored with every transaction.
+ */
+function descriptionOf({ type, sourceId }: BalanceTransactionRow): string {
+  const resource = type.split("_")[0]!;
+  const suffix = reversals[type];
+  return `${resource[0]!.toUpperCase()}${resource.slice(1)} ${sourceId}${suffix === undefined ? "" : ` ${suffix}`}`;
 }
 
 /** The API view of a balance. */

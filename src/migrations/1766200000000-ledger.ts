@@ -39,7 +39,6 @@ export class Ledger1766200000000 implements MigrationInterface {
         source_id varchar(64) NOT NULL,
         available_on timestamptz NOT NULL,
         created timestamptz NOT NULL,
-        description text NOT NULL,
         PRIMARY KEY (merchant_id, livemode, balance_transaction_id),
         CHECK (net = amount - fee)
       )`);
@@ -107,25 +106,24 @@ export class Ledger1766200000000 implements MigrationInterface {
 async function backfill(runner: QueryRunner): Promise<void> {
   await runner.query(`
     INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, source_id,
-                                      available_on, created, description)
+                                      available_on, created)
     SELECT merchant_id, livemode, 'txn_' || replace(gen_random_uuid()::text, '-', ''), profile_id, type, amount, 0, amount, currency, source_id,
-           created + CASE WHEN type = 'payment' THEN interval '2 days' ELSE interval '0' END, created, description
+           created + CASE WHEN type = 'payment' THEN interval '2 days' ELSE interval '0' END, created
       FROM (
-        SELECT merchant_id, livemode, profile_id, 'payment' AS type, amount_received AS amount, currency, payment_id AS source_id, created,
-               'Payment ' || payment_id AS description
+        SELECT merchant_id, livemode, profile_id, 'payment' AS type, amount_received AS amount, currency, payment_id AS source_id, created
           FROM payments WHERE status = 'succeeded' AND amount_received > 0
         UNION ALL
-        SELECT merchant_id, livemode, profile_id, 'refund', -amount, currency, refund_id, updated, 'Refund ' || refund_id
+        SELECT merchant_id, livemode, profile_id, 'refund', -amount, currency, refund_id, updated
           FROM refunds WHERE status = 'succeeded'
         UNION ALL
-        SELECT merchant_id, livemode, profile_id, 'dispute', -amount, currency, dispute_id, created, 'Dispute ' || dispute_id FROM disputes
+        SELECT merchant_id, livemode, profile_id, 'dispute', -amount, currency, dispute_id, created FROM disputes
         UNION ALL
-        SELECT merchant_id, livemode, profile_id, 'dispute_reversal', amount, currency, dispute_id, updated, 'Dispute ' || dispute_id || ' won'
+        SELECT merchant_id, livemode, profile_id, 'dispute_reversal', amount, currency, dispute_id, updated
           FROM disputes WHERE status = 'won'
         UNION ALL
-        SELECT merchant_id, livemode, profile_id, 'payout', -amount, currency, payout_id, created, 'Payout ' || payout_id FROM payouts
+        SELECT merchant_id, livemode, profile_id, 'payout', -amount, currency, payout_id, created FROM payouts
         UNION ALL
-        SELECT merchant_id, livemode, profile_id, 'payout_reversal', amount, currency, payout_id, updated, 'Payout ' || payout_id || ' reversed'
+        SELECT merchant_id, livemode, profile_id, 'payout_reversal', amount, currency, payout_id, updated
           FROM payouts WHERE status IN ('failed', 'cancelled')
       ) AS movement`);
   await runner.query(`

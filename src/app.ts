@@ -220,7 +220,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
     await testClock?.refresh();
     const clock = options.clock ?? testClock ?? systemClock;
     const units = new UnitOfWork(dataSource);
-    const metrics = new ServiceMetrics(dataSource, clock);
+    const metrics = new ServiceMetrics(dataSource, clock, config.databaseUrl ?? embedded!.url);
     const jobs = new JobRunner(
       dataSource,
       clock,

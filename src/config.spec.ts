@@ -98,6 +98,18 @@ describe("loadConfig", () => {
       expect(message).not.toContain("hunter2");
     });
 
+    it("takes libpq's list of hosts, and refuses one it cannot follow, naming why without showing the value", () => {
+      const url = "postgres://app:hunter2@db-a:5432,db-b:5432/payments?target_session_attrs=read-write";
+      expect(loadConfig({ DATABASE_URL: url, ...sharedSecrets }).databaseUrl).toBe(url);
+      const message = problem({ DATABASE_URL: "postgres://app:hunter2@db-a,db-b/payments?target_session_attrs=standby", ...sharedSecrets });
+      expect(message).toMatch(/^DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL, .* or one with several hosts/);
+      expect(message).toContain(
+        "(the value set has target_session_attrs=standby; the service writes, so it takes any, read-write, primary)",
+      );
+      expect(message).not.toContain("hunter2");
+      expect(problem({ DATABASE_URL: "postgres://app@db-a,db b/payments", ...sharedSecrets })).toContain("(the value set is not a URL");
+    });
+
     it("refuses a URL without a host", () => {
       expect(problem({ DATABASE_URL: "postgres:///payments", ...sharedSecrets })).toContain("(the value set names no host)");
     });

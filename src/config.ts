@@ -1,3 +1,4 @@
+import { type DatabaseAddress, parseDatabaseUrl } from "./db/address.js";
 import { parseTrustedProxies } from "./transport/client-address.js";
 import { parseAllowedOrigins } from "./transport/cors.js";
 
@@ -158,10 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, use: ConfigUse 
   const headersTimeoutMs = int("HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
   const config: Config = {
     port: int("PORT", 8080, 0, 65535),
-    databaseUrl: check(
-      () => url(env, "DATABASE_URL", ["postgres:", "postgresql:"], "postgres://user:password@host:5432/database"),
-      undefined,
-    ),
+    databaseUrl: check(() => databaseUrl(env), undefined),
     dataDir: text(env, "DATA_DIR") ?? "./.data",
     redisUrl: check(() => url(env, "REDIS_URL", ["redis:", "rediss:"], "redis://host:6379"), undefined),
     adminApiKey: check(() => secret(env, "ADMIN_API_KEY", minAdminApiKeyLength), undefined),
@@ -259,6 +257,31 @@ function url(env: NodeJS.ProcessEnv, name: string, protocols: readonly string[],
   if (!protocols.includes(parsed.protocol)) throw new Error(`${expected} (the value set is a ${parsed.protocol}// URL)`);
   // pg takes a Unix socket directory as ?host=/path, with the URL's own host left empty.
   if (parsed.hostname === "" && !parsed.searchParams.has("host")) throw new Error(`${expected} (the value set names no host)`);
+  return value;
+}
+
+const databaseUrlExample = "postgres://user:password@host:5432/database";
+
+/**
+ * DATABASE_URL: one host, or libpq's list of hosts (decisions §12), each of which must be a URL pg
+ * can use. The messages never repeat the value, which may hold a password.
+ */
+function databaseUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const value = text(env, "DATABASE_URL");
+  if (value === undefined) return undefined;
+  const protocols = ["postgres:", "postgresql:"];
+  let address: DatabaseAddress;
+  try {
+    address = parseDatabaseUrl(value);
+  } catch (error) {
+    // Not even a postgres:// URL: the general check says what it is instead.
+    if (!/^postgres(?:ql)?:\/\//.test(value)) return url(env, "DATABASE_URL", protocols, databaseUrlExample);
+    throw new Error(
+      `DATABASE_URL must be a postgres:// or postgresql:// URL, e.g. ${databaseUrlExample}, or one with several hosts, ` +
+        `e.g. postgres://user@host1:5432,host2:5432/database?target_session_attrs=read-write (the value set ${(error as Error).message})`,
+    );
+  }
+  for (const host of address.hosts) url({ DATABASE_URL: host.url }, "DATABASE_URL", protocols, databaseUrlExample);
   return value;
 }
 

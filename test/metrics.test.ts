@@ -21,6 +21,8 @@ const expectedNames = [
   "paymentservice_db_pool_connections",
   "paymentservice_db_pool_idle_connections",
   "paymentservice_db_pool_waiting_requests",
+  "paymentservice_db_primary",
+  "paymentservice_db_primary_changes_total",
   "paymentservice_jobs_queued",
   "paymentservice_jobs_due",
   "paymentservice_jobs_lag_seconds",
@@ -89,6 +91,9 @@ describe("metrics on the operators' port", () => {
     const first = await scrape(service);
     for (const name of expectedNames) expect(first.text, name).toMatch(new RegExp(`^# TYPE ${name} `, "m"));
     expect(first.value("paymentservice_db_pool_connections")).toBeGreaterThan(0);
+    // One host: the one the pool has always used, and no change.
+    expect(first.text).toMatch(/^paymentservice_db_primary\{host="[^"]+:[0-9]+"\} 1$/m);
+    expect(first.value("paymentservice_db_primary_changes_total")).toBe(0);
     for (const query of ["jobs", "webhook_pending", "webhook_failed", "idempotency_keys"]) {
       expect(first.value("paymentservice_scrape_query_up", { query }), query).toBe(1);
     }

@@ -1,4 +1,4 @@
-import pg from "pg";
+import { type DatabaseClient, databaseClient } from "../db/pool.js";
 import { log } from "../log.js";
 import type { KeyRecord } from "../auth/key-record.js";
 
@@ -108,8 +108,7 @@ export class KeyCache {
   }
 
   private async listen(): Promise<Listening> {
-    const client = new pg.Client({
-      connectionString: this.connectionString,
+    const client = databaseClient(this.connectionString, {
       application_name: "payment-service key cache",
       // A heartbeat that does not come back makes the connection count as lost and start over.
       query_timeout: 5_000,
@@ -155,11 +154,11 @@ export class KeyCache {
 
 /** The listening connection and the server process of its session. */
 interface Listening {
-  readonly pg: pg.Client;
+  readonly pg: DatabaseClient;
   readonly backend: number;
 }
 
-async function backendOf(client: pg.Client): Promise<number> {
+async function backendOf(client: DatabaseClient): Promise<number> {
   const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
   return rows[0]!.pid;
 }

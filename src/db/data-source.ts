@@ -1,6 +1,6 @@
 import "reflect-metadata";
 import { DataSource, MigrationExecutor, type MigrationInterface } from "typeorm";
-import { type DatabaseTimeouts, poolOptions } from "./pool.js";
+import { connectionOptions, type DatabaseTimeouts, poolOptions } from "./pool.js";
 
 /** A migration as TypeORM takes it: a class. */
 export type Migration = new () => MigrationInterface;
@@ -28,12 +28,12 @@ const migrationLock = 0x7061796d656e7473n;
 export async function applyMigrations(url: string, connectTimeoutMs: number, migrations: readonly Migration[]): Promise<string[]> {
   const dataSource = new DataSource({
     type: "postgres",
-    url,
+    url: connectionOptions(url).connectionString,
     migrations: [...migrations],
     migrationsTransactionMode: "all",
     logging: false,
     // One connection holds the lock, the other migrates.
-    extra: { max: 2, connectionTimeoutMillis: connectTimeoutMs },
+    extra: { ...connectionOptions(url), max: 2, connectionTimeoutMillis: connectTimeoutMs },
   });
   await dataSource.initialize();
   try {
@@ -81,14 +81,14 @@ export async function openDataSource(
   if (migrateOnStart) await applyMigrations(url, timeouts.connectTimeoutMs, schema.migrations);
   const dataSource = new DataSource({
     type: "postgres",
-    url,
+    url: connectionOptions(url).connectionString,
     entities: [...schema.entities],
     migrations: [...schema.migrations],
     migrationsRun: false,
     synchronize: false,
     // Failed queries are logged by the outcome interceptor without parameters, which hold personal data.
     logging: false,
-    extra: poolOptions(timeouts, poolSize),
+    extra: poolOptions(url, timeouts, poolSize),
   });
   await dataSource.initialize();
   if (!migrateOnStart) {

@@ -6,10 +6,12 @@ export function isUniqueViolation(error: unknown): boolean {
 
 /**
  * SQLSTATEs that say the database cannot serve a call now rather than that the call is wrong: class 08
- * (connection exceptions) is matched by prefix; the rest are the server shutting down or starting up,
- * out of connections, or a statement, lock wait or idle transaction over its timeout.
+ * (connection exceptions, and no primary among DATABASE_URL's hosts) is matched by prefix; the rest
+ * are the server shutting down or starting up, out of connections, a statement, lock wait or idle
+ * transaction over its timeout, or a write that reached a server demoted to a standby (the service
+ * opens no read-only transaction of its own, so 25006 means the primary moved).
  */
-const unavailableStates = new Set(["57P01", "57P02", "57P03", "53300", "57014", "55P03", "25P03"]);
+const unavailableStates = new Set(["57P01", "57P02", "57P03", "53300", "57014", "55P03", "25P03", "25006"]);
 
 /** Socket errors of a connection to the database that went away or never came. */
 const unavailableErrnos = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);

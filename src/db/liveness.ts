@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
-import pg from "pg";
 import type { DataSource } from "typeorm";
 import { log } from "../log.js";
+import { type DatabaseClient, databaseClient } from "./pool.js";
 
 /*
  * Leases (a job's, an operation's claim on a payment or refund, an idempotency key in flight) last
@@ -43,7 +43,7 @@ export function holderOf(dataSource: DataSource): number | null {
  * take over this one's leases (safe, as above); it is opened again and the lock taken again.
  */
 export class InstanceLiveness {
-  private client: pg.Client | undefined;
+  private client: DatabaseClient | undefined;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
 
@@ -74,7 +74,7 @@ export class InstanceLiveness {
 
   /** Connects and takes the lock; false when another session holds it (an id already taken). */
   private async hold(): Promise<boolean> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const client = databaseClient(this.databaseUrl);
     client.on("error", (error) => {
       log.error("instance liveness connection lost", { error: String(error) });
       if (this.client === client) this.client = undefined;

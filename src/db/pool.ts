@@ -1,6 +1,8 @@
 import pg from "pg";
 import type { DataSource } from "typeorm";
 import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
+import type { DatabaseHost } from "./address.js";
+import { type Abandonable, PrimaryLocator } from "./primary.js";
 
 /** How long anything of an instance may wait on PostgreSQL (DATABASE_*_TIMEOUT_MS in config.ts). */
 export interface DatabaseTimeouts {
@@ -23,45 +25,141 @@ const readTimeoutMessage = "Query read timeout";
 /** A pg callback: the error first. */
 type Callback = (error: Error | undefined, ...rest: unknown[]) => void;
 
+/** pg's callback of `connect`. */
+type ConnectCallback = ((error: Error) => void) | ((error: null, client: pg.Client) => void);
+
+/** SQLSTATEs of a server shutting down, crashed or starting up: the primary may have moved. */
+const shuttingDownStates = new Set(["57P01", "57P02", "57P03"]);
+
+/** pg's options for a DatabaseClient, with the locator of its DATABASE_URL. */
+export interface DatabaseClientConfig extends pg.ClientConfig {
+  readonly locator: PrimaryLocator;
+}
+
+/** How long a search for the primary waits on a host when the client was given no connect timeout. */
+const defaultConnectTimeoutMs = 5000;
+
 /**
- * A pg client that closes its connection when an answer does not come in time. pg's own read timeout
- * fails the query but leaves it running on the connection, so the next statement on it (a
- * transaction's ROLLBACK) queues behind a server that may never answer and waits the whole timeout
- * again; closed, the connection fails it at once and the pool replaces it.
+ * The pg client of every connection the service opens to PostgreSQL. It connects to the primary
+ * among DATABASE_URL's hosts (primary.ts), and tells the locator when its server fails or turns out
+ * read-only. It also closes its connection when an answer does not come in time: pg's own read
+ * timeout fails the query but leaves it running on the connection, so the next statement on it (a
+ * transaction's ROLLBACK) would queue behind a server that may never answer and wait the whole
+ * timeout again; closed, the connection fails it at once and the pool replaces it.
  */
-class AbandoningClient extends pg.Client {
-  constructor(config?: string | pg.ClientConfig) {
+export class DatabaseClient extends pg.Client implements Abandonable {
+  private readonly locator: PrimaryLocator;
+  private readonly connectTimeoutMs: number;
+  private server: DatabaseHost | undefined;
+  private abandoned = false;
+
+  constructor(config: DatabaseClientConfig) {
     super(config);
+    this.locator = config.locator;
+    this.connectTimeoutMs = config.connectionTimeoutMillis ?? defaultConnectTimeoutMs;
     const query = this.query.bind(this) as (...args: unknown[]) => unknown;
-    const abandon = (error: unknown): void => {
-      if (error instanceof Error && error.message === readTimeoutMessage) this.connection.stream.destroy();
-    };
     this.query = ((...args: unknown[]) => {
       const callback = args.at(-1);
       if (typeof callback === "function") {
         args[args.length - 1] = (error: Error | undefined, ...rest: unknown[]) => {
           (callback as Callback)(error, ...rest);
-          abandon(error);
+          this.observe(error);
         };
         return query(...args);
       }
       const result = query(...args);
-      if (result instanceof Promise) result.catch(abandon);
+      if (result instanceof Promise) result.catch((error: unknown) => this.observe(error));
       return result;
     }) as pg.Client["query"];
+  }
+
+  /** Closes the connection under whatever it is doing: its statements fail at once. */
+  abandon(): void {
+    if (this.abandoned) return;
+    this.abandoned = true;
+    this.connection.stream.destroy();
+    // Told only when the socket closes, a pool could hand this connection, idle, to the next call
+    // meanwhile; told now, it drops it first. (Unheard, an error event would end the process.)
+    if (this.listenerCount("error") > 0) this.emit("error", new Error("Connection terminated: closed by the service"));
+  }
+
+  override connect(): Promise<pg.Client>;
+  override connect(callback: ConnectCallback): void;
+  override connect(callback?: ConnectCallback): Promise<pg.Client> | undefined {
+    const connected = this.connectToPrimary().then(() => this);
+    if (callback === undefined) return connected;
+    connected.then(
+      (client) => (callback as (error: null, client: pg.Client) => void)(null, client),
+      (error: Error) => (callback as (error: Error) => void)(error),
+    );
+    return undefined;
+  }
+
+  private async connectToPrimary(): Promise<void> {
+    const server = await this.locator.target(this.connectTimeoutMs);
+    if (this.locator.follows) {
+      this.host = server.host;
+      this.port = server.port;
+    }
+    try {
+      await super.connect();
+    } catch (error) {
+      this.locator.suspect(server);
+      throw error;
+    }
+    if (!(await this.locator.accepts(this))) {
+      this.locator.leave(server);
+      await this.end().catch(() => undefined);
+      throw this.locator.refusal(server);
+    }
+    this.server = server;
+    this.locator.joined(this, server);
+    this.once("end", () => this.locator.left(this));
+  }
+
+  /** What a failed statement says about the server: a read-only one is left, a silent or closing one suspected. */
+  private observe(error: unknown): void {
+    if (!(error instanceof Error) || this.server === undefined) return;
+    const code = (error as { code?: unknown }).code;
+    if (error.message === readTimeoutMessage || code === "25006") {
+      this.abandon();
+      this.locator.leave(this.server);
+    } else if (typeof code === "string" && shuttingDownStates.has(code)) {
+      this.locator.suspect(this.server);
+    }
   }
 }
 
 /**
- * The pg pool options of an instance's pools: `max` connections, a deadline on getting one, PostgreSQL's
+ * What every pool and connection of DATABASE_URL is made with: the first host's URL, which pg and
+ * TypeORM read for the user, database and TLS settings, and the client that follows the primary
+ * among all the hosts.
+ */
+export function connectionOptions(databaseUrl: string): {
+  connectionString: string;
+  Client: typeof DatabaseClient;
+  locator: PrimaryLocator;
+} {
+  const locator = PrimaryLocator.of(databaseUrl);
+  return { connectionString: locator.address.hosts[0]!.url, Client: DatabaseClient, locator };
+}
+
+/** A connection of its own (a LISTEN, the liveness lock, the readiness probe) that follows the primary like the pools'. */
+export function databaseClient(databaseUrl: string, config: pg.ClientConfig = {}): DatabaseClient {
+  const { Client, ...options } = connectionOptions(databaseUrl);
+  return new Client({ ...config, ...options });
+}
+
+/**
+ * The pg pool options of an instance's pools: connections that follow the primary, `max` of them, a deadline on getting one, PostgreSQL's
  * own statement, lock and idle-in-transaction timeouts set on every session, and a deadline on every
  * answer slightly past statement_timeout, so that no call waits on PostgreSQL without end, whether it
  * is slow, restarting, gone or frozen.
  */
-export function poolOptions(timeouts: DatabaseTimeouts, max: number): Record<string, unknown> {
+export function poolOptions(databaseUrl: string, timeouts: DatabaseTimeouts, max: number): Record<string, unknown> {
   return {
+    ...connectionOptions(databaseUrl),
     max,
-    Client: AbandoningClient,
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
     statement_timeout: timeouts.statementTimeoutMs,
     lock_timeout: timeouts.lockTimeoutMs,

@@ -1,4 +1,4 @@
-import pg from "pg";
+import { type DatabaseClient, databaseClient } from "../db/pool.js";
 import { log } from "../log.js";
 
 /** How long a stream waits for a notification before it looks anyway: the fallback when none can arrive. */
@@ -11,7 +11,7 @@ const longestWaitMs = 1000;
  * missed a notification (the connection was being re-opened, PostgreSQL restarted) only waits longer.
  */
 export class EventFeed {
-  private client: pg.Client | undefined;
+  private client: DatabaseClient | undefined;
   private connecting: Promise<void> | undefined;
   private waiters = new Set<() => void>();
   private closed = false;
@@ -54,7 +54,7 @@ export class EventFeed {
 
   private async open(): Promise<void> {
     // keepAlive: a connection the network cut silently is noticed, and opened again.
-    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: this.connectTimeoutMs, keepAlive: true });
+    const client = databaseClient(this.databaseUrl, { connectionTimeoutMillis: this.connectTimeoutMs, keepAlive: true });
     client.on("notification", () => this.wakeAll());
     client.on("error", (error) => {
       log.error("event feed connection lost", { error: String(error) });

@@ -1,4 +1,4 @@
-import pg from "pg";
+import { type DatabaseClient, databaseClient } from "../db/pool.js";
 
 /** Longest a probe connection waits to connect or for an answer before it is dropped and opened afresh. */
 const giveUpMs = 5_000;
@@ -11,7 +11,7 @@ const giveUpMs = 5_000;
  * measures the database, not the pool's queue.
  */
 export class ProbeConnection {
-  private client: Promise<pg.Client> | undefined;
+  private client: Promise<DatabaseClient> | undefined;
 
   constructor(private readonly connectionString: string) {}
 
@@ -35,8 +35,8 @@ export class ProbeConnection {
     await client?.then((c) => c.end()).catch(() => undefined);
   }
 
-  private async connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: giveUpMs, query_timeout: giveUpMs });
+  private async connect(): Promise<DatabaseClient> {
+    const client = databaseClient(this.connectionString, { connectionTimeoutMillis: giveUpMs, query_timeout: giveUpMs });
     // A connection that breaks between probes fails the next probe's query, which drops it; this
     // listener only keeps the break from being an unhandled error.
     client.on("error", () => undefined);

@@ -5,6 +5,7 @@ import type { Clock } from "../clock.js";
 import { poolOf } from "../db/pool.js";
 import type { RequestRecord } from "../transport/request-record.js";
 import { DatabaseGauges } from "./database-gauges.js";
+import { PrimaryLocator } from "../db/primary.js";
 
 /** Prefix of every metric of ours, so they sort together and never clash with an exporter's. */
 const prefix = "paymentservice_";
@@ -37,7 +38,7 @@ export class ServiceMetrics {
   private readonly jobFailures: Counter<"kind">;
   private readonly fallbacks: Counter;
 
-  constructor(dataSource: DataSource, clock: Clock) {
+  constructor(dataSource: DataSource, clock: Clock, databaseUrl: string) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({
@@ -79,6 +80,27 @@ export class ServiceMetrics {
     poolGauge("db_pool_connections", "Connections the database pool holds (busy and idle).", (c) => c.totalCount);
     poolGauge("db_pool_idle_connections", "Connections of the pool not in use.", (c) => c.idleCount);
     poolGauge("db_pool_waiting_requests", "Queries waiting for a connection of the pool.", (c) => c.waitingCount);
+    const locator = PrimaryLocator.of(databaseUrl);
+    new Gauge({
+      name: `${prefix}db_primary`,
+      help: "1 for the database host this instance's connections go to (the primary, with several hosts in DATABASE_URL).",
+      labelNames: ["host"],
+      registers,
+      collect() {
+        this.reset();
+        const host = locator.primary;
+        if (host !== undefined) this.set({ host: host.label }, 1);
+      },
+    });
+    new Counter({
+      name: `${prefix}db_primary_changes_total`,
+      help: "Times this instance's connections moved to another database host: a failover or a switchover it followed.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(locator.changes);
+      },
+    });
     new DatabaseGauges(dataSource, clock, prefix, this.registry);
   }
 

@@ -17,7 +17,7 @@ const poolSize = 3;
 
 const settings = workerData as DeliveryThreadSettings;
 const port = parentPort!;
-const pool = new pg.Pool({ connectionString: settings.databaseUrl, ...poolOptions(settings.timeouts, poolSize) });
+const pool = new pg.Pool(poolOptions(settings.databaseUrl, settings.timeouts, poolSize));
 // An idle connection that breaks (PostgreSQL restarting) is replaced by the pool; unheard, its error would end the thread.
 pool.on("error", (error) => log.warn("a webhook delivery connection to PostgreSQL failed", { error: String(error) }));
 const testClock = settings.sandboxTestClock ? new SandboxTestClock(pool) : undefined;

@@ -68,8 +68,9 @@ export interface IdempotencyDependencies {
  * on every protocol. The first request with a key claims it; the handler commits its effect with the
  * response (the recorder set here): in `UnitOfWork.commit`'s transaction, or in the object writer's
  * statement, so a crash can never leave an effect without the response that a retry would replay. A failed request frees
- * the key, unless it recorded something first (a payment before its processor is asked): then the
- * key waits for that request's retry, which finishes what the first try recorded. Reads (methods
+ * the key, unless it recorded something first (a payment before its processor is asked) or the
+ * database failed under it (what it wrote may have committed): then the key waits for that request's
+ * retry, which finishes what the first try recorded. Reads (methods
  * marked NO_SIDE_EFFECTS) ignore keys.
  */
 export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Interceptor {
@@ -90,12 +91,17 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
     const fingerprints = deps.hasher.hashes(digest);
     const token = newClaimToken();
     const release = () => releaseKey(deps.dataSource, ref, token);
+    // When the database fails under the call, what the call wrote may have committed with its answer
+    // lost (a primary gone between its commit and its reply; the claim itself, taking over a key an
+    // earlier try had written effects under). The key is not deleted then but left to the call's
+    // retry, once the database is back: it keeps its effect seed, so the retry finds what committed
+    // rather than making it a second time.
+    const leaveForRetry = () => releases.add(token, () => unlockKey(deps.dataSource, ref, token, deps.clock.now()), claimLeaseMs);
     let claim: Claim;
     try {
       claim = await claimKey(deps.dataSource, ref, fingerprints, deps.clock.now(), token);
     } catch (error) {
-      // The claim may have committed with its answer lost (the database went away meanwhile): release it once the database is back.
-      if (isDatabaseUnavailable(error)) releases.add(token, release, claimLeaseMs);
+      if (isDatabaseUnavailable(error)) leaveForRetry();
       throw error;
     }
     switch (claim.kind) {
@@ -141,10 +147,9 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
       if (!recorded) await completeKey(deps.dataSource.manager, ref, token, responseOf(res.message));
       return res;
     } catch (error) {
-      // The caller hears of the failure that ended its call, at once: a key the database cannot free now
-      // (it just failed the call, or fails the release) is freed once it can.
+      // The caller hears of the failure that ended its call at once.
       if (isDatabaseUnavailable(error)) {
-        releases.add(token, free, claimLeaseMs);
+        leaveForRetry();
         throw error;
       }
       const released = await free().catch(() => {

@@ -57,6 +57,11 @@ export class DatabaseClient extends pg.Client implements Abandonable {
     super(config);
     this.locator = config.locator;
     this.connectTimeoutMs = config.connectionTimeoutMillis ?? defaultConnectTimeoutMs;
+    // pg reports a server ending the session (a shutdown's FATAL 57P01) as an error event, even on a
+    // connection between owners (being connected, or released and closing) that nobody listens to
+    // then, and an unheard error event ends the process. This listener hears every one: the
+    // connection's statements fail anyway, and its owner's listener, when it has one, is told too.
+    this.on("error", (error) => this.observe(error));
     const query = this.query.bind(this) as (...args: unknown[]) => unknown;
     this.query = ((...args: unknown[]) => {
       const callback = args.at(-1);
@@ -79,8 +84,8 @@ export class DatabaseClient extends pg.Client implements Abandonable {
     this.abandoned = true;
     this.connection.stream.destroy();
     // Told only when the socket closes, a pool could hand this connection, idle, to the next call
-    // meanwhile; told now, it drops it first. (Unheard, an error event would end the process.)
-    if (this.listenerCount("error") > 0) this.emit("error", new Error("Connection terminated: closed by the service"));
+    // meanwhile; told now, it drops it first.
+    this.emit("error", new Error("Connection terminated: closed by the service"));
   }
 
   override connect(): Promise<pg.Client>;
@@ -101,19 +106,22 @@ export class DatabaseClient extends pg.Client implements Abandonable {
       this.host = server.host;
       this.port = server.port;
     }
-    try {
-      await super.connect();
-    } catch (error) {
+    await super.connect().catch((error: unknown) => {
       this.locator.suspect(server);
       throw error;
-    }
+    });
+    let refusal: Error | undefined;
     if (!(await this.locator.accepts(this))) {
       this.locator.leave(server);
+      refusal = this.locator.refusal(server);
+    } else if (!this.locator.joined(this, server)) {
+      refusal = this.locator.moved(server);
+    }
+    if (refusal !== undefined) {
       await this.end().catch(() => undefined);
-      throw this.locator.refusal(server);
+      throw refusal;
     }
     this.server = server;
-    this.locator.joined(this, server);
     this.once("end", () => this.locator.left(this));
   }
 

@@ -102,6 +102,11 @@ export class PrimaryLocator {
     return new NoPrimaryError(`the PostgreSQL server at ${host.label} ${acceptance[attrs].refusal} (target_session_attrs=${attrs})`);
   }
 
+  /** A refusal for a connection that reached `host` after the primary had moved elsewhere. */
+  moved(host: DatabaseHost): NoPrimaryError {
+    return new NoPrimaryError(`the primary moved from ${host.label} to ${this.elected?.label} while a connection to it was opened`);
+  }
+
   /**
    * Something went wrong on or with `host` (a connection failed, the server said it is read-only or
    * shutting down, an answer did not come): if it is the primary, the next connection searches again.
@@ -125,14 +130,15 @@ export class PrimaryLocator {
     }
   }
 
-  /** A connection opened to `host`, to be closed if the primary moves elsewhere. */
-  joined(connection: Abandonable, host: DatabaseHost): void {
-    if (!this.follows || this.address.sessionAttrs === "any") return;
-    if (this.elected !== undefined && this.elected !== host) {
-      connection.abandon();
-      return;
-    }
+  /**
+   * A connection opened to `host`, to be closed if the primary moves elsewhere; false when it already
+   * has (a search settled on another host while this one connected), and the connection must not be used.
+   */
+  joined(connection: Abandonable, host: DatabaseHost): boolean {
+    if (!this.follows || this.address.sessionAttrs === "any") return true;
+    if (this.elected !== undefined && this.elected !== host) return false;
     this.connections.set(connection, host);
+    return true;
   }
 
   /** A connection closed. */

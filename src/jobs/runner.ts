@@ -1,5 +1,7 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Clock } from "../clock.js";
+import { isDatabaseUnavailable } from "../db/errors.js";
+import { ReleaseRetries } from "../db/release-retries.js";
 import { FailureStreak, log } from "../log.js";
 import type { JobRow } from "./job.entity.js";
 import { jobLeaseMs } from "../leases.js";
@@ -120,6 +122,11 @@ export class JobRunner implements JobWaker {
   private readonly tickFailures = new FailureStreak("the job runner's look for due jobs");
   private wokenDuringTick = false;
   private readonly upkeep: Chore[] = [];
+  /**
+   * Failed attempts the database could not record when they failed (it had gone: a failover, a
+   * restart), recorded once it is back: left to its lease instead, such a job would wait a minute.
+   */
+  private readonly unrecorded = new ReleaseRetries();
 
   constructor(
     private readonly dataSource: DataSource,
@@ -315,7 +322,18 @@ export class JobRunner implements JobWaker {
         log.error("job failed", facts);
       }
     } catch (recording) {
-      log.error("job failure not recorded", { kind: job.kind, object_id: job.objectId, error: String(recording) });
+      if (isDatabaseUnavailable(recording) && attempts < this.settings.maxAttempts) {
+        const retryAt = new Date(this.clock.now().getTime() + retryDelayMs(attempts));
+        const leaseLeftMs = leasedUntil.getTime() - this.clock.now().getTime();
+        this.unrecorded.add(
+          `${job.jobId} ${leasedUntil.getTime()}`,
+          () => retryJobLater(this.dataSource, job, leasedUntil, attempts, String(error), retryAt),
+          leaseLeftMs,
+        );
+        log.error("job failure not recorded yet; recorded once the database is back", { ...facts, error: String(recording) });
+      } else {
+        log.error("job failure not recorded", { kind: job.kind, object_id: job.objectId, error: String(recording) });
+      }
     }
   }
 }

@@ -51,6 +51,11 @@ export interface IdempotentCall {
    * made names the same object instead of creating a second one.
    */
   readonly effectSeed: string;
+  /**
+   * Whether an earlier try of the request left the key (it failed with the database, or its instance
+   * died): what it recorded may exist, and the request was valid when that try checked it.
+   */
+  readonly retried: boolean;
 }
 
 /** Set by the idempotency interceptor for a call with a key. */

@@ -118,7 +118,7 @@ export function createIdempotencyInterceptor(deps: IdempotencyDependencies): Int
         return res;
       }
     }
-    req.contextValues.set(idempotentCallKey, { key, effectSeed: claim.effectSeed });
+    req.contextValues.set(idempotentCallKey, { key, effectSeed: claim.effectSeed, retried: claim.retried });
     const responseOf = (response: unknown) =>
       toBinary(req.method.output, storable(req.method.output, create(req.method.output, response as MessageInitShape<DescMessage>)));
     let recorded = false;

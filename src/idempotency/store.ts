@@ -20,9 +20,10 @@ export const claimLeaseMs = idempotencyClaimMs;
 export type Claim =
   /**
    * `effectSeed` names the objects the request creates (db/unit-of-work.ts): that of an earlier try
-   * of the request with this key that never completed, so a retry names the object it recorded.
+   * of the request with this key that never completed, so a retry names the object it recorded;
+   * `retried` says whether there was such a try.
    */
-  | { readonly kind: "claimed"; readonly effectSeed: string }
+  | { readonly kind: "claimed"; readonly effectSeed: string; readonly retried: boolean }
   | { readonly kind: "replay"; readonly response: Uint8Array }
   | { readonly kind: "in_flight" }
   | { readonly kind: "mismatch" };
@@ -57,6 +58,7 @@ export interface KeyRef extends Scope {
  */
 export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprints: Fingerprints, now: Date, token: string): Promise<Claim> {
   for (;;) {
+    const seed = randomBase62(24);
     const claimed = (await dataSource.query(
       `INSERT INTO idempotency_keys AS k
          (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at, claimed_by, effect_seed)
@@ -81,10 +83,10 @@ export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprints
         new Date(now.getTime() + keyLifetimeMs),
         holderOf(dataSource),
         alternates(fingerprints),
-        randomBase62(24),
+        seed,
       ],
     )) as { effect_seed: string }[];
-    if (claimed.length === 1) return { kind: "claimed", effectSeed: claimed[0]!.effect_seed };
+    if (claimed.length === 1) return { kind: "claimed", effectSeed: claimed[0]!.effect_seed, retried: claimed[0]!.effect_seed !== seed };
     const [existing] = (await dataSource.query(
       `SELECT fingerprint, state, response FROM idempotency_keys WHERE merchant_id = $1 AND livemode = $2 AND idempotency_key = $3`,
       [ref.merchantId, ref.livemode, ref.key],

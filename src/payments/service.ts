@@ -88,15 +88,20 @@ function captureMethodWord(method: CaptureMethod | undefined): CaptureMethodWord
   return (sentWord(CaptureMethodSchema, method) ?? "automatic") as CaptureMethodWord;
 }
 
-/** capture_on belongs to scheduled capture only, and must lie ahead. */
-function captureOn(clock: Clock, method: CaptureMethodWord, value: Timestamp | undefined): Date | null {
+/**
+ * capture_on belongs to scheduled capture only, and must lie ahead, when the request is first tried:
+ * a retry with the key of a try that recorded the payment (a database failover, a crash) may come
+ * after capture_on, and refusing it would leave that payment without its key's answer (the job
+ * captures it once due, at once if it is past).
+ */
+function captureOn(clock: Clock, method: CaptureMethodWord, value: Timestamp | undefined, retried: boolean): Date | null {
   if (method !== "scheduled") {
     if (value !== undefined) throw invalidField("capture_on", "only applies when capture_method is scheduled");
     return null;
   }
   if (value === undefined) throw missingField("capture_on");
   const at = timestampToDate(value);
-  if (at <= clock.now()) throw invalidField("capture_on", "must be in the future");
+  if (at <= clock.now() && !retried) throw invalidField("capture_on", "must be in the future");
   return at;
 }
 
@@ -190,7 +195,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
         amountCapturable: 0n,
         amountReceived: null,
         captureMethod: method,
-        captureOn: captureOn(clock, method, req.captureOn),
+        captureOn: captureOn(clock, method, req.captureOn, ctx.values.get(idempotentCallKey)?.retried === true),
         paymentMethod: paymentMethodWord(req.paymentMethod, paysWithCard) ?? null,
         paymentMethodType: text("payment_method_type", req.paymentMethodType, 32) ?? null,
         paymentMethodId: null,
@@ -267,7 +272,7 @@ export function paymentService(deps: PaymentDependencies): ServiceImpl<typeof Pa
           }
           if (req.captureMethod !== undefined || req.captureOn !== undefined) {
             changes.captureMethod = req.captureMethod === undefined ? row.captureMethod : captureMethodWord(req.captureMethod);
-            changes.captureOn = captureOn(clock, changes.captureMethod, req.captureOn ?? undefined);
+            changes.captureOn = captureOn(clock, changes.captureMethod, req.captureOn ?? undefined, false);
           }
           Object.assign(row, changes);
           if (newCurrency !== undefined) row.currency = newCurrency;

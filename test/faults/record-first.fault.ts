@@ -1,5 +1,6 @@
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { databaseClient } from "../../src/db/pool.js";
 import { cardData } from "../support/cards.js";
 import { rest } from "../support/clients.js";
 import { fileDatabaseUrl, rows } from "../support/database.js";
@@ -75,7 +76,7 @@ describe("record first: an instance killed after recording an attempt or after t
 
   beforeAll(async () => {
     databaseUrl = (await fileDatabaseUrl())!;
-    db = new pg.Client({ connectionString: databaseUrl });
+    db = databaseClient(databaseUrl);
     await db.connect();
     retrier = await spawnServer(instanceEnv(databaseUrl, { JOB_POLL_MS: "3600000" }));
     spawned.push(retrier);
@@ -215,6 +216,33 @@ describe("record first: an instance killed after recording an attempt or after t
       expect(events).not.toContain("payment.processing");
     },
   );
+
+  it("a scheduled-capture create killed at payment.recorded and retried with its key after capture_on passed: the recorded payment, captured by its job", async () => {
+    const merchant = await newMerchant(retrier.url);
+    // Ahead while an armed instance starts (seconds on a loaded machine) and takes the first try.
+    const captureOn = new Date(Date.now() + 15_000);
+    const body = { ...automatic(merchant, 6100), capture_method: "scheduled", capture_on: captureOn.toISOString() };
+    const key = "create-scheduled-retried-late";
+    await killedCall("payment.recorded", merchant, "/payments", body, key);
+    // The retry comes once capture_on has passed, as one does after a database failover or a crash:
+    // its first try recorded the payment, so it is not refused for it (a refusal freed the key, and
+    // the next retry made a second payment; found by the failover test).
+    await until("capture_on passed", () => Date.now() > captureOn.getTime() + 100, 30_000, 100);
+
+    const retry = await rest(retrier.url, "POST", "/payments", { apiKey: merchant.apiKey, body, headers: { "x-idempotency-key": key } });
+    expect(retry.status, retry.text).toBe(200);
+    const payments = await paymentsOf(merchant);
+    expect(payments.map((p) => p.payment_id)).toEqual([retry.body.payment_id]);
+    await until(
+      `the scheduled capture of ${retry.body.payment_id}`,
+      async () => (await paymentsOf(merchant))[0]!.status === "succeeded",
+      settleWithinMs,
+      100,
+    );
+    const again = await rest(retrier.url, "POST", "/payments", { apiKey: merchant.apiKey, body, headers: { "x-idempotency-key": key } });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.payment_id).toBe(retry.body.payment_id);
+  });
 
   it("a manual capture killed at payment.answered and retried with its key at once: captured once, succeeded", () =>
     killedCapture("at once"));

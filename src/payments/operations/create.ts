@@ -1,5 +1,6 @@
 import type { Claimed } from "../../objects/claims.js";
 import type { Alongside } from "../../objects/writer.js";
+import { responseRecorderKey } from "../../db/unit-of-work.js";
 import { alreadyExists } from "../../errors.js";
 import type { CardDetails } from "../../processors/processor.js";
 import {
@@ -45,6 +46,10 @@ export async function createConfirmed(
     return askProcessor(deps, claim, recorded, card, call);
   });
   if (created !== "taken") return created;
+  // The payment is this key's (its id is the key's seed): whatever the resume meets (the payment still
+  // held by the first try, the database failing), the key must stay with the call for its next retry,
+  // or a retry claiming it afresh would get a new seed and create a second payment.
+  if (idFromSeed) call.ctx.values.get(responseRecorderKey)?.keepForRetry();
   const resumed = await operateOnPayment(deps, row, row.paymentId, resumeCreate(card, idFromSeed), call);
   return resumed!;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseDatabaseUrl } from "./address.js";
+import { databaseNameOf, parseDatabaseUrl, withDatabaseName } from "./address.js";
 
 describe("parseDatabaseUrl", () => {
   it("gives a single-host URL back unchanged, so pg reads it exactly as before", () => {
@@ -64,5 +64,24 @@ describe("parseDatabaseUrl", () => {
 
   it("never repeats the password in a refusal", () => {
     expect(() => parseDatabaseUrl("postgres://u:hunter2@a,b:0/db")).toThrow(/^(?!.*hunter2)/s);
+  });
+});
+
+describe("withDatabaseName and databaseNameOf", () => {
+  it.each([
+    ["postgres://u:p@db:5433/payments?sslmode=require", "postgres://u:p@db:5433/other?sslmode=require"],
+    [
+      "postgres://u@a:5432,b:5433/payments?target_session_attrs=read-write",
+      "postgres://u@a:5432,b:5433/other?target_session_attrs=read-write",
+    ],
+    ["postgresql:///payments?host=/var/run/postgresql", "postgresql:///other?host=/var/run/postgresql"],
+    ["postgres://u@a,b", "postgres://u@a,b/other"],
+  ])("renames the database of %s, hosts and parameters unchanged", (url, renamed) => {
+    expect(withDatabaseName(url, "other")).toBe(renamed);
+    expect(databaseNameOf(renamed)).toBe("other");
+  });
+
+  it("reads the database of a list of hosts", () => {
+    expect(databaseNameOf("postgres://u@a:5432,b:5433/payments_f_1?target_session_attrs=read-write")).toBe("payments_f_1");
   });
 });

@@ -98,3 +98,21 @@ function splitPort(entry: string): [string, string | undefined] {
   const colon = entry.lastIndexOf(":");
   return colon === -1 ? [entry, undefined] : [entry.slice(0, colon), entry.slice(colon + 1)];
 }
+
+/** The URL's parts around its database name: the hosts before it, the parameters after. */
+function databaseParts(url: string): { before: string; name: string; after: string } {
+  const parts = /^(postgres(?:ql)?:\/\/[^/?#]*)(?:\/([^?#]*))?(.*)$/s.exec(url);
+  if (parts === null) throw new Error("is not a postgres:// or postgresql:// URL");
+  return { before: parts[1]!, name: decodeURIComponent(parts[2] ?? ""), after: parts[3] ?? "" };
+}
+
+/** The database a URL names, for one host or several (an operator's command, a test cloning it). */
+export function databaseNameOf(url: string): string {
+  return databaseParts(url).name;
+}
+
+/** The same URL, hosts and parameters unchanged, naming database `name` instead. */
+export function withDatabaseName(url: string, name: string): string {
+  const { before, after } = databaseParts(url);
+  return `${before}/${encodeURIComponent(name)}${after}`;
+}

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { databaseClient } from "../../src/db/pool.js";
 import { fileDatabaseUrl } from "../support/database.js";
 import { newMerchant, type TestMerchant } from "../support/merchant.js";
 import { programEnv, spawnServer, type ServerProcess } from "../support/server-process.js";
@@ -86,7 +87,7 @@ describe("the kill -9 oracle: two instances, SIGKILL every few seconds, clients 
 
   beforeAll(async () => {
     databaseUrl = (await fileDatabaseUrl())!;
-    db = new pg.Client({ connectionString: databaseUrl });
+    db = databaseClient(databaseUrl);
     await db.connect();
   });
   afterAll(async () => {

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { visaCard } from "../support/cards.js";
+import { inSuiteForm } from "../support/database.js";
 import { sleep, until } from "../support/wait.js";
 import { countBy, kindOf } from "./answers.js";
 import { rest, type JsonBody } from "../support/clients.js";
@@ -133,7 +134,7 @@ describe("database and Redis outages, frozen dependencies", () => {
     await admin.end();
     redis = await startRedisServer();
     server = await spawnServer({
-      DATABASE_URL: cluster.url("payments"),
+      DATABASE_URL: inSuiteForm(cluster.url("payments")),
       REDIS_URL: redis.url,
       DATABASE_POOL_SIZE: String(poolSize),
       DATABASE_CONNECT_TIMEOUT_MS: String(connectTimeoutMs),

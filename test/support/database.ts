@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import pg from "pg";
+import type pg from "pg";
 import { inject } from "vitest";
+import { databaseNameOf, parseDatabaseUrl, withDatabaseName } from "../../src/db/address.js";
 import { applyMigrations } from "../../src/db/data-source.js";
+import { databaseClient } from "../../src/db/pool.js";
 import { migrations } from "../../src/migrations/index.js";
 import { startEmbeddedDatabase } from "../../src/db/embedded.js";
 
@@ -22,14 +24,8 @@ declare module "vitest" {
   }
 }
 
-function withDatabase(url: string, name: string): string {
-  const target = new URL(url);
-  target.pathname = `/${name}`;
-  return target.toString();
-}
-
 async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: withDatabase(url, "postgres") });
+  const client = databaseClient(withDatabaseName(url, "postgres"));
   await client.connect();
   try {
     return await work(client);
@@ -40,7 +36,7 @@ async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>)
 
 /** Prefix of the per-file databases cloned from the template at `url`. */
 function clonePrefix(url: string): string {
-  return `${new URL(url).pathname.slice(1)}_f_`;
+  return `${databaseNameOf(url)}_f_`;
 }
 
 /**
@@ -59,17 +55,32 @@ export function forgetFileDatabase(): void {
   fileDatabase = undefined;
 }
 
+/** A host that refuses every connection at once: nothing listens on port 1. */
+const refusingHost = "127.0.0.1:1";
+
+/**
+ * `url`, a cluster of the test's own, in the form DATABASE_URL has: when the suite runs on a list of
+ * hosts (CI's fault suite does, decisions §12), a list too, a host that refuses connections first,
+ * so that the services of tests with clusters of their own also find their primary by the search.
+ */
+export function inSuiteForm(url: string): string {
+  const suite = process.env.DATABASE_URL;
+  if (suite === undefined || parseDatabaseUrl(suite).hosts.length === 1) return url;
+  const [, start, hosts, rest] = /^(postgres(?:ql)?:\/\/(?:[^@/?#]*@)?)([^/?#]*)(.*)$/s.exec(url)!;
+  return `${start}${refusingHost},${hosts}${rest}${rest!.includes("?") ? "&" : "?"}target_session_attrs=read-write`;
+}
+
 /** This test file's own database (created on first use), or undefined on the embedded database. */
 export function fileDatabaseUrl(): Promise<string> | undefined {
   const template = process.env.DATABASE_URL;
   if (template === undefined) return undefined;
   fileDatabase ??= onServer(template, async (client) => {
     const name = `${clonePrefix(template)}${randomBytes(6).toString("hex")}`;
-    const source = new URL(template).pathname.slice(1);
+    const source = databaseNameOf(template);
     for (let attempt = 1; ; attempt++) {
       try {
         await client.query(`CREATE DATABASE "${name}" TEMPLATE "${source}"`);
-        return withDatabase(template, name);
+        return withDatabaseName(template, name);
       } catch (error) {
         // Two files cloning at the same instant briefly see each other on the template; try again.
         if (attempt >= 20 || !String(error).includes("being accessed by other users")) throw error;
@@ -90,13 +101,13 @@ export async function emptyDatabaseUrl(): Promise<string> {
   return onServer(template, async (client) => {
     const name = `${clonePrefix(template)}${randomBytes(6).toString("hex")}`;
     await client.query(`CREATE DATABASE "${name}"`);
-    return withDatabase(template, name);
+    return withDatabaseName(template, name);
   });
 }
 
 /** Runs `work` on a client of its own connected to this test file's database, so it can hold locks and transactions the service must wait for. */
 export async function onFileDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: await fileDatabaseUrl() });
+  const db = databaseClient((await fileDatabaseUrl())!);
   await db.connect();
   try {
     return await work(db);

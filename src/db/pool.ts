@@ -18,7 +18,7 @@ export interface DatabaseTimeouts {
  * statement itself and the connection stays usable; only a server that cannot answer at all (frozen,
  * cut off by the network) reaches this deadline, and its connection is closed.
  */
-const answerMarginMs = 2000;
+export const answerMarginMs = 2000;
 
 const readTimeoutMessage = "Query read timeout";
 

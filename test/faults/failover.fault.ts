@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { poolOptions } from "../../src/db/pool.js";
+import { answerMarginMs, poolOptions } from "../../src/db/pool.js";
 import { rows } from "../support/database.js";
 import { type FailoverCluster, type FailoverNode, type PrimaryFound, startFailoverCluster } from "../support/failover-cluster.js";
 import { newMerchant, type TestMerchant, updateProfile } from "../support/merchant.js";
@@ -29,8 +29,6 @@ const merchantCount = 2;
 /** The instances' database timeouts, short so that a frozen primary is left within seconds. */
 const connectTimeoutMs = 2000;
 const statementTimeoutMs = 3000;
-/** pool.ts waits this long past statement_timeout for an answer before it leaves a silent server. */
-const answerMarginMs = 2000;
 /** The bar (issue 43): the first acknowledged write after the new primary takes writes. */
 const firstSuccessLimitMs = 30_000;
 /**

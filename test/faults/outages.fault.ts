@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import pg from "pg";
+import { answerMarginMs } from "../../src/db/pool.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { visaCard } from "../support/cards.js";
 import { inSuiteForm } from "../support/database.js";
@@ -28,8 +29,6 @@ const connectTimeoutMs = 2000;
 const statementTimeoutMs = 3000;
 const maxWaiting = 40;
 const webhookConcurrency = 4;
-/** pool.ts waits this long past statement_timeout for an answer before it closes the connection. */
-const answerMarginMs = 2000;
 /**
  * The longest a call may take while the database does not answer: a connection to wait for, or a
  * statement whose answer never comes, after what went well before it, plus slack for a shared, slow

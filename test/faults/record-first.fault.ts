@@ -364,10 +364,10 @@ describe("record first: an instance killed after recording an attempt or after t
           AND p.merchant_id = split_part(c.idempotency_key, ':', 1) AND p.payment_id = split_part(c.idempotency_key, ':', 2)
         WHERE c.operation = 'authorize' AND c.outcome->>'status' IN ('authorized', 'captured')`,
     );
-    // Six cases were granted an authorization: the two retried creates, the create and the setup
-    // settled after the answer, the two manual captures' payments (the create and the setup settled
-    // after the record were never authorized).
-    expect(granted, JSON.stringify(granted)).toHaveLength(6);
+    // Seven cases were granted an authorization: the two retried creates, the scheduled-capture create
+    // retried late, the create and the setup settled after the answer, the two manual captures'
+    // payments (the create and the setup settled after the record were never authorized).
+    expect(granted, JSON.stringify(granted)).toHaveLength(7);
     const twice = await rows<{ payment: string; n: number }>(
       db,
       `SELECT split_part(idempotency_key, ':', 1) || ':' || split_part(idempotency_key, ':', 2) AS payment, count(*)::int AS n

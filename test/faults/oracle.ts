@@ -94,10 +94,11 @@ export interface Verdict {
 /** A definitive answer: 200 with the object, or a documented refusal. */
 type Outcome = { readonly ok: true; readonly body: JsonBody } | { readonly ok: false; readonly code: string };
 
-/** Whether an answer says to try again: the instance went away, failed, or another request still holds the key. */
-function isRetryable(status: number, code: string | undefined): boolean {
-  return status >= 500 || status === 429 || code === "IK_01";
-}
+/**
+ * What one try of a call came to: a definitive answer, or why to try again elsewhere (the instance went
+ * away, failed, was unavailable or refused for load, or another request still holds the key).
+ */
+type Attempt = { readonly outcome: Outcome } | { readonly retry: "connection" | "in flight" | "internal" | "unavailable" | "server" };
 
 const { bankPayout, cardPayout } = payoutBodies(() => new Date());
 const card = (number = "4242424242424242") => cardData(number, new Date());
@@ -424,44 +425,72 @@ export class MoneyOracle {
   }
 
   /**
-   * Sends one REST call with its idempotency key until it gets a definitive answer, moving to the
-   * other instance after a connection error.
+   * Makes one call with its idempotency key until it gets a definitive answer: `attempt` tries it once
+   * on an instance and says what came of it; a retryable failure moves the call to another instance.
    */
-  private async restUntilAnswered(merchant: TestMerchant, method: string, path: string, body: unknown, key: string): Promise<Outcome> {
+  private async untilAnswered(attempt: (url: string) => Promise<Attempt>): Promise<Outcome> {
     const counts = this.counts;
     let avoid: string | undefined;
     let unavailable = false;
-    for (let attempt = 0; ; attempt++) {
-      if (attempt === 1) counts.retriedRequests++;
+    for (let tries = 0; ; tries++) {
+      if (tries === 1) counts.retriedRequests++;
       const instance = await this.pickInstance(avoid);
       counts.requests++;
-      try {
-        const res = await rest(instance.url, method, path, {
-          apiKey: merchant.apiKey,
-          body,
-          headers: { "x-idempotency-key": key },
-        });
-        const code: string | undefined = res.body?.error?.code;
-        if (isRetryable(res.status, code)) {
-          if (code === "IK_01") counts.inFlightConflicts++;
-          else counts.serverErrors++;
-          if (res.status === 500) counts.internalErrors++;
-          if (res.status === 503 && !unavailable) {
-            unavailable = true;
-            counts.retriedAfter503++;
-          }
-          avoid = instance.url;
-          await sleep(50 + Math.random() * 100);
-          continue;
+      const result = await attempt(instance.url);
+      if ("outcome" in result) return result.outcome;
+      if (result.retry === "connection") counts.connectionErrors++;
+      else if (result.retry === "in flight") counts.inFlightConflicts++;
+      else {
+        counts.serverErrors++;
+        if (result.retry === "internal") counts.internalErrors++;
+        if (result.retry === "unavailable" && !unavailable) {
+          unavailable = true;
+          counts.retriedAfter503++;
         }
-        if (res.status === 200) return { ok: true, body: res.body };
-        return { ok: false, code: code ?? `http_${res.status}` };
-      } catch {
-        counts.connectionErrors++;
-        avoid = instance.url;
-        await sleep(20 + Math.random() * 50);
       }
+      avoid = instance.url;
+      await sleep(result.retry === "connection" ? 20 + Math.random() * 50 : 50 + Math.random() * 100);
     }
+  }
+
+  /** One REST call until answered (untilAnswered). */
+  private restUntilAnswered(merchant: TestMerchant, method: string, path: string, body: unknown, key: string): Promise<Outcome> {
+    return this.untilAnswered(async (url): Promise<Attempt> => {
+      let res: Awaited<ReturnType<typeof rest>>;
+      try {
+        res = await rest(url, method, path, { apiKey: merchant.apiKey, body, headers: { "x-idempotency-key": key } });
+      } catch {
+        return { retry: "connection" };
+      }
+      const code: string | undefined = res.body?.error?.code;
+      if (code === "IK_01") return { retry: "in flight" };
+      if (res.status === 500) return { retry: "internal" };
+      if (res.status === 503) return { retry: "unavailable" };
+      if (res.status > 500 || res.status === 429) return { retry: "server" };
+      if (res.status === 200) return { outcome: { ok: true, body: res.body } };
+      return { outcome: { ok: false, code: code ?? `http_${res.status}` } };
+    });
+  }
+
+  /** One Connect call until answered (untilAnswered): `call` makes it on an instance and returns the object's id and status word. */
+  private connectUntilAnswered(
+    key: string,
+    call: (url: string, headers: Record<string, string>) => Promise<{ id: string; status: string }>,
+  ): Promise<Outcome> {
+    return this.untilAnswered(async (url): Promise<Attempt> => {
+      this.counts.overConnect++;
+      try {
+        return { outcome: { ok: true, body: await call(url, { "x-idempotency-key": key }) } };
+      } catch (error) {
+        const code = ConnectError.from(error).findDetails(ErrorDetailSchema)[0]?.code;
+        // HE_00 and SU_01 are REST's 500 and 503, which the REST call retries too.
+        if (code === undefined) return { retry: "connection" };
+        if (code === "IK_01") return { retry: "in flight" };
+        if (code === "HE_00") return { retry: "internal" };
+        if (code === "SU_01") return { retry: "unavailable" };
+        return { outcome: { ok: false, code } };
+      }
+    });
   }
 
   private connectOf(url: string, merchant: TestMerchant) {
@@ -475,41 +504,6 @@ export class MoneyOracle {
       this.connectClients.set(cacheKey, clients);
     }
     return clients;
-  }
-
-  /** The same loop over Connect: `call` makes one attempt on an instance and returns the object's id and status word. */
-  private async connectUntilAnswered(
-    key: string,
-    call: (url: string, headers: Record<string, string>) => Promise<{ id: string; status: string }>,
-  ): Promise<Outcome> {
-    const counts = this.counts;
-    let avoid: string | undefined;
-    let unavailable = false;
-    for (let attempt = 0; ; attempt++) {
-      if (attempt === 1) counts.retriedRequests++;
-      const instance = await this.pickInstance(avoid);
-      counts.requests++;
-      counts.overConnect++;
-      try {
-        const answer = await call(instance.url, { "x-idempotency-key": key });
-        return { ok: true, body: answer };
-      } catch (error) {
-        const code = ConnectError.from(error).findDetails(ErrorDetailSchema)[0]?.code;
-        if (code === "IK_01") counts.inFlightConflicts++;
-        else if (code === undefined) counts.connectionErrors++;
-        else if (code === "HE_00" || code === "SU_01") {
-          // SU_01 is REST's 503, which the REST loop retries too.
-          counts.serverErrors++;
-          if (code === "HE_00") counts.internalErrors++;
-          if (code === "SU_01" && !unavailable) {
-            unavailable = true;
-            counts.retriedAfter503++;
-          }
-        } else return { ok: false, code };
-        avoid = instance.url;
-        await sleep(50 + Math.random() * 100);
-      }
-    }
   }
 
   /** Records a definitive answer: the acknowledged object and status, or the refusal's code. */

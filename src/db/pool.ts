@@ -31,6 +31,30 @@ type ConnectCallback = ((error: Error) => void) | ((error: null, client: pg.Clie
 /** SQLSTATEs of a server shutting down, crashed or starting up: the primary may have moved. */
 const shuttingDownStates = new Set(["57P01", "57P02", "57P03"]);
 
+/**
+ * A commit PostgreSQL made on its own disk but whose wait for its synchronous standby was cancelled
+ * (pg_cancel_backend, as an operator or a tool does when the standby is lost; statement_timeout does
+ * not end that wait, the read timeout does): the server reports it as a success with a WARNING, yet
+ * it may not survive a failover, since the standby that would be promoted may never have had it.
+ * The service cannot tell the caller it succeeded, nor that it failed: 08007 is SQLSTATE's
+ * "transaction resolution unknown", which answers 503 SU_01, and a retry with the idempotency key
+ * finds the committed answer if it survived, and makes the change anew if it did not.
+ */
+export class UnconfirmedCommitError extends Error {
+  readonly code = "08007";
+  override readonly name = "UnconfirmedCommitError";
+}
+
+/**
+ * Whether a notice is the server's warning that a cancel stopped its wait for synchronous
+ * replication of a commit. The warning has no SQLSTATE of its own (01000), so its text tells, as
+ * the server writes it with lc_messages in English, as packaged. (When a shutdown stops the wait
+ * instead, the server ends the session without a word, which fails the statement anyway.)
+ */
+function isUnreplicatedCommit(notice: { readonly severity?: string; readonly message?: string }): boolean {
+  return notice.severity === "WARNING" && (notice.message ?? "").includes("synchronous replication");
+}
+
 /** pg's options for a DatabaseClient, with the locator of its DATABASE_URL. */
 export interface DatabaseClientConfig extends pg.ClientConfig {
   readonly locator: PrimaryLocator;
@@ -52,6 +76,7 @@ export class DatabaseClient extends pg.Client implements Abandonable {
   private readonly connectTimeoutMs: number;
   private server: DatabaseHost | undefined;
   private abandoned = false;
+  private unconfirmedCommit: UnconfirmedCommitError | undefined;
 
   constructor(config: DatabaseClientConfig) {
     super(config);
@@ -62,20 +87,46 @@ export class DatabaseClient extends pg.Client implements Abandonable {
     // then, and an unheard error event ends the process. This listener hears every one: the
     // connection's statements fail anyway, and its owner's listener, when it has one, is told too.
     this.on("error", (error) => this.observe(error));
+    // pg runs one statement at a time per connection and a notice comes before the end of the
+    // statement that caused it, so the warning belongs to the next statement to finish.
+    this.on("notice", (notice) => {
+      if (isUnreplicatedCommit(notice)) this.unconfirmedCommit = new UnconfirmedCommitError(`${notice.message}: ${notice.detail ?? ""}`);
+    });
     const query = this.query.bind(this) as (...args: unknown[]) => unknown;
     this.query = ((...args: unknown[]) => {
       const callback = args.at(-1);
       if (typeof callback === "function") {
         args[args.length - 1] = (error: Error | undefined, ...rest: unknown[]) => {
-          (callback as Callback)(error, ...rest);
-          this.observe(error);
+          const failure = error ?? this.takeUnconfirmedCommit();
+          if (failure === undefined) (callback as Callback)(undefined, ...rest);
+          else (callback as Callback)(failure);
+          this.observe(failure);
         };
         return query(...args);
       }
       const result = query(...args);
-      if (result instanceof Promise) result.catch((error: unknown) => this.observe(error));
-      return result;
+      if (!(result instanceof Promise)) return result;
+      return result.then(
+        (value: unknown) => {
+          const failure = this.takeUnconfirmedCommit();
+          if (failure === undefined) return value;
+          this.observe(failure);
+          throw failure;
+        },
+        (error: unknown) => {
+          this.takeUnconfirmedCommit();
+          this.observe(error);
+          throw error;
+        },
+      );
     }) as pg.Client["query"];
+  }
+
+  /** The warning of an unreplicated commit that came during the statement that just finished, once. */
+  private takeUnconfirmedCommit(): UnconfirmedCommitError | undefined {
+    const warning = this.unconfirmedCommit;
+    this.unconfirmedCommit = undefined;
+    return warning;
   }
 
   /** Closes the connection under whatever it is doing: its statements fail at once. */
@@ -110,8 +161,14 @@ export class DatabaseClient extends pg.Client implements Abandonable {
       this.locator.suspect(server);
       throw error;
     });
+    const accepted = await this.locator.accepts(this).catch(async (error: unknown) => {
+      // The check failed, not the server's answer to it: the connection is of no use, and would stay open.
+      this.locator.suspect(server);
+      await this.end().catch(() => undefined);
+      throw error;
+    });
     let refusal: Error | undefined;
-    if (!(await this.locator.accepts(this))) {
+    if (!accepted) {
       this.locator.leave(server);
       refusal = this.locator.refusal(server);
     } else if (!this.locator.joined(this, server)) {
@@ -125,11 +182,14 @@ export class DatabaseClient extends pg.Client implements Abandonable {
     this.once("end", () => this.locator.left(this));
   }
 
-  /** What a failed statement says about the server: a read-only one is left, a silent or closing one suspected. */
+  /**
+   * What a failed statement says about the server: a read-only one, a silent one and one whose
+   * standby stopped confirming commits are left (the primary may have moved), a closing one suspected.
+   */
   private observe(error: unknown): void {
     if (!(error instanceof Error) || this.server === undefined) return;
     const code = (error as { code?: unknown }).code;
-    if (error.message === readTimeoutMessage || code === "25006") {
+    if (error.message === readTimeoutMessage || code === "25006" || error instanceof UnconfirmedCommitError) {
       this.abandon();
       this.locator.leave(this.server);
     } else if (typeof code === "string" && shuttingDownStates.has(code)) {

@@ -21,24 +21,24 @@ let a: PostgresCluster;
 let b: PostgresCluster;
 let cases = 0;
 
-/** Sets whether `cluster` takes writes, for new and open sessions alike, and waits until new sessions see it. */
-async function setWritable(cluster: PostgresCluster, writable: boolean): Promise<void> {
+/** Sets a server setting of `cluster` for new and open sessions alike, and waits until new sessions see it. */
+async function configure(cluster: PostgresCluster, name: string, value: string): Promise<void> {
   const admin = new pg.Client({ connectionString: cluster.url(), options: "-c default_transaction_read_only=off" });
   await admin.connect();
   try {
-    await admin.query(`ALTER SYSTEM SET default_transaction_read_only = ${writable ? "off" : "on"}`);
+    await admin.query(`ALTER SYSTEM SET ${name} = '${value}'`);
     await admin.query("SELECT pg_reload_conf()");
   } finally {
     await admin.end();
   }
   await until(
-    `${cluster.port} ${writable ? "writable" : "read-only"}`,
+    `${cluster.port} ${name} = '${value}'`,
     async () => {
       const probe = new pg.Client({ connectionString: cluster.url() });
       await probe.connect();
       try {
-        const { rows } = await probe.query<{ setting: string }>("SELECT current_setting('transaction_read_only') AS setting");
-        return rows[0]!.setting === (writable ? "off" : "on");
+        const { rows } = await probe.query<{ setting: string }>("SELECT current_setting($1) AS setting", [name]);
+        return rows[0]!.setting === value;
       } finally {
         await probe.end();
       }
@@ -46,6 +46,10 @@ async function setWritable(cluster: PostgresCluster, writable: boolean): Promise
     10_000,
   );
 }
+
+/** Sets whether `cluster` takes writes, with default_transaction_read_only, which is what target_session_attrs reads. */
+const setWritable = (cluster: PostgresCluster, writable: boolean) =>
+  configure(cluster, "default_transaction_read_only", writable ? "off" : "on");
 
 /** A URL of its own per case: each URL has its own locator, and its application_name marks its sessions. */
 function urlOf(ports: readonly number[], attrs = "read-write"): { url: string; name: string } {
@@ -227,6 +231,46 @@ describe("a DATABASE_URL with several hosts", () => {
 });
 
 describe("a DATABASE_URL with one host", () => {
+  it("fails a commit whose wait for its synchronous standby was cancelled, 08007 and 503-retryable, which PostgreSQL reports as a success", async () => {
+    await setWritable(a, true);
+    const admin = new pg.Client({ connectionString: a.url() });
+    await admin.connect();
+    const name = `single-${++cases}`;
+    const pool = openPool(`${a.url()}?application_name=${name}`, 1);
+    const waiting = async () =>
+      (
+        await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event = 'SyncRep'", [
+          name,
+        ])
+      ).rows;
+    try {
+      await admin.query("CREATE TABLE unconfirmed (n int)");
+      // A standby that never connects: the commit waits for it (statement_timeout does not end that
+      // wait) until a cancel does, as an operator's or a tool's does when a synchronous standby is lost.
+      await configure(a, "synchronous_standby_names", "standby_that_never_comes");
+      const inserted = pool.query("INSERT INTO unconfirmed VALUES (1)").then(
+        () => undefined,
+        (error: unknown) => error as Error & { code?: string },
+      );
+      await until("the commit waits for its standby", async () => (await waiting()).length === 1, 2000, 20);
+      await admin.query("SELECT pg_cancel_backend($1)", [(await waiting())[0]!.pid]);
+      const unconfirmed = await inserted;
+      expect(unconfirmed?.code).toBe("08007");
+      expect(unconfirmed?.message).toContain("synchronous replication");
+      expect(isDatabaseUnavailable(unconfirmed)).toBe(true);
+      // The server kept it all the same: a retry with its idempotency key finds what it wrote.
+      const { rows } = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM unconfirmed");
+      expect(rows[0]!.n).toBe(1);
+
+      await configure(a, "synchronous_standby_names", "");
+      await pool.query("INSERT INTO unconfirmed VALUES (2)");
+    } finally {
+      await configure(a, "synchronous_standby_names", "");
+      await admin.end();
+      await pool.end();
+    }
+  });
+
   it("connects as before, to whatever the server is; with target_session_attrs=read-write it checks, as libpq does", async () => {
     await setWritable(a, false);
     const pool = openPool(`${a.url()}?application_name=single-${++cases}`, 2);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { eachLine, listeningUrl } from "../support/server-log.js";
+import { serverProgram } from "../support/server-process.js";
 
 /** The repository root: the server runs from there as `npm start` would. */
 const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -69,7 +70,7 @@ export class ServerProcess {
       delete env.DATABASE_URL;
       env.DATA_DIR = ":memory:";
     }
-    const child = spawn(process.execPath, [`--max-old-space-size=${heapCapMiB}`, "--import", "tsx", "src/server.ts"], {
+    const child = spawn(process.execPath, [`--max-old-space-size=${heapCapMiB}`, serverProgram], {
       cwd: repositoryRoot,
       env,
       stdio: ["ignore", "pipe", "pipe"],

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { closeApp, openApp } from "../../src/app.js";
+import { buildIfStale } from "../../src/build.mjs";
 import { dropFileDatabases, writeEmbeddedTemplate } from "./database.js";
 import { expectRedis } from "./redis.js";
 import { testConfig } from "./service.js";
@@ -22,6 +23,7 @@ const run = globalThis as { paymentTestsPrepared?: Promise<Prepared> };
 
 async function prepare(): Promise<Prepared> {
   await expectRedis();
+  buildIfStale();
   const url = process.env.DATABASE_URL;
   if (url === undefined) {
     const templateDir = await mkdtemp(path.join(tmpdir(), "embedded-template-"));
@@ -34,7 +36,8 @@ async function prepare(): Promise<Prepared> {
 
 /**
  * Fails at once when Redis does not answer (the rate-limit tests share counters through it;
- * .ci/prepare starts it). On real PostgreSQL, migrates DATABASE_URL's database once: it is the
+ * .ci/prepare starts it). Builds dist/ when stale, once, before any worker starts a server process
+ * from it (server-process.ts). On real PostgreSQL, migrates DATABASE_URL's database once: it is the
  * template each test file clones its own database from. On the embedded database, writes the
  * migrated template every service's in-memory database and every server process's DATA_DIR starts
  * from (see database.ts).

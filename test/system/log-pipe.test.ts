@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { eachLine, listeningUrl } from "../support/server-log.js";
+import { serverProgram } from "../support/server-process.js";
 import { adminApiKey, testDataEncryptionKey, testHashSecret } from "../support/service.js";
 
 /*
@@ -15,7 +16,7 @@ const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("the log pipe", () => {
   it("closing the service's stdout does not stop it: later requests are still answered", { timeout: 60_000 }, async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    const child = spawn(process.execPath, [serverProgram], {
       cwd: repositoryRoot,
       env: {
         ...process.env,

@@ -45,9 +45,10 @@ export class ServerProcess {
   }
 
   /**
-   * Starts `src/server.ts` on an ephemeral port with rate limits (per key; failed authentications and
-   * admin calls per address) no fuzz run reaches and the sandbox test clock. DATABASE_URL is passed through (CI gives it a fresh PostgreSQL database); without it
-   * the server runs the embedded database in memory.
+   * Starts the server (`serverProgram`, the production build) on an ephemeral port with rate limits
+   * (per key; failed authentications and admin calls per address) no fuzz run reaches and the
+   * sandbox test clock. DATABASE_URL is passed through (CI gives it a fresh PostgreSQL database);
+   * without it the server runs the embedded database in memory.
    */
   static start(adminApiKey: string, output: ServerOutput): Promise<ServerProcess> {
     const env: NodeJS.ProcessEnv = {

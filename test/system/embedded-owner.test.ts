@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { rest } from "../support/clients.js";
 import { newMerchant } from "../support/merchant.js";
 import { logLines, runNpmScript } from "../support/server-log.js";
-import { spawnServer } from "../support/server-process.js";
+import { serverProgram, spawnServer } from "../support/server-process.js";
 
 /*
  * The embedded database has one owner (docs/operations.md, "The embedded database"): a second
@@ -22,7 +22,9 @@ function expectRefusedFor(output: string, pid: number): void {
   const errors = logLines(output).filter((line) => line.level === "error");
   expect(errors, output).toHaveLength(1);
   expect(errors[0]!.error).toMatch(
-    new RegExp(`^DATA_DIR ${dataDir} is in use by process ${pid} \\(node .*src/server\\.ts.*\\): the embedded database has one owner`),
+    new RegExp(
+      `^DATA_DIR ${dataDir} is in use by process ${pid} \\(node ${serverProgram.replace(".", "\\.")}, since .*\\): the embedded database has one owner`,
+    ),
   );
 }
 

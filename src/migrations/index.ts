@@ -23,6 +23,7 @@ import { PaymentMethods1765900000000 } from "./1765900000000-payment-methods.js"
 import { Mandates1766000000000 } from "./1766000000000-mandates.js";
 import { SandboxBooksAge1766100000000 } from "./1766100000000-sandbox-books-age.js";
 import { Ledger1766200000000 } from "./1766200000000-ledger.js";
+import { AttemptStatistics1766300000000 } from "./1766300000000-attempt-statistics.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -51,4 +52,5 @@ export const migrations = [
   Mandates1766000000000,
   SandboxBooksAge1766100000000,
   Ledger1766200000000,
+  AttemptStatistics1766300000000,
 ];

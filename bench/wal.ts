@@ -353,9 +353,8 @@ async function settled(meter: pg.Client, merchantId: string): Promise<void> {
            OR EXISTS (SELECT 1 FROM refunds WHERE merchant_id = $1 AND status = 'pending')
            OR EXISTS (SELECT 1 FROM payouts WHERE merchant_id = $1 AND status = 'pending')
            OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE merchant_id = $1 AND status = 'pending')
-           OR EXISTS (SELECT 1 FROM list_counts WHERE merchant_id = $1 GROUP BY list, livemode, key HAVING count(*) > 1)
-           OR EXISTS (SELECT 1 FROM balance_totals WHERE merchant_id = $1
-                      GROUP BY livemode, currency, type, created_hour, available_hour, span_hours HAVING count(*) > 1) AS busy`,
+           OR EXISTS (SELECT 1 FROM list_counts WHERE merchant_id = $1 AND NOT merged)
+           OR EXISTS (SELECT 1 FROM balance_totals WHERE merchant_id = $1 AND NOT merged) AS busy`,
       [merchantId],
     );
     if (!rows[0]!.busy) break;

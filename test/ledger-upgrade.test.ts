@@ -40,7 +40,7 @@ const startedAt = clock.now().getTime();
 /** `offset` from the first start. */
 const at = (offset: number) => new Date(startedAt + offset);
 
-/** The previous release: every migration before the ledger's (today every one but the last). */
+/** The previous release: every migration before the ledger's. */
 const ledgerMigration = "Ledger1766200000000";
 const previousMigrations = migrations.slice(
   0,
@@ -518,12 +518,12 @@ describe("the first start after the upgrade to the ledger, on a database of the 
   const balanceTransactions = async (params: Json) => api("GET", `/balance_transactions/list${query(params)}`);
 
   it("the database had every migration but the ledger's, and the first start applies the ledger's", async () => {
-    expect(previousMigrations.length).toBe(migrations.length - 1);
+    expect(previousMigrations.length).toBeGreaterThan(0);
     expect(before.applied).toEqual(previousMigrations.map((Migration) => new Migration().name));
     expect(before.ledgerTable).toBeNull();
     const applied = (await service!.app.dataSource.query("SELECT name FROM migrations ORDER BY id")) as { name: string }[];
     expect(applied.map((row) => row.name)).toEqual(migrations.map((Migration) => new Migration().name));
-    expect(applied.slice(previousMigrations.length).map((row) => row.name)).toContain(ledgerMigration);
+    expect(applied[previousMigrations.length]?.name).toBe(ledgerMigration);
   });
 
   it("GET /balance shows at once what the previous release's objects moved, per currency, payments pending for two days after their creation", async () => {

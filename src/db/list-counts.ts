@@ -50,7 +50,7 @@ export function keptCountQuery(count: KeptCount, first: number): { text: string;
 }
 
 /**
- * Merges each count's deltas into one row, in one transaction, so a reader sees either the deltas
+ * Merges each count's deltas into its one row, in one transaction, so a reader sees either the deltas
  * or their sum; then vacuums the table, which churns by design and must not wait for autovacuum
  * (off on some hosts). Returns how many rows were merged. The vacuum skips the table while another
  * vacuum (another instance's, autovacuum's) holds it: waiting would only end in the pool's
@@ -60,7 +60,7 @@ export async function mergeListCounts(dataSource: DataSource): Promise<number> {
   const merged = await dataSource.transaction(async (em) => {
     const [{ mine }] = (await em.query("SELECT pg_try_advisory_xact_lock($1, 0) AS mine", [mergeLockClass])) as [{ mine: boolean }];
     if (!mine) return 0;
-    return mergeDeltas(em, "list_counts", ["list", "merchant_id", "livemode", "key"], ["n"], "n");
+    return mergeDeltas(em, "list_counts", ["list", "merchant_id", "livemode", "key"], ["n"]);
   });
   if (merged > 0) await dataSource.query("VACUUM (SKIP_LOCKED) list_counts");
   return merged;

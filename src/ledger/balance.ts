@@ -10,23 +10,31 @@ export interface CurrencyBalance {
 }
 
 /**
- * The balance from the running totals (ledger/totals.ts), exact as of the statement's snapshot: every
- * hour of availability after the current one is pending; within the current hour, the transactions
- * not yet available are read one by one (an hour of a merchant's captures at most). Everything else
- * is available.
+ * The balance from the running totals (ledger/totals.ts), exact as of the statement's snapshot: the
+ * all-time net is each currency's account (`balance_accounts`, what the merges added up) and the
+ * deltas not merged yet; every hour of availability after the current one is pending; within the
+ * current hour, the transactions not yet available are read one by one (an hour of a merchant's
+ * captures at most). Everything else is available. It reads a row per currency and per pending hour
+ * and type, however long the history.
  */
 const balanceSql = `
-  WITH totals AS (
-    SELECT currency, sum(net) AS total, coalesce(sum(net) FILTER (WHERE available_hour > date_trunc('hour', $3::timestamptz, 'UTC')), 0) AS later
-      FROM balance_totals WHERE merchant_id = $1 AND livemode = $2 GROUP BY currency
+  WITH accounts AS (
+    SELECT currency, net FROM balance_accounts WHERE merchant_id = $1 AND livemode = $2
+  ), deltas AS (
+    SELECT currency, sum(net) AS net FROM balance_totals WHERE merchant_id = $1 AND livemode = $2 AND NOT merged GROUP BY currency
+  ), later AS (
+    SELECT currency, sum(net) AS net FROM balance_totals
+     WHERE merchant_id = $1 AND livemode = $2 AND available_hour > date_trunc('hour', $3::timestamptz, 'UTC') GROUP BY currency
   ), this_hour AS (
     SELECT currency, sum(net) AS pending FROM balance_transactions
      WHERE merchant_id = $1 AND livemode = $2 AND available_on > $3::timestamptz
        AND available_on < date_trunc('hour', $3::timestamptz, 'UTC') + interval '1 hour'
      GROUP BY currency
   )
-  SELECT currency, total::text, (later + coalesce(this_hour.pending, 0))::text AS pending
-    FROM totals LEFT JOIN this_hour USING (currency) ORDER BY currency`;
+  SELECT currency, (coalesce(a.net, 0) + coalesce(d.net, 0))::text AS total,
+         (coalesce(l.net, 0) + coalesce(h.pending, 0))::text AS pending
+    FROM accounts AS a FULL JOIN deltas AS d USING (currency) LEFT JOIN later AS l USING (currency) LEFT JOIN this_hour AS h USING (currency)
+   ORDER BY currency`;
 
 /** The scope's balance per currency with any transaction at `now` on the service's clock, in currency order. */
 export async function readBalance(em: EntityManager, scope: Scope, now: Date): Promise<CurrencyBalance[]> {

@@ -109,13 +109,16 @@ const checks: readonly string[] = [
 
 /**
  * Each balance per merchant, environment and currency, four ways: what the objects imply less the
- * fees charged, the transactions' net, the merchant_balance lines, the running totals.
+ * fees charged, the transactions' net, the merchant_balance lines, and the running totals as a
+ * balance reads them (its account and the deltas not merged yet).
  */
 const balancesSql = `
   WITH implied AS (SELECT merchant_id, livemode, currency, sum(amount) AS amount FROM (${impliedSql}) AS i GROUP BY 1, 2, 3),
   charged AS (SELECT merchant_id, livemode, currency, sum(fee) AS fee, sum(net) AS net, count(*) AS n FROM balance_transactions GROUP BY 1, 2, 3),
   lined AS (SELECT merchant_id, livemode, currency, sum(amount) AS net FROM ledger_lines WHERE account = 'merchant_balance' GROUP BY 1, 2, 3),
-  kept AS (SELECT merchant_id, livemode, currency, sum(net) AS net FROM balance_totals GROUP BY 1, 2, 3)
+  kept AS (SELECT merchant_id, livemode, currency, sum(net) AS net
+             FROM (SELECT merchant_id, livemode, currency, net FROM balance_accounts
+                   UNION ALL SELECT merchant_id, livemode, currency, net FROM balance_totals WHERE NOT merged) AS k GROUP BY 1, 2, 3)
   SELECT merchant_id, livemode, currency, (coalesce(i.amount, 0) - coalesce(c.fee, 0))::text AS from_objects, coalesce(c.net, 0)::text AS from_transactions,
          coalesce(l.net, 0)::text AS from_lines, coalesce(k.net, 0)::text AS from_totals, coalesce(c.n, 0)::int AS transactions
     FROM implied AS i FULL JOIN charged AS c USING (merchant_id, livemode, currency)

@@ -24,6 +24,7 @@ import { Mandates1766000000000 } from "./1766000000000-mandates.js";
 import { SandboxBooksAge1766100000000 } from "./1766100000000-sandbox-books-age.js";
 import { Ledger1766200000000 } from "./1766200000000-ledger.js";
 import { AttemptStatistics1766300000000 } from "./1766300000000-attempt-statistics.js";
+import { MergedDeltas1766400000000 } from "./1766400000000-merged-deltas.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -53,4 +54,5 @@ export const migrations = [
   SandboxBooksAge1766100000000,
   Ledger1766200000000,
   AttemptStatistics1766300000000,
+  MergedDeltas1766400000000,
 ];

@@ -273,24 +273,27 @@ describe.skipIf(!onPostgres)("a running service whose payments table was loaded 
     });
   });
 
-  it("leaves the JSON columns out of every analysis: no statement filters on them, and they were a third of its time on events", async () => {
-    const { jsonColumns, unanalyzed, payments } = await onFileDatabase(async (db) => {
+  it("leaves the JSON columns out of every analysis but the one a statement filters on: the rest were a third of its time on events", async () => {
+    const { jsonColumns, unanalyzed, payments, recovery } = await onFileDatabase(async (db) => {
       const columns = await db.query<{ name: string; target: number }>(
         `SELECT c.relname || '.' || a.attname AS name, a.attstattarget AS target FROM pg_attribute AS a
            JOIN pg_class AS c ON c.oid = a.attrelid JOIN pg_namespace AS n ON n.oid = c.relnamespace
           WHERE n.nspname = current_schema() AND c.relkind = 'r' AND a.atttypid = 'jsonb'::regtype AND NOT a.attisdropped`,
       );
       const analyzed = await db.query<{ name: string }>("SELECT attname AS name FROM pg_stats WHERE tablename = 'payments'");
+      const plan = await db.query<{ "QUERY PLAN": string }>("EXPLAIN SELECT payment_id FROM payments WHERE attempt IS NOT NULL LIMIT 100");
       return {
-        jsonColumns: columns.rows.length,
+        jsonColumns: columns.rows.map((column) => column.name),
         unanalyzed: columns.rows.filter((column) => column.target === 0).map((column) => column.name),
         payments: analyzed.rows.map((column) => column.name),
+        recovery: plan.rows.map((row) => row["QUERY PLAN"]).join("\n"),
       };
     });
-    expect(unanalyzed).toHaveLength(jsonColumns);
-    expect(unanalyzed).toEqual(expect.arrayContaining(["events.data", "payments.card", "payments.metadata"]));
-    expect(payments).toEqual(expect.arrayContaining(["merchant_id", "status", "created"]));
+    // Recovery looks for open attempts every second: with the column's nulls known, by their partial index.
+    expect(unanalyzed.sort()).toEqual(jsonColumns.filter((column) => column !== "payments.attempt").sort());
+    expect(payments).toEqual(expect.arrayContaining(["merchant_id", "status", "created", "attempt"]));
     expect(payments).not.toEqual(expect.arrayContaining(["card"]));
     expect(payments).not.toEqual(expect.arrayContaining(["metadata"]));
+    expect(recovery).toMatch(/Index Scan using payments_unsettled on payments/);
   });
 });

@@ -424,6 +424,31 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
     expect(res.json).toMatchObject({ error: { type: "invalid_request", code: "IR_06" } });
   });
 
+  it("an over-long request head the client is still sending for seconds gets its 431, not a reset that loses it", async () => {
+    const { hostname, port } = new URL(service.url);
+    const { connect } = await import("node:net");
+    const answer = await new Promise<{ text: string; error?: string }>((resolve) => {
+      const socket = connect(Number(port), hostname);
+      let text = "";
+      socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+      socket.on("error", (error) => resolve({ text, error: error.message }));
+      socket.on("close", () => resolve({ text }));
+      // Not read until the whole head is sent, as a client busy writing does not read: a reset
+      // meanwhile would drop the answer waiting unread.
+      socket.pause();
+      socket.write(`GET /events/list?created_gte=${"a".repeat(20_000)}`);
+      let chunks = 0;
+      const more = setInterval(() => {
+        if (++chunks < 8) return void socket.write("a".repeat(20_000));
+        clearInterval(more);
+        socket.write(" HTTP/1.1\r\nHost: localhost\r\n\r\n", () => socket.resume());
+      }, 300);
+    });
+    expect(answer.error).toBeUndefined();
+    expect(answer.text).toMatch(/^HTTP\/1\.1 431/);
+    expect(answer.text).toContain('"code":"IR_06"');
+  });
+
   it("Content-Length together with Transfer-Encoding (request smuggling) is 400 with the REST error object", async () => {
     const res = await rawHttp1(
       service.url,

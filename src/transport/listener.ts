@@ -332,10 +332,15 @@ function errorBody(message: string, requestId: string): string {
   return JSON.stringify(toRestError(toConnectError(invalidRequest(message), requestId || undefined)).body);
 }
 
+/** How long a refused client may stay quiet before its socket closes, and how long it may keep sending in all. */
+const lingerQuietMs = 1_000;
+const lingerMostMs = 10_000;
+
 /**
- * Answers on a socket no handler owns, then closes it. The rest of what the client sends is read
- * and dropped for a moment first: closing a socket with unread data sends a reset, which can make
- * the client lose the answer before reading it.
+ * Answers on a socket no handler owns, then closes it. What the client still sends is read and
+ * dropped until it has been quiet for a second (ten at most): closing a socket with unread data
+ * sends a reset, which makes the client lose the answer before reading it, and a client still
+ * sending a megabyte of request head on a busy host can take more than a second to finish.
  */
 function writeRawError(socket: net.Socket, status: number, message: string, requestId: string, headOnly = false): void {
   const body = errorBody(message, requestId);
@@ -344,5 +349,6 @@ function writeRawError(socket: net.Socket, status: number, message: string, requ
   socket.end(headOnly ? head : head + body);
   socket.on("data", ignore);
   socket.resume();
-  setTimeout(() => socket.destroy(), 1_000).unref();
+  socket.setTimeout(lingerQuietMs, () => socket.destroy());
+  setTimeout(() => socket.destroy(), lingerMostMs).unref();
 }

@@ -1,3 +1,4 @@
+import { connect, type Socket } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
@@ -401,14 +402,7 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   });
 
   it("a request line the parser refuses, followed by more bytes, still gets its answer rather than a reset", async () => {
-    const { hostname, port } = new URL(service.url);
-    const { connect } = await import("node:net");
-    const answer = await new Promise<{ text: string; error?: string }>((resolve) => {
-      const socket = connect(Number(port), hostname);
-      let text = "";
-      socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
-      socket.on("error", (error) => resolve({ text, error: error.message }));
-      socket.on("close", () => resolve({ text }));
+    const answer = await rawAnswer(service.url, (socket) => {
       socket.write(
         "POST \\payments\\pay_1\\capture HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: 12\r\n\r\n",
       );
@@ -425,14 +419,7 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   });
 
   it("an over-long request head the client is still sending for seconds gets its 431, not a reset that loses it", async () => {
-    const { hostname, port } = new URL(service.url);
-    const { connect } = await import("node:net");
-    const answer = await new Promise<{ text: string; error?: string }>((resolve) => {
-      const socket = connect(Number(port), hostname);
-      let text = "";
-      socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
-      socket.on("error", (error) => resolve({ text, error: error.message }));
-      socket.on("close", () => resolve({ text }));
+    const answer = await rawAnswer(service.url, (socket) => {
       // Not read until the whole head is sent, as a client busy writing does not read: a reset
       // meanwhile would drop the answer waiting unread.
       socket.pause();
@@ -802,3 +789,16 @@ describe("a failure of ours", () => {
     await expectAlive();
   });
 });
+
+/** What the server wrote back on a connection of its own that `send` writes to, and the error that ended it, if one did. */
+function rawAnswer(url: string, send: (socket: Socket) => void): Promise<{ text: string; error?: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let text = "";
+    socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+    socket.on("error", (error) => resolve({ text, error: error.message }));
+    socket.on("close", () => resolve({ text }));
+    send(socket);
+  });
+}

@@ -12,7 +12,7 @@
 import autocannon from "autocannon";
 import pg from "pg";
 import { rest } from "./flows.js";
-import { largestSeedMerchant, startServer, stopServer, verdict } from "./service.js";
+import { describeDatabase, largestSeedMerchant, startServer, stopServer, verdict } from "./service.js";
 
 /** Offered rate of each read scenario, requests/s. */
 const readRate = 200;
@@ -41,6 +41,8 @@ export interface GrownFigures {
 export interface GrownResult {
   readonly merchantPayments: number;
   readonly tables: string;
+  /** The server the grown database is on (describeDatabase): it need not be the empty database's. */
+  readonly server: string;
   readonly createWithConfirm: GrownFigures & { readonly slowest: number; readonly fastest: number };
   readonly reads: readonly GrownFigures[];
 }
@@ -157,6 +159,7 @@ export async function measureGrown(
     return {
       merchantPayments: merchant.payments,
       tables,
+      server: await describeDatabase(databaseUrl),
       createWithConfirm: {
         ...byThroughput[Math.floor((byThroughput.length - 1) / 2)]!,
         slowest: byThroughput[0]!.requestsPerSecond,
@@ -189,7 +192,7 @@ export function grownReport(grown: GrownResult, emptyPaymentsPerSecond: number, 
     const { ms, issue } = readBounds[read.scenario] ?? { ms: 25, issue: 20 };
     return `| ${read.scenario} | ${read.requestsPerSecond} | ${read.p50} | ${read.p99} | ${read.errors} | p99 < ${ms} ms (issue ${issue}): ${verdict(read.p99 < ms && read.errors === 0)} |`;
   });
-  return `Grown database (bench/grown.ts): the service on a database \`npm run bench:seed\` filled (${grown.tables}), as its merchant
+  return `Grown database (bench/grown.ts): the service on a database \`npm run bench:seed\` filled (${grown.tables}), on ${grown.server}, as its merchant
 with the most payments (${grown.merchantPayments.toLocaleString("en-US")}). Create with confirm as above (REST, closed loop, median round);
 the reads at ${readRate} requests/s offered over ${readConnections} connections for ${seconds} s each, interleaved with it, each row the
 round with the highest p99: a retrieve of a random payment of the merchant, its balance, its balance report for a random 30 days,

@@ -29,13 +29,12 @@ import type { ChildProcess } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import autocannon from "autocannon";
-import pg from "pg";
 import { type ProtocolName, protocolOf, rest, type SavedCard } from "./flows.js";
 import { measureGrpc } from "./grpc.js";
 import { type GrownResult, grownReport, measureGrown } from "./grown.js";
 import { type MixResult, measureMix } from "./mix.js";
 import { measureScaleOut, type ScaleOutRound, scaleOutReport } from "./scale-out.js";
-import { type BenchMerchant, benchTarget, newMerchant, stopServer, verdict } from "./service.js";
+import { type BenchMerchant, benchTarget, describeDatabase, newMerchant, stopServer, verdict } from "./service.js";
 import { type DeliveryFigures, measureWebhooks, type WebhookRound } from "./webhooks.js";
 import { startLimitServer } from "./limit.js";
 import { type BaselineComparison, baselineReport, compareWithBaseline } from "./baseline.js";
@@ -205,17 +204,6 @@ async function run(url: string, scenario: Scenario, grpcMerchant: BenchMerchant)
     p99: result.latency.p99,
     errors: result.errors + result.non2xx,
   };
-}
-
-async function describeDatabase(databaseUrl: string): Promise<string> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  const version = (await client.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0]!.v;
-  const fsync = (await client.query<{ fsync: string }>("SHOW fsync")).rows[0]!.fsync;
-  const commit = (await client.query<{ synchronous_commit: string }>("SHOW synchronous_commit")).rows[0]!.synchronous_commit;
-  await client.end();
-  const via = new URL(databaseUrl).searchParams.get("host") ?? new URL(databaseUrl).host;
-  return `${version} on this machine via ${via} (fsync=${fsync}, synchronous_commit=${commit})`;
 }
 
 async function main(): Promise<void> {

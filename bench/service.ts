@@ -224,6 +224,26 @@ export function memoryVerdict(samples: readonly { t: number; rssMb: number }[], 
   };
 }
 
+/**
+ * The PostgreSQL server a run measured, for the report: its version, where it was reached, and the
+ * settings that change the figures (durability, and the shared buffers a grown database is read through).
+ */
+export async function describeDatabase(databaseUrl: string): Promise<string> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ version: string; fsync: string; commit: string; buffers: string }>(
+      `SELECT split_part(version(), ' on ', 1) AS version, current_setting('fsync') AS fsync,
+              current_setting('synchronous_commit') AS commit, current_setting('shared_buffers') AS buffers`,
+    );
+    const { version, fsync, commit, buffers } = rows[0]!;
+    const via = new URL(databaseUrl).searchParams.get("host") ?? new URL(databaseUrl).host;
+    return `${version} on this machine via ${via} (fsync=${fsync}, synchronous_commit=${commit}, shared_buffers=${buffers})`;
+  } finally {
+    await client.end();
+  }
+}
+
 /** "met" or "not met", as a report writes it beside a target. */
 export function verdict(met: boolean): string {
   return met ? "met" : "**not met**";

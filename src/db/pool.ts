@@ -20,6 +20,15 @@ export interface DatabaseTimeouts {
  */
 export const answerMarginMs = 2000;
 
+/**
+ * How long a pool keeps a connection no call has used (pg-pool's default is 10 s). Closed 10 s after a
+ * burst, the connections were opened again at the next one, each with every statement prepared anew
+ * on a backend that maps shared buffers afresh: a cluster of slow reads 10 s after every burst on the
+ * grown database (docs/performance.md). Ten minutes, as PgBouncer's server_idle_timeout, still gives
+ * back what a quiet instance does not use.
+ */
+const idleConnectionMs = 600_000;
+
 const readTimeoutMessage = "Query read timeout";
 
 /** A pg callback: the error first. */
@@ -234,6 +243,7 @@ export function poolOptions(databaseUrl: string, timeouts: DatabaseTimeouts, max
     idle_in_transaction_session_timeout: timeouts.idleInTransactionTimeoutMs,
     query_timeout: timeouts.statementTimeoutMs + answerMarginMs,
     keepAlive: true,
+    idleTimeoutMillis: idleConnectionMs,
   };
 }
 

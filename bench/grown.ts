@@ -4,25 +4,20 @@
  * payments (SEED_KEYS_FILE, default bench/seed-keys.json). It measures create with confirm as the
  * empty-database scenario does (autocannon, closed loop), and the reads whose cost grows with the
  * tables, a retrieve of a random payment, the merchant's balance and a month's balance report (issue
- * 42), and its lists filtered by customer, status and a one-day created range, at a fixed offered rate: in a closed loop of 50 connections a request's
- * latency is mostly its wait behind the other 49 (50 ÷ throughput), whatever the tables hold, so the
- * reads are sent at `readRate` requests/s over `readConnections` connections, below what the service
- * can serve, and their latency is what the grown tables cost a request.
+ * 42), and its lists filtered by customer, status and a one-day created range, at a fixed offered
+ * rate: in a closed loop of 50 connections a request's latency is mostly its wait behind the other
+ * 49 (50 ÷ throughput), whatever the tables hold, so the reads are sent at `readRate` requests/s in an
+ * open loop (bench/open-loop.ts), below what the service can serve, and their latency is what the
+ * grown tables cost a request.
  */
 import autocannon from "autocannon";
 import pg from "pg";
 import { rest } from "./flows.js";
+import { openLoop } from "./open-loop.js";
 import { describeDatabase, largestSeedMerchant, startServer, stopServer, verdict } from "./service.js";
 
 /** Offered rate of each read scenario, requests/s. */
 const readRate = 200;
-/**
- * Connections of each read scenario. autocannon paces each connection on its own, so ten connections
- * at 20 requests/s send bursts of ten that queue behind each other (p50 7–9 ms for a retrieve where
- * one connection at the same rate measured 1–2 ms); two keep the bursts small and a slow answer from
- * holding the rate back.
- */
-const readConnections = 2;
 /** The statuses the seed gives payments (bench/seed.ts), picked at random for the status filter. */
 const seededStatuses = ["succeeded", "failed", "cancelled", "requires_payment_method", "requires_capture"];
 /** How far back the seed spreads payments: the created range is one day within it. */
@@ -57,28 +52,26 @@ async function tableSizes(db: pg.Client): Promise<string> {
   return rows.map((row) => `${row.relname} ≈${Number(row.n).toLocaleString("en-US")}`).join(", ");
 }
 
-/** One autocannon run of `seconds`: its figures. */
+/** Logs one measured scenario's figures as a JSON line, as it ends, and returns them. */
+function logged(figures: GrownFigures): GrownFigures {
+  console.log(JSON.stringify({ grown: true, ...figures }));
+  return figures;
+}
+
+/** One closed-loop autocannon run of `seconds` at `connections`: its figures. */
 async function measure(
   url: string,
   scenario: string,
-  options: { connections: number; seconds: number; overallRate?: number; requests: autocannon.Request[] },
+  options: { connections: number; seconds: number; requests: autocannon.Request[] },
 ): Promise<GrownFigures> {
-  const result = await autocannon({
-    url,
-    connections: options.connections,
-    duration: options.seconds,
-    requests: options.requests,
-    ...(options.overallRate === undefined ? {} : { overallRate: options.overallRate }),
-  });
-  const figures = {
+  const result = await autocannon({ url, connections: options.connections, duration: options.seconds, requests: options.requests });
+  return logged({
     scenario,
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.non2xx,
-  };
-  console.log(JSON.stringify({ grown: true, ...figures }));
-  return figures;
+  });
 }
 
 /**
@@ -108,26 +101,25 @@ export async function measureGrown(
   }
   const pick = <T>(values: readonly T[]) => values[Math.floor(Math.random() * values.length)]!;
   const headers = { "content-type": "application/json", "api-key": merchant.api_key };
-  const get = (path: () => string): autocannon.Request[] => [{ method: "GET", headers, setupRequest: (req) => ({ ...req, path: path() }) }];
   const dayAgo = (days: number) => new Date(Date.now() - days * day).toISOString();
-  const reads: { scenario: string; requests: autocannon.Request[] }[] = [
-    { scenario: "retrieve", requests: get(() => `/payments/${pick(paymentIds)}`) },
-    { scenario: "list by customer", requests: get(() => `/payments/list?limit=10&customer_id=${pick(customerIds)}`) },
-    { scenario: "list by status", requests: get(() => `/payments/list?limit=10&status=${pick(seededStatuses)}`) },
-    { scenario: "balance", requests: get(() => "/balance") },
+  const reads: { scenario: string; path: () => string }[] = [
+    { scenario: "retrieve", path: () => `/payments/${pick(paymentIds)}` },
+    { scenario: "list by customer", path: () => `/payments/list?limit=10&customer_id=${pick(customerIds)}` },
+    { scenario: "list by status", path: () => `/payments/list?limit=10&status=${pick(seededStatuses)}` },
+    { scenario: "balance", path: () => "/balance" },
     {
       scenario: "balance report (one month)",
-      requests: get(() => {
+      path: () => {
         const daysAgo = 31 + Math.floor(Math.random() * (seededDays - 31));
         return `/reports/balance?from=${encodeURIComponent(dayAgo(daysAgo))}&to=${encodeURIComponent(dayAgo(daysAgo - 30))}`;
-      }),
+      },
     },
     {
       scenario: "list by created range (one day)",
-      requests: get(() => {
+      path: () => {
         const daysAgo = 1 + Math.floor(Math.random() * (seededDays - 1));
         return `/payments/list?limit=10&created_gte=${encodeURIComponent(dayAgo(daysAgo + 1))}&created_lte=${encodeURIComponent(dayAgo(daysAgo))}`;
-      }),
+      },
     },
   ];
   const create: autocannon.Request[] = [
@@ -145,14 +137,8 @@ export async function measureGrown(
         await measure(server.url, "create with confirm", { connections: options.connections, seconds: options.seconds, requests: create }),
       );
       for (const [i, read] of reads.entries()) {
-        readRounds[i]!.push(
-          await measure(server.url, read.scenario, {
-            connections: readConnections,
-            seconds: options.seconds,
-            overallRate: readRate,
-            requests: read.requests,
-          }),
-        );
+        const figures = await openLoop(server.url, { rate: readRate, seconds: options.seconds, headers, path: read.path });
+        readRounds[i]!.push(logged({ scenario: read.scenario, ...figures }));
       }
     }
     const byThroughput = [...creates].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
@@ -194,7 +180,7 @@ export function grownReport(grown: GrownResult, emptyPaymentsPerSecond: number, 
   });
   return `Grown database (bench/grown.ts): the service on a database \`npm run bench:seed\` filled (${grown.tables}), on ${grown.server}, as its merchant
 with the most payments (${grown.merchantPayments.toLocaleString("en-US")}). Create with confirm as above (REST, closed loop, median round);
-the reads at ${readRate} requests/s offered over ${readConnections} connections for ${seconds} s each, interleaved with it, each row the
+the reads at ${readRate} requests/s in an open loop (bench/open-loop.ts: each on its schedule, timed from when it was due) for ${seconds} s each, interleaved with it, each row the
 round with the highest p99: a retrieve of a random payment of the merchant, its balance, its balance report for a random 30 days,
 and its first page of payments of a random customer, of a random status, and created within a random day of the seed's ${seededDays}.
 

@@ -25,6 +25,7 @@ import { SandboxBooksAge1766100000000 } from "./1766100000000-sandbox-books-age.
 import { Ledger1766200000000 } from "./1766200000000-ledger.js";
 import { AttemptStatistics1766300000000 } from "./1766300000000-attempt-statistics.js";
 import { MergedDeltas1766400000000 } from "./1766400000000-merged-deltas.js";
+import { DeltaTablesKeepPages1766500000000 } from "./1766500000000-delta-tables-keep-pages.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -55,4 +56,5 @@ export const migrations = [
   Ledger1766200000000,
   AttemptStatistics1766300000000,
   MergedDeltas1766400000000,
+  DeltaTablesKeepPages1766500000000,
 ];

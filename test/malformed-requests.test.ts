@@ -1,4 +1,3 @@
-import { connect, type Socket } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
@@ -402,7 +401,7 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   });
 
   it("a request line the parser refuses, followed by more bytes, still gets its answer rather than a reset", async () => {
-    const answer = await rawAnswer(service.url, (socket) => {
+    const answer = await rawHttp1(service.url, (socket) => {
       socket.write(
         "POST \\payments\\pay_1\\capture HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: 12\r\n\r\n",
       );
@@ -419,18 +418,23 @@ describe("4. what Node's HTTP parser refuses carries the documented body", () =>
   });
 
   it("an over-long request head the client is still sending for seconds gets its 431, not a reset that loses it", async () => {
-    const answer = await rawAnswer(service.url, (socket) => {
-      // Not read until the whole head is sent, as a client busy writing does not read: a reset
-      // meanwhile would drop the answer waiting unread.
-      socket.pause();
-      socket.write(`GET /events/list?created_gte=${"a".repeat(20_000)}`);
-      let chunks = 0;
-      const more = setInterval(() => {
-        if (++chunks < 8) return void socket.write("a".repeat(20_000));
-        clearInterval(more);
-        socket.write(" HTTP/1.1\r\nHost: localhost\r\n\r\n", () => socket.resume());
-      }, 300);
-    });
+    const answer = await rawHttp1(
+      service.url,
+      (socket) => {
+        // Not read until the whole head is sent, as a client busy writing does not read: a reset
+        // meanwhile would drop the answer waiting unread.
+        socket.pause();
+        socket.write(`GET /events/list?created_gte=${"a".repeat(20_000)}`);
+        let chunks = 0;
+        const more = setInterval(() => {
+          if (++chunks < 8) return void socket.write("a".repeat(20_000));
+          clearInterval(more);
+          socket.write(" HTTP/1.1\r\nHost: localhost\r\n\r\n", () => socket.resume());
+        }, 300);
+      },
+      // Past the server's linger of ten seconds at most, so the answer is read off a closed connection.
+      15_000,
+    );
     expect(answer.error).toBeUndefined();
     expect(answer.text).toMatch(/^HTTP\/1\.1 431/);
     expect(answer.text).toContain('"code":"IR_06"');
@@ -789,16 +793,3 @@ describe("a failure of ours", () => {
     await expectAlive();
   });
 });
-
-/** What the server wrote back on a connection of its own that `send` writes to, and the error that ended it, if one did. */
-function rawAnswer(url: string, send: (socket: Socket) => void): Promise<{ text: string; error?: string }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect(Number(port), hostname);
-    let text = "";
-    socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
-    socket.on("error", (error) => resolve({ text, error: error.message }));
-    socket.on("close", () => resolve({ text }));
-    send(socket);
-  });
-}

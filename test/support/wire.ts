@@ -14,15 +14,18 @@ import { ErrorDetailSchema, type ErrorDetail } from "../../gen/paymentservice/v1
 /** How a raw exchange ended: `done` accepted what came, the server closed, the connection failed, or time ran out. */
 type ExchangeEnd = { readonly by: "done" | "close" | "timeout" } | { readonly by: "error"; readonly error: NodeJS.ErrnoException };
 
+/** What a raw exchange sends: bytes written at once, or a writer that sends them over time, as a slow client does. */
+export type RawRequest = string | Uint8Array | ((socket: net.Socket) => void);
+
 /**
- * Writes `bytes` to a new connection, without half-closing it (a FIN would let the server drop an
+ * Sends `request` on a new connection, without half-closing it (a FIN would let the server drop an
  * incomplete request silently), and collects what the server sends until `done` accepts it, the
  * server closes the connection, the connection fails, or `waitMs` pass.
  */
 function exchange(
   host: string,
   port: number,
-  bytes: string | Uint8Array,
+  request: RawRequest,
   waitMs: number,
   done: (received: Buffer) => boolean,
 ): Promise<{ received: Buffer; end: ExchangeEnd }> {
@@ -38,7 +41,7 @@ function exchange(
       resolve({ received: Buffer.concat(chunks), end });
     };
     const timer = setTimeout(() => finish({ by: "timeout" }), waitMs);
-    socket.on("connect", () => socket.write(bytes));
+    socket.on("connect", () => (typeof request === "function" ? request(socket) : socket.write(request)));
     socket.on("data", (chunk: Buffer) => {
       chunks.push(chunk);
       if (done(Buffer.concat(chunks))) finish({ by: "done" });
@@ -58,14 +61,17 @@ export interface RawAnswer {
   readonly json: unknown;
   /** Whether the server closed the connection before `waitMs` passed. */
   readonly closed: boolean;
+  /** Why the connection failed (a reset, a broken pipe), when it ended so. */
+  readonly error?: string;
 }
 
-/** Writes `request` as it is to a new connection and collects what the server sends until it closes the connection or `waitMs` pass. */
-export async function rawHttp1(baseUrl: string, request: string | Buffer, waitMs = 2_000): Promise<RawAnswer> {
+/** Sends `request` as it is on a new connection and collects what the server sends until it closes the connection or `waitMs` pass. */
+export async function rawHttp1(baseUrl: string, request: RawRequest, waitMs = 2_000): Promise<RawAnswer> {
   const { hostname, port } = new URL(baseUrl);
   const { received, end } = await exchange(hostname, Number(port), request, waitMs, () => false);
   // A failed connection is closed too: node follows the error with the close.
-  return parseAnswer(received.toString("latin1"), end.by !== "timeout");
+  const answer = parseAnswer(received.toString("latin1"), end.by !== "timeout");
+  return end.by === "error" ? { ...answer, error: end.error.message } : answer;
 }
 
 function parseAnswer(text: string, closed: boolean): RawAnswer {

@@ -332,8 +332,9 @@ function errorBody(message: string, requestId: string): string {
   return JSON.stringify(toRestError(toConnectError(invalidRequest(message), requestId || undefined)).body);
 }
 
-/** How long a refused client may stay quiet before its socket closes, and how long it may keep sending in all. */
+/** How long a refused client may stay quiet before its socket closes. */
 const lingerQuietMs = 1_000;
+/** How long a refused client may keep sending in all, so that a client that never stops cannot hold a socket. */
 const lingerMostMs = 10_000;
 
 /**

@@ -6,8 +6,9 @@ import type { Scope } from "./scope.js";
  * A merchant's exact number of payments per environment and status, and of events per environment
  * and type, read without walking them (docs/architecture.md, "Counting lists"). Triggers on
  * `payments` and `events` append a signed delta to `list_counts` in the transaction of every insert,
- * delete and status change (migration 1765400000000), so a count is the sum of a handful of rows and
- * is exactly as current as the objects a reader's snapshot sees. The job runner merges the deltas.
+ * delete and status change (migrations 1765400000000, 1766600000000), so a count is the sum of a
+ * handful of rows and is exactly as current as the objects a reader's snapshot sees. The job runner
+ * merges the deltas.
  */
 
 /** The lists whose counts are kept, each with the table it counts and the column it counts by. */

@@ -26,6 +26,7 @@ import { Ledger1766200000000 } from "./1766200000000-ledger.js";
 import { AttemptStatistics1766300000000 } from "./1766300000000-attempt-statistics.js";
 import { MergedDeltas1766400000000 } from "./1766400000000-merged-deltas.js";
 import { DeltaTablesKeepPages1766500000000 } from "./1766500000000-delta-tables-keep-pages.js";
+import { StatusMovesPerStatement1766600000000 } from "./1766600000000-status-moves-per-statement.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -57,4 +58,5 @@ export const migrations = [
   AttemptStatistics1766300000000,
   MergedDeltas1766400000000,
   DeltaTablesKeepPages1766500000000,
+  StatusMovesPerStatement1766600000000,
 ];

@@ -28,6 +28,7 @@ import type { Clock } from "../src/clock.js";
 import { CustomerRow } from "../src/customers/customer.entity.js";
 import { entities } from "../src/entities.js";
 import { recountLists } from "../src/db/list-counts.js";
+import { ledgerLinesSql } from "../src/ledger/entries.js";
 import { mergeBalanceTotals } from "../src/ledger/totals.js";
 import { jobRowOf } from "../src/objects/change.js";
 import { eventOf } from "../src/objects/resource.js";
@@ -55,16 +56,16 @@ const seededPricing = { processingFeeBps: 290, settlementDelayDays: 2 } as const
  * The balance transactions, ledger lines and running totals the writer would have written with the
  * seeded payments and refunds (decisions §11): a captured payment's credit less the profile's fee,
  * dated by its creation and pending for the delay; a succeeded refund's debit, dated by its outcome.
- * Written from the loaded rows in three statements rather than streamed with them: the load
+ * Written from the loaded rows in two statements rather than streamed with them: the load
  * bypasses the writer, and `npm run ledger:verify` on the seed checks that this agrees with it.
  */
 async function loadLedger(dataSource: DataSource): Promise<void> {
   await dataSource.query(`
     INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, source_id,
-                                      available_on, created)
-    SELECT merchant_id, livemode, 'txn_' || replace(gen_random_uuid()::text, '-', ''), profile_id, type, amount, fee, amount - fee, currency,
-           source_id, created + make_interval(days => delay), created
-      FROM (
+                                      available_on, created, line_accounts, line_amounts)
+    SELECT merchant_id, livemode, 'txn_' || replace(gen_random_uuid()::text, '-', ''), profile_id, type, amount, fee, net, currency,
+           source_id, created + make_interval(days => delay), created, ${ledgerLinesSql.accounts}, ${ledgerLinesSql.amounts}
+      FROM (SELECT *, amount - fee AS net FROM (
         SELECT p.merchant_id, p.livemode, p.profile_id, 'payment' AS type, p.amount_received AS amount,
                (p.amount_received * f.processing_fee_bps + 5000) / 10000 AS fee, p.currency, p.payment_id AS source_id, p.created,
                f.settlement_delay_days AS delay
@@ -72,13 +73,7 @@ async function loadLedger(dataSource: DataSource): Promise<void> {
         UNION ALL
         SELECT merchant_id, livemode, profile_id, 'refund', -amount, 0, currency, refund_id, updated, 0
           FROM refunds WHERE status = 'succeeded'
-      ) AS movement`);
-  await dataSource.query(`
-    INSERT INTO ledger_lines (merchant_id, livemode, balance_transaction_id, account, currency, amount)
-    SELECT t.merchant_id, t.livemode, t.balance_transaction_id, line.account, t.currency, line.amount
-      FROM balance_transactions AS t
-      CROSS JOIN LATERAL (VALUES ('merchant_balance', t.net), ('fees', t.fee), ('customer_funds', -t.amount)) AS line (account, amount)
-     WHERE line.amount <> 0`);
+      ) AS movement) AS priced`);
   await dataSource.query(`
     INSERT INTO balance_totals (merchant_id, livemode, currency, type, created_hour, available_hour, count, amount, fee, net)
     SELECT merchant_id, livemode, currency, type, date_trunc('hour', created, 'UTC'), date_trunc('hour', available_on, 'UTC'),
@@ -571,7 +566,6 @@ async function main(): Promise<void> {
     "events",
     "jobs",
     "balance_transactions",
-    "ledger_lines",
     "balance_totals",
   ]) {
     await dataSource.query(`VACUUM (ANALYZE) "${table}"`);

@@ -297,17 +297,27 @@ describe("listing and retrieving", () => {
     await expectError(api.transactions({ limit: 101 }), "IR_06", "limit");
   });
 
-  it("is append-only underneath: the database refuses to change or delete a balance transaction or a ledger line", async () => {
+  it("is append-only and balanced underneath: the database refuses to change or delete a balance transaction, or to write one whose lines do not sum to zero", async () => {
     const api = await merchantApi();
-    await api.pay(1000);
-    for (const table of ["balance_transactions", "ledger_lines"]) {
-      await expect(
-        service.app.dataSource.query(`UPDATE ${table} SET amount = 0 WHERE merchant_id = $1`, [api.merchant.merchantId]),
-      ).rejects.toThrow(/append-only/);
-      await expect(service.app.dataSource.query(`DELETE FROM ${table} WHERE merchant_id = $1`, [api.merchant.merchantId])).rejects.toThrow(
-        /append-only/,
+    const payment = await api.pay(1000);
+    const { merchantId } = api.merchant;
+    await expect(
+      service.app.dataSource.query("UPDATE balance_transactions SET amount = 0 WHERE merchant_id = $1", [merchantId]),
+    ).rejects.toThrow(/append-only/);
+    await expect(service.app.dataSource.query("DELETE FROM balance_transactions WHERE merchant_id = $1", [merchantId])).rejects.toThrow(
+      /append-only/,
+    );
+    const copy = (lines: string) =>
+      service.app.dataSource.query(
+        `INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, source_id,
+                                           available_on, created, line_accounts, line_amounts)
+         SELECT merchant_id, livemode, 'txn_copy', profile_id, type, amount, fee, net, currency, source_id, available_on, created, ${lines}
+           FROM balance_transactions WHERE merchant_id = $1 AND source_id = $2`,
+        [merchantId, payment.payment_id],
       );
-    }
+    await expect(copy("'{merchant_balance,customer_funds}', '{1000,-999}'")).rejects.toThrow(/balance_transactions_lines_balance/);
+    await expect(copy("'{merchant_balance,merchant_balance}', '{1000,-1000}'")).rejects.toThrow(/balance_transactions_lines_balance/);
+    await expect(copy("'{merchant_balance,petty_cash}', '{1000,-1000}'")).rejects.toThrow(/balance_transactions_lines_balance/);
   });
 
   it("writes each transaction as ledger lines summing to zero across the merchant's balance, fees and the customer's funds or the payout in transit", async () => {

@@ -43,6 +43,23 @@ export function entryOf(
   };
 }
 
+/** The account a transaction's `amount` comes from or goes to: the customer's funds, or the payout in transit for a payout. */
+const counterparty = "CASE WHEN type LIKE 'payout%' THEN 'payout_clearing' ELSE 'customer_funds' END";
+
+/**
+ * The ledger lines of a row with `type`, `amount`, `fee` and `net`, as a balance transaction stores
+ * them (migration 1766700000000): the merchant's balance moves by `net`, the fees by `fee`, the
+ * counterparty by the opposite of `amount`, so they sum to zero; a line of zero is left out.
+ * `amount` is never zero (an object's amount is at least 1), so `fee` and `net` are not both zero.
+ * Exported for the benchmark's seed, which writes transactions in bulk.
+ */
+export const ledgerLinesSql = {
+  accounts:
+    `CASE WHEN fee = 0 THEN ARRAY['merchant_balance', ${counterparty}] WHEN net = 0 THEN ARRAY['fees', ${counterparty}] ` +
+    `ELSE ARRAY['merchant_balance', 'fees', ${counterparty}] END`,
+  amounts: "CASE WHEN fee = 0 THEN ARRAY[net, -amount] WHEN net = 0 THEN ARRAY[fee, -amount] ELSE ARRAY[net, fee, -amount] END",
+};
+
 /**
  * The CTEs writing the entries of the changes that `written` (a CTE of positions) wrote, from the
  * parameters `ledgerArrays` makes, numbered from `$first`:
@@ -51,10 +68,8 @@ export function entryOf(
  *   dispute pays the dispute fee and its reversal gives back the fee the dispute paid; everything
  *   else is fee-free and available at once. A priced entry whose profile is not its merchant's has
  *   no fee, which the table refuses: the whole change fails rather than move money unrecorded.
- * - `txn`: the balance transactions; `line`: their ledger lines, the merchant's balance moving by
- *   `net`, the fees account by `fee`, and the customer's funds (or the payout in transit) by the
- *   opposite of `amount`, so they sum to zero; `total`: one delta per currency, type and hour of the
- *   running totals (ledger/totals.ts).
+ * - `txn`: the balance transactions, each with its ledger lines (`ledgerLinesSql`); `total`: one delta per
+ *   currency, type and hour of the running totals (ledger/totals.ts).
  */
 export function ledgerSql(first: number, written: string): string {
   const arrays = ["varchar", "varchar", "boolean", "varchar", "varchar", "bigint", "bpchar", "varchar", "timestamptz", "bigint"].map(
@@ -69,15 +84,12 @@ export function ledgerSql(first: number, written: string): string {
     `e.created + CASE WHEN e.type = 'payment' THEN make_interval(days => p.settlement_delay_days) ELSE interval '0' END AS available_on ` +
     `FROM entry AS e LEFT JOIN profiles AS p ON p.profile_id = e.profile_id AND p.merchant_id = e.merchant_id),\n` +
     `txn AS (INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, ` +
-    `source_id, available_on, created) SELECT merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, ` +
-    `amount - fee, currency, source_id, available_on, created FROM priced RETURNING *),\n` +
-    `line AS (INSERT INTO ledger_lines (merchant_id, livemode, balance_transaction_id, account, currency, amount) ` +
-    `SELECT txn.merchant_id, txn.livemode, txn.balance_transaction_id, l.account, txn.currency, l.amount FROM txn CROSS JOIN LATERAL ` +
-    `(VALUES ('merchant_balance', txn.net), ('fees', txn.fee), (CASE WHEN txn.type LIKE 'payout%' THEN 'payout_clearing' ELSE 'customer_funds' END, ` +
-    `-txn.amount)) AS l (account, amount) WHERE l.amount <> 0),\n` +
+    `source_id, available_on, created, line_accounts, line_amounts) SELECT merchant_id, livemode, balance_transaction_id, profile_id, type, ` +
+    `amount, fee, net, currency, source_id, available_on, created, ${ledgerLinesSql.accounts}, ${ledgerLinesSql.amounts} ` +
+    `FROM (SELECT *, amount - fee AS net FROM priced) AS p),\n` +
     `total AS (INSERT INTO balance_totals (merchant_id, livemode, currency, type, created_hour, available_hour, count, amount, fee, net) ` +
     `SELECT merchant_id, livemode, currency, type, date_trunc('hour', created, 'UTC'), date_trunc('hour', available_on, 'UTC'), count(*), ` +
-    `sum(amount), sum(fee), sum(net) FROM txn GROUP BY 1, 2, 3, 4, 5, 6)`
+    `sum(amount), sum(fee), sum(amount - fee) FROM priced GROUP BY 1, 2, 3, 4, 5, 6)`
   );
 }
 

@@ -238,11 +238,13 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
             sandboxTestClock: config.sandboxTestClock,
             perEndpoint: config.webhookEndpointConcurrency,
             attemptTimeoutMs: config.webhookAttemptTimeoutMs,
+            namedStatements: embedded === undefined,
             timeouts,
           })
         : new WebhookDispatcher(poolOf(dataSource), clock, {
             perEndpoint: config.webhookEndpointConcurrency,
             attemptTimeoutMs: config.webhookAttemptTimeoutMs,
+            namedStatements: embedded === undefined,
           });
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter =

@@ -51,6 +51,11 @@ export interface WebhookSender extends DeliveryHandOff {
 export interface DispatcherSettings {
   readonly perEndpoint: number;
   readonly attemptTimeoutMs: number;
+  /**
+   * Whether its connections are PostgreSQL sessions of their own, where its statements are prepared
+   * once by name; the embedded database serves all connections from one session (db/prepared.ts).
+   */
+  readonly namedStatements: boolean;
 }
 
 /** What the delivery thread needs to open its own connections and clock (all of it cloneable). */

@@ -163,6 +163,8 @@ export class WebhookDispatcher implements WebhookSender {
   private readonly leaseMs: number;
   private readonly perEndpoint: number;
   private readonly attemptTimeoutMs: number;
+  /** Whether the look for due deliveries and the write of outcomes, run several times a second, are prepared once per connection. */
+  private readonly named: boolean;
 
   /**
    * Its statements run on `pool`, a pg pool rather than a data source, so that the delivery thread
@@ -175,9 +177,10 @@ export class WebhookDispatcher implements WebhookSender {
   constructor(
     private readonly pool: pg.Pool,
     private readonly clock: Clock,
-    { perEndpoint, attemptTimeoutMs }: DispatcherSettings,
+    { perEndpoint, attemptTimeoutMs, namedStatements }: DispatcherSettings,
     private readonly beforePass: () => Promise<void> | undefined = () => undefined,
   ) {
+    this.named = namedStatements;
     this.perEndpoint = perEndpoint;
     this.attemptTimeoutMs = attemptTimeoutMs;
     this.perEndpointBatch = 2 * perEndpoint;
@@ -321,7 +324,11 @@ export class WebhookDispatcher implements WebhookSender {
     const lease = newLease(now, this.leaseMs);
     let rows: Looked[];
     try {
-      ({ rows } = await this.pool.query<Looked>(takeDue, [now, full, room, perEndpointBatch, lease]));
+      ({ rows } = await this.pool.query<Looked>({
+        name: this.named ? "webhooks_take_due" : undefined,
+        text: takeDue,
+        values: [now, full, room, perEndpointBatch, lease],
+      }));
     } catch (error) {
       this.giveBacks.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
       throw error;
@@ -398,17 +405,21 @@ export class WebhookDispatcher implements WebhookSender {
       this.outcomes = [];
       const o = batch.map((b) => b.outcome);
       try {
-        await this.pool.query(writeOutcomes, [
-          o.map((x) => x.eventId),
-          o.map((x) => x.lease),
-          o.map((x) => x.attempt?.error === null),
-          o.map((x) => (x.attempt === undefined ? 0 : 1)),
-          o.map((x) => x.attempt?.responseStatus ?? null),
-          o.map((x) => (x.attempt === undefined ? "the profile no longer has a webhook_url" : x.attempt.error)),
-          o.map((x) => x.attemptedAt),
-          o.map((x) => x.finishedAt),
-          o.map(() => retrySpread()),
-        ]);
+        await this.pool.query({
+          name: this.named ? "webhooks_write_outcomes" : undefined,
+          text: writeOutcomes,
+          values: [
+            o.map((x) => x.eventId),
+            o.map((x) => x.lease),
+            o.map((x) => x.attempt?.error === null),
+            o.map((x) => (x.attempt === undefined ? 0 : 1)),
+            o.map((x) => x.attempt?.responseStatus ?? null),
+            o.map((x) => (x.attempt === undefined ? "the profile no longer has a webhook_url" : x.attempt.error)),
+            o.map((x) => x.attemptedAt),
+            o.map((x) => x.finishedAt),
+            o.map(() => retrySpread()),
+          ],
+        });
         this.writeFailures.succeeded();
         refused = false;
       } catch (error) {

@@ -320,6 +320,35 @@ describe("listing and retrieving", () => {
     await expect(copy("'{merchant_balance,petty_cash}', '{1000,-1000}'")).rejects.toThrow(/balance_transactions_lines_balance/);
   });
 
+  it("npm run ledger:verify names a transaction whose lines sum to zero but disagree with its net", async () => {
+    const api = await merchantApi();
+    const payment = await api.pay(1000);
+    const db = service.app.dataSource;
+    // Written past the service, as a faulty writer would: the table's check holds (the lines sum to zero), the lines do not match the net.
+    await db.query(
+      `INSERT INTO balance_transactions (merchant_id, livemode, balance_transaction_id, profile_id, type, amount, fee, net, currency, source_id,
+                                         available_on, created, line_accounts, line_amounts)
+       SELECT merchant_id, livemode, 'txn_forged', profile_id, 'refund', -400, 0, -400, currency, 're_forged', created, created,
+              '{merchant_balance,customer_funds}', '{-300,300}'
+         FROM balance_transactions WHERE merchant_id = $1 AND source_id = $2`,
+      [api.merchant.merchantId, payment.payment_id],
+    );
+    try {
+      const { differences } = await verifyLedger(db);
+      expect(differences).toContainEqual(
+        expect.objectContaining({
+          merchantId: api.merchant.merchantId,
+          subject: "balance transaction txn_forged",
+          detail: "2 lines summing to 0, merchant_balance -300 for net -400, fees 0 for fee 0",
+        }),
+      );
+    } finally {
+      await db.query("ALTER TABLE balance_transactions DISABLE TRIGGER balance_transactions_append_only");
+      await db.query("DELETE FROM balance_transactions WHERE balance_transaction_id = 'txn_forged'");
+      await db.query("ALTER TABLE balance_transactions ENABLE TRIGGER balance_transactions_append_only");
+    }
+  });
+
   it("writes each transaction as ledger lines summing to zero across the merchant's balance, fees and the customer's funds or the payout in transit", async () => {
     const api = await merchantApi({ processing_fee_bps: 100, dispute_fee: 500 });
     const payment = await api.pay(10000);

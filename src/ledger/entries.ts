@@ -68,8 +68,9 @@ export const ledgerLinesSql = {
  *   dispute pays the dispute fee and its reversal gives back the fee the dispute paid; everything
  *   else is fee-free and available at once. A priced entry whose profile is not its merchant's has
  *   no fee, which the table refuses: the whole change fails rather than move money unrecorded.
- * - `txn`: the balance transactions, each with its ledger lines (`ledgerLinesSql`); `total`: one delta per
- *   currency, type and hour of the running totals (ledger/totals.ts).
+ * - `txn`: the balance transactions, each with its ledger lines (`ledgerLinesSql`); `total`: one
+ *   delta per currency, type and hour of the running totals (ledger/totals.ts), summed from `priced`
+ *   so that the insert need not return its rows.
  */
 export function ledgerSql(first: number, written: string): string {
   const arrays = ["varchar", "varchar", "boolean", "varchar", "varchar", "bigint", "bpchar", "varchar", "timestamptz", "bigint"].map(

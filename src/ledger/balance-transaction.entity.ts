@@ -7,7 +7,9 @@ export type BalanceTransactionTypeWord = "payment" | "refund" | "dispute" | "dis
 /**
  * One movement of a merchant's money, written with the change that caused it and never changed
  * after (the table refuses updates and deletes). Its status is not stored: it is `pending` until
- * `available_on` on the service's clock, which moves without anyone writing.
+ * `available_on` on the service's clock, which moves without anyone writing. Its ledger lines
+ * (`line_accounts`, `line_amounts`) are not mapped: the API does not show them, and the statement
+ * that writes the row and `ledger:verify` handle them in SQL (ledger/entries.ts, verify.ts).
  */
 @Entity({ name: "balance_transactions" })
 export class BalanceTransactionRow {

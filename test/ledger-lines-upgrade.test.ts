@@ -1,13 +1,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyMigrations } from "../src/db/data-source.js";
 import { startEmbeddedDatabase } from "../src/db/embedded.js";
 import { newId } from "../src/ids.js";
 import { migrations } from "../src/migrations/index.js";
-import { emptyDatabaseUrl, onPostgres } from "./support/database.js";
+import { emptyDatabaseUrl, onDatabase, onPostgres } from "./support/database.js";
 
 /*
  * Migration 1766700000000 on a database whose ledger lines are still a table of their own (the
@@ -55,16 +55,6 @@ const entries: OldEntry[] = [
   // A fee that takes the whole amount leaves the merchant's balance unmoved: no line of it.
   { id: newId("txn"), type: "payment", amount: 100, fee: 100, lines: { fees: 100, customer_funds: -100 } },
 ];
-
-async function onDatabase<T>(url: string, work: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: url });
-  await db.connect();
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
-}
 
 /** Writes `entries` as the release before wrote them: a transaction row, and a row per line. */
 async function fillAsTheReleaseBefore(db: pg.Client): Promise<void> {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyMigrations } from "../src/db/data-source.js";
 import { startEmbeddedDatabase } from "../src/db/embedded.js";
@@ -12,7 +12,7 @@ import { sealDestination } from "../src/payouts/destination.js";
 import { DataCipher } from "../src/secrets/data-cipher.js";
 import { rest } from "./support/clients.js";
 import { TestClock } from "./support/clock.js";
-import { emptyDatabaseUrl, onPostgres } from "./support/database.js";
+import { emptyDatabaseUrl, onDatabase, onPostgres } from "./support/database.js";
 import { adminIssue, updateProfile, type TestMerchant } from "./support/merchant.js";
 import { type Json, query, restCaller } from "./support/resource-api.js";
 import { noPolling, startService, testDataEncryptionKey, type TestService } from "./support/service.js";
@@ -440,16 +440,6 @@ async function fillAsThePreviousRelease(db: pg.Client): Promise<void> {
     });
   }
   await db.query("COMMIT");
-}
-
-async function onDatabase<T>(url: string, work: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: url });
-  await db.connect();
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
 }
 
 /** What the previous release's database looked like just before the upgrade. */

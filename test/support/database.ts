@@ -24,14 +24,19 @@ declare module "vitest" {
   }
 }
 
-async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = databaseClient(withDatabaseName(url, "postgres"));
+/** Runs `work` on a client of its own connected to the database at `url` (PostgreSQL's or the embedded one's), closed after. */
+export async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = databaseClient(url);
   await client.connect();
   try {
     return await work(client);
   } finally {
     await client.end();
   }
+}
+
+function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  return onDatabase(withDatabaseName(url, "postgres"), work);
 }
 
 /** Prefix of the per-file databases cloned from the template at `url`. */
@@ -107,13 +112,7 @@ export async function emptyDatabaseUrl(): Promise<string> {
 
 /** Runs `work` on a client of its own connected to this test file's database, so it can hold locks and transactions the service must wait for. */
 export async function onFileDatabase<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = databaseClient((await fileDatabaseUrl())!);
-  await db.connect();
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
+  return onDatabase((await fileDatabaseUrl())!, work);
 }
 
 /** Something that runs SQL on the test file's database: an instance's data source or a pg client. */

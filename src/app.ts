@@ -213,7 +213,9 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
       entities,
       migrations,
     });
-    if (embedded === undefined) useNamedStatements(dataSource);
+    // The embedded database serves every connection from one session, where names would clash.
+    const namedStatements = embedded === undefined;
+    if (namedStatements) useNamedStatements(dataSource);
     const liveness = await InstanceLiveness.open(dataSource, config.databaseUrl ?? embedded!.url);
     const publicBaseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const testClock = options.clock === undefined && config.sandboxTestClock ? new SandboxTestClock(poolOf(dataSource)) : undefined;
@@ -238,13 +240,13 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
             sandboxTestClock: config.sandboxTestClock,
             perEndpoint: config.webhookEndpointConcurrency,
             attemptTimeoutMs: config.webhookAttemptTimeoutMs,
-            namedStatements: embedded === undefined,
+            namedStatements,
             timeouts,
           })
         : new WebhookDispatcher(poolOf(dataSource), clock, {
             perEndpoint: config.webhookEndpointConcurrency,
             attemptTimeoutMs: config.webhookAttemptTimeoutMs,
-            namedStatements: embedded === undefined,
+            namedStatements,
           });
     const localCounter = new MemoryCounter(() => clock.now().getTime());
     const counter =

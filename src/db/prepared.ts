@@ -33,13 +33,22 @@ function nameOf(text: string): string {
  * path (key lookup, payment insert, claims), where re-parsing and re-planning every time costs
  * PostgreSQL more CPU than executing.
  */
-export async function preparedQuery<Row extends pg.QueryResultRow>(
-  dataSource: DataSource,
+export function preparedQuery<Row extends pg.QueryResultRow>(dataSource: DataSource, text: string, values: unknown[]): Promise<Row[]> {
+  return preparedOn<Row>(poolOf(dataSource), sessionPerConnection.has(dataSource), text, values);
+}
+
+/**
+ * Runs one statement on `connections`, prepared once per connection under a name of its text when
+ * `named` (real PostgreSQL sessions): for the code that holds a pg pool or client rather than a data
+ * source, such as the webhook delivery thread, whose look for due deliveries runs ten times a second.
+ */
+export async function preparedOn<Row extends pg.QueryResultRow>(
+  connections: pg.Pool | pg.PoolClient,
+  named: boolean,
   text: string,
   values: unknown[],
 ): Promise<Row[]> {
-  const name = sessionPerConnection.has(dataSource) ? nameOf(text) : undefined;
-  const result = await poolOf(dataSource).query<Row>({ name, text, values });
+  const result = await connections.query<Row>({ name: named ? nameOf(text) : undefined, text, values });
   return result.rows;
 }
 
@@ -51,7 +60,5 @@ export async function preparedQuery<Row extends pg.QueryResultRow>(
 export async function preparedIn<Row extends pg.QueryResultRow>(em: EntityManager, text: string, values: unknown[]): Promise<Row[]> {
   if (em.queryRunner === undefined) return preparedQuery<Row>(em.connection, text, values);
   const client = (await (em.queryRunner as PostgresQueryRunner).connect()) as pg.PoolClient;
-  const name = sessionPerConnection.has(em.connection) ? nameOf(text) : undefined;
-  const result = await client.query<Row>({ name, text, values });
-  return result.rows;
+  return preparedOn<Row>(client, sessionPerConnection.has(em.connection), text, values);
 }

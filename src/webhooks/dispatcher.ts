@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { ReleaseRetries } from "../db/release-retries.js";
+import { preparedOn } from "../db/prepared.js";
 import { FailureStreak, log } from "../log.js";
 import { leaseMsFor, newLease } from "./lease.js";
 import { retryAtSql, retrySpread } from "./schedule.js";
@@ -324,11 +325,7 @@ export class WebhookDispatcher implements WebhookSender {
     const lease = newLease(now, this.leaseMs);
     let rows: Looked[];
     try {
-      ({ rows } = await this.pool.query<Looked>({
-        name: this.named ? "webhooks_take_due" : undefined,
-        text: takeDue,
-        values: [now, full, room, perEndpointBatch, lease],
-      }));
+      rows = await preparedOn<Looked>(this.pool, this.named, takeDue, [now, full, room, perEndpointBatch, lease]);
     } catch (error) {
       this.giveBacks.add(lease, () => this.pool.query(giveBackTake, [lease]), this.leaseMs);
       throw error;
@@ -405,21 +402,17 @@ export class WebhookDispatcher implements WebhookSender {
       this.outcomes = [];
       const o = batch.map((b) => b.outcome);
       try {
-        await this.pool.query({
-          name: this.named ? "webhooks_write_outcomes" : undefined,
-          text: writeOutcomes,
-          values: [
-            o.map((x) => x.eventId),
-            o.map((x) => x.lease),
-            o.map((x) => x.attempt?.error === null),
-            o.map((x) => (x.attempt === undefined ? 0 : 1)),
-            o.map((x) => x.attempt?.responseStatus ?? null),
-            o.map((x) => (x.attempt === undefined ? "the profile no longer has a webhook_url" : x.attempt.error)),
-            o.map((x) => x.attemptedAt),
-            o.map((x) => x.finishedAt),
-            o.map(() => retrySpread()),
-          ],
-        });
+        await preparedOn(this.pool, this.named, writeOutcomes, [
+          o.map((x) => x.eventId),
+          o.map((x) => x.lease),
+          o.map((x) => x.attempt?.error === null),
+          o.map((x) => (x.attempt === undefined ? 0 : 1)),
+          o.map((x) => x.attempt?.responseStatus ?? null),
+          o.map((x) => (x.attempt === undefined ? "the profile no longer has a webhook_url" : x.attempt.error)),
+          o.map((x) => x.attemptedAt),
+          o.map((x) => x.finishedAt),
+          o.map(() => retrySpread()),
+        ]);
         this.writeFailures.succeeded();
         refused = false;
       } catch (error) {

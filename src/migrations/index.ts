@@ -28,6 +28,7 @@ import { MergedDeltas1766400000000 } from "./1766400000000-merged-deltas.js";
 import { DeltaTablesKeepPages1766500000000 } from "./1766500000000-delta-tables-keep-pages.js";
 import { StatusMovesPerStatement1766600000000 } from "./1766600000000-status-moves-per-statement.js";
 import { LedgerLinesOnTransactions1766700000000 } from "./1766700000000-ledger-lines-on-transactions.js";
+import { AuthenticationTokensWhenSet1766800000000 } from "./1766800000000-authentication-tokens-when-set.js";
 
 /** Migrations in the order they apply; run on every start, each at most once. */
 export const migrations = [
@@ -61,4 +62,5 @@ export const migrations = [
   DeltaTablesKeepPages1766500000000,
   StatusMovesPerStatement1766600000000,
   LedgerLinesOnTransactions1766700000000,
+  AuthenticationTokensWhenSet1766800000000,
 ];

@@ -1,0 +1,96 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyMigrations } from "../src/db/data-source.js";
+import { startEmbeddedDatabase } from "../src/db/embedded.js";
+import { newId } from "../src/ids.js";
+import { migrations } from "../src/migrations/index.js";
+import { emptyDatabaseUrl, onDatabase, onPostgres } from "./support/database.js";
+
+/*
+ * A payment's authentication token (the key of its 3-D Secure page) is unique among the payments that
+ * have one; since migration 1766800000000 only those are indexed. Runs on the database the run uses:
+ * a PostgreSQL database of its own, or an embedded DATA_DIR of its own.
+ */
+
+const merchant = newId("mer");
+const profile = newId("pro");
+
+async function addMerchant(db: pg.Client, merchantId: string, profileId: string): Promise<void> {
+  await db.query("INSERT INTO merchants (merchant_id, default_profile_id, created) VALUES ($1, $2, now())", [merchantId, profileId]);
+  await db.query("INSERT INTO profiles (profile_id, merchant_id, webhook_secret, created) VALUES ($1, $2, 'whsec_test', now())", [
+    profileId,
+    merchantId,
+  ]);
+}
+
+/** Writes a payment of `merchantId` under `profileId`, as the release writes one waiting for its confirmation. */
+async function addPayment(
+  db: pg.Client,
+  merchantId: string,
+  profileId: string,
+  authenticationToken: string | null = null,
+): Promise<string> {
+  const paymentId = newId("pay");
+  await db.query(
+    `INSERT INTO payments (merchant_id, livemode, payment_id, profile_id, status, amount, currency, capture_method, client_secret,
+                           authentication_token, created, modified_at)
+     VALUES ($1, false, $2, $3, 'requires_confirmation', 1000, 'USD', 'automatic', 'secret', $4, now(), now())`,
+    [merchantId, paymentId, profileId, authenticationToken],
+  );
+  return paymentId;
+}
+
+/** The SQLSTATE `work` fails with, or undefined when it succeeds. */
+async function failureCode(work: () => Promise<unknown>): Promise<string | undefined> {
+  try {
+    await work();
+    return undefined;
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+}
+
+describe("authentication tokens", () => {
+  let url: string;
+  let cleanUp: () => Promise<void> = async () => {};
+  let stopEmbedded: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    if (onPostgres) {
+      url = await emptyDatabaseUrl();
+    } else {
+      const dataDir = await mkdtemp(path.join(tmpdir(), "authentication-tokens-"));
+      cleanUp = () => rm(dataDir, { recursive: true, force: true });
+      const embedded = await startEmbeddedDatabase(dataDir, 2);
+      stopEmbedded = () => embedded.close();
+      url = embedded.url;
+    }
+    await applyMigrations(url, 10_000, migrations);
+    await onDatabase(url, async (db) => {
+      await addMerchant(db, merchant, profile);
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await stopEmbedded?.();
+    await cleanUp();
+  });
+
+  it("keeps an authentication token to one payment, and lets any number of payments have none", async () => {
+    await onDatabase(url, async (db) => {
+      const token = newId("pay");
+      await addPayment(db, merchant, profile, token);
+      expect(await failureCode(() => addPayment(db, merchant, profile, token))).toBe("23505");
+      await addPayment(db, merchant, profile);
+      await addPayment(db, merchant, profile);
+      const { rows } = await db.query<{ n: string }>(
+        "SELECT count(*) AS n FROM payments WHERE merchant_id = $1 AND authentication_token IS NULL",
+        [merchant],
+      );
+      expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(2);
+    });
+  });
+});

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { DataSource, EntityManager } from "typeorm";
 import type { PostgresQueryRunner } from "typeorm/driver/postgres/PostgresQueryRunner.js";
+import { withArrayLiterals } from "./array-literal.js";
 import { poolOf } from "./pool.js";
 
 const names = new Map<string, string>();
@@ -48,7 +49,7 @@ export async function preparedOn<Row extends pg.QueryResultRow>(
   text: string,
   values: unknown[],
 ): Promise<Row[]> {
-  const result = await connections.query<Row>({ name: named ? nameOf(text) : undefined, text, values });
+  const result = await connections.query<Row>({ name: named ? nameOf(text) : undefined, text, values: withArrayLiterals(values) });
   return result.rows;
 }
 

@@ -1,10 +1,6 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withArrayLiterals } from "../src/db/array-literal.js";
-import { startEmbeddedDatabase } from "../src/db/embedded.js";
-import { fileDatabaseUrl, onDatabase, onPostgres } from "./support/database.js";
+import { databaseOfItsOwn, onDatabase } from "./support/database.js";
 
 /*
  * What a batched statement sends as an array parameter (db/array-literal.ts) is what PostgreSQL reads
@@ -14,23 +10,13 @@ import { fileDatabaseUrl, onDatabase, onPostgres } from "./support/database.js";
 
 describe("array parameters", () => {
   let url: string;
-  let stop: () => Promise<void> = async () => {};
+  let close: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
-    if (onPostgres) {
-      url = (await fileDatabaseUrl())!;
-    } else {
-      const dataDir = await mkdtemp(path.join(tmpdir(), "array-parameters-"));
-      const embedded = await startEmbeddedDatabase(dataDir, 2);
-      url = embedded.url;
-      stop = async () => {
-        await embedded.close();
-        await rm(dataDir, { recursive: true, force: true });
-      };
-    }
+    ({ url, close } = await databaseOfItsOwn("array-parameters"));
   }, 60_000);
 
-  afterAll(() => stop());
+  afterAll(() => close());
 
   /** The elements PostgreSQL reads from `values` sent as one `type[]` parameter, as text. */
   const readBack = (type: string, values: unknown[]) =>

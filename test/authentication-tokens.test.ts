@@ -1,13 +1,9 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyMigrations } from "../src/db/data-source.js";
-import { startEmbeddedDatabase } from "../src/db/embedded.js";
 import { newId } from "../src/ids.js";
 import { migrations } from "../src/migrations/index.js";
-import { emptyDatabaseUrl, onDatabase, onPostgres } from "./support/database.js";
+import { databaseOfItsOwn, onDatabase } from "./support/database.js";
 
 /*
  * A payment's authentication token (the key of its 3-D Secure page) is unique among the payments that
@@ -55,29 +51,17 @@ async function failureCode(work: () => Promise<unknown>): Promise<string | undef
 
 describe("authentication tokens", () => {
   let url: string;
-  let cleanUp: () => Promise<void> = async () => {};
-  let stopEmbedded: (() => Promise<void>) | undefined;
+  let close: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
-    if (onPostgres) {
-      url = await emptyDatabaseUrl();
-    } else {
-      const dataDir = await mkdtemp(path.join(tmpdir(), "authentication-tokens-"));
-      cleanUp = () => rm(dataDir, { recursive: true, force: true });
-      const embedded = await startEmbeddedDatabase(dataDir, 2);
-      stopEmbedded = () => embedded.close();
-      url = embedded.url;
-    }
+    ({ url, close } = await databaseOfItsOwn("authentication-tokens"));
     await applyMigrations(url, 10_000, migrations);
     await onDatabase(url, async (db) => {
       await addMerchant(db, merchant, profile);
     });
   }, 120_000);
 
-  afterAll(async () => {
-    await stopEmbedded?.();
-    await cleanUp();
-  });
+  afterAll(() => close());
 
   it("keeps an authentication token to one payment, and lets any number of payments have none", async () => {
     await onDatabase(url, async (db) => {

@@ -1,13 +1,9 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyMigrations } from "../src/db/data-source.js";
-import { startEmbeddedDatabase } from "../src/db/embedded.js";
 import { newId } from "../src/ids.js";
 import { migrations } from "../src/migrations/index.js";
-import { emptyDatabaseUrl, onDatabase, onPostgres } from "./support/database.js";
+import { databaseOfItsOwn, onDatabase } from "./support/database.js";
 
 /*
  * Migration 1766700000000 on a database whose ledger lines are still a table of their own (the
@@ -77,28 +73,16 @@ async function fillAsTheReleaseBefore(db: pg.Client): Promise<void> {
 
 describe("ledger lines move onto their transactions' rows (migration 1766700000000)", () => {
   let url: string;
-  let cleanUp: () => Promise<void> = async () => {};
-  let stopEmbedded: (() => Promise<void>) | undefined;
+  let close: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
-    if (onPostgres) {
-      url = await emptyDatabaseUrl();
-    } else {
-      const dataDir = await mkdtemp(path.join(tmpdir(), "ledger-lines-upgrade-"));
-      cleanUp = () => rm(dataDir, { recursive: true, force: true });
-      const embedded = await startEmbeddedDatabase(dataDir, 2);
-      stopEmbedded = () => embedded.close();
-      url = embedded.url;
-    }
+    ({ url, close } = await databaseOfItsOwn("ledger-lines-upgrade"));
     await applyMigrations(url, 10_000, before);
     await onDatabase(url, fillAsTheReleaseBefore);
     await applyMigrations(url, 10_000, migrations);
   }, 120_000);
 
-  afterAll(async () => {
-    await stopEmbedded?.();
-    await cleanUp();
-  });
+  afterAll(() => close());
 
   it("each transaction carries exactly the lines it had, the merchant's balance first, then the fees, then the counterparty", async () => {
     const rows = await onDatabase(url, async (db) => {

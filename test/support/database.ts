@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type pg from "pg";
 import { inject } from "vitest";
@@ -108,6 +109,25 @@ export async function emptyDatabaseUrl(): Promise<string> {
     await client.query(`CREATE DATABASE "${name}"`);
     return withDatabaseName(template, name);
   });
+}
+
+/**
+ * An empty database of the caller's own, of the kind the run uses, for tests that build a schema
+ * step by step (an upgrade, a migration): on PostgreSQL a new database on DATABASE_URL's server,
+ * which the run drops with the per-file ones; else an embedded cluster in a temporary DATA_DIR named
+ * after `name`, which `close` stops and removes.
+ */
+export async function databaseOfItsOwn(name: string): Promise<{ url: string; close: () => Promise<void> }> {
+  if (onPostgres) return { url: await emptyDatabaseUrl(), close: async () => {} };
+  const dataDir = await mkdtemp(path.join(tmpdir(), `${name}-`));
+  const embedded = await startEmbeddedDatabase(dataDir, 2);
+  return {
+    url: embedded.url,
+    close: async () => {
+      await embedded.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Runs `work` on a client of its own connected to this test file's database, so it can hold locks and transactions the service must wait for. */

@@ -74,7 +74,7 @@ describe("authentication tokens", () => {
         "SELECT count(*) AS n FROM payments WHERE merchant_id = $1 AND authentication_token IS NULL",
         [merchant],
       );
-      expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(2);
+      expect(Number(rows[0]!.n)).toBe(2);
     });
   });
 });

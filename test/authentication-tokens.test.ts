@@ -14,39 +14,22 @@ import { databaseOfItsOwn, onDatabase } from "./support/database.js";
 const merchant = newId("mer");
 const profile = newId("pro");
 
-async function addMerchant(db: pg.Client, merchantId: string, profileId: string): Promise<void> {
-  await db.query("INSERT INTO merchants (merchant_id, default_profile_id, created) VALUES ($1, $2, now())", [merchantId, profileId]);
+async function addMerchant(db: pg.Client): Promise<void> {
+  await db.query("INSERT INTO merchants (merchant_id, default_profile_id, created) VALUES ($1, $2, now())", [merchant, profile]);
   await db.query("INSERT INTO profiles (profile_id, merchant_id, webhook_secret, created) VALUES ($1, $2, 'whsec_test', now())", [
-    profileId,
-    merchantId,
+    profile,
+    merchant,
   ]);
 }
 
-/** Writes a payment of `merchantId` under `profileId`, as the release writes one waiting for its confirmation. */
-async function addPayment(
-  db: pg.Client,
-  merchantId: string,
-  profileId: string,
-  authenticationToken: string | null = null,
-): Promise<string> {
-  const paymentId = newId("pay");
+/** Writes a payment of the merchant waiting for its confirmation, as the release writes one, with `authenticationToken`. */
+async function addPayment(db: pg.Client, authenticationToken: string | null = null): Promise<void> {
   await db.query(
     `INSERT INTO payments (merchant_id, livemode, payment_id, profile_id, status, amount, currency, capture_method, client_secret,
                            authentication_token, created, modified_at)
      VALUES ($1, false, $2, $3, 'requires_confirmation', 1000, 'USD', 'automatic', 'secret', $4, now(), now())`,
-    [merchantId, paymentId, profileId, authenticationToken],
+    [merchant, newId("pay"), profile, authenticationToken],
   );
-  return paymentId;
-}
-
-/** The SQLSTATE `work` fails with, or undefined when it succeeds. */
-async function failureCode(work: () => Promise<unknown>): Promise<string | undefined> {
-  try {
-    await work();
-    return undefined;
-  } catch (error) {
-    return (error as { code?: string }).code;
-  }
 }
 
 describe("authentication tokens", () => {
@@ -56,9 +39,7 @@ describe("authentication tokens", () => {
   beforeAll(async () => {
     ({ url, close } = await databaseOfItsOwn("authentication-tokens"));
     await applyMigrations(url, 10_000, migrations);
-    await onDatabase(url, async (db) => {
-      await addMerchant(db, merchant, profile);
-    });
+    await onDatabase(url, addMerchant);
   }, 120_000);
 
   afterAll(() => close());
@@ -66,10 +47,10 @@ describe("authentication tokens", () => {
   it("keeps an authentication token to one payment, and lets any number of payments have none", async () => {
     await onDatabase(url, async (db) => {
       const token = newId("pay");
-      await addPayment(db, merchant, profile, token);
-      expect(await failureCode(() => addPayment(db, merchant, profile, token))).toBe("23505");
-      await addPayment(db, merchant, profile);
-      await addPayment(db, merchant, profile);
+      await addPayment(db, token);
+      await expect(addPayment(db, token)).rejects.toMatchObject({ code: "23505" });
+      await addPayment(db);
+      await addPayment(db);
       const { rows } = await db.query<{ n: string }>(
         "SELECT count(*) AS n FROM payments WHERE merchant_id = $1 AND authentication_token IS NULL",
         [merchant],

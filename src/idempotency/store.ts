@@ -3,7 +3,7 @@ import { holderGone, holderOf } from "../db/liveness.js";
 import type { Scope } from "../db/scope.js";
 import type { KeyAnswer } from "../db/unit-of-work.js";
 import { type ApiError, idempotencyConflict } from "../errors.js";
-import { randomBase62 } from "../ids.js";
+import { idBody, randomBase62 } from "../ids.js";
 import { idempotencyClaimMs } from "../leases.js";
 
 /** How long a key is kept (interface §8). */
@@ -58,7 +58,7 @@ export interface KeyRef extends Scope {
  */
 export async function claimKey(dataSource: DataSource, ref: KeyRef, fingerprints: Fingerprints, now: Date, token: string): Promise<Claim> {
   for (;;) {
-    const seed = randomBase62(24);
+    const seed = idBody();
     const claimed = (await dataSource.query(
       `INSERT INTO idempotency_keys AS k
          (merchant_id, livemode, idempotency_key, fingerprint, state, claim_token, locked_until, response, created, expires_at, claimed_by, effect_seed)

@@ -18,10 +18,8 @@ export const disputeResource: Resource<DisputeRow, typeof DisputeSchema> = {
   states: disputeStates,
   // Opening takes the disputed amount and the dispute fee; winning gives both back, losing nothing.
   movements: (row, previous) => [
-    ...(previous === undefined ? [{ type: "dispute" as const, amount: -row.amount, currency: row.currency, sourceId: row.disputeId }] : []),
-    ...(row.status === "won" && previous !== "won"
-      ? [{ type: "dispute_reversal" as const, amount: row.amount, currency: row.currency, sourceId: row.disputeId }]
-      : []),
+    ...(previous === undefined ? [{ type: "dispute" as const, amount: -row.amount }] : []),
+    ...(row.status === "won" && previous !== "won" ? [{ type: "dispute_reversal" as const, amount: row.amount }] : []),
   ],
 };
 

@@ -10,37 +10,25 @@ import type { BalanceTransactionTypeWord } from "./balance-transaction.entity.js
  * it stands when the money moves.
  */
 
-/** A movement of money a change makes, as its resource says (decisions §11's table): `amount` signed, credits positive. */
+/**
+ * A movement of money a change makes, as its resource says (decisions §11's table): `amount` signed,
+ * credits positive. Its owner, currency and source are the changed object's own, which the
+ * statement reads from the object's row.
+ */
 export interface Movement {
   readonly type: BalanceTransactionTypeWord;
   readonly amount: bigint;
-  readonly currency: string;
-  readonly sourceId: string;
 }
 
-/** A movement with what the statement writes it with: its id, its owner, its time on the service's clock. */
+/** A movement with what the statement writes it with: its id and its time on the service's clock. */
 export interface LedgerEntry extends Movement {
   readonly balanceTransactionId: string;
-  readonly merchantId: string;
-  readonly livemode: boolean;
-  readonly profileId: string;
   readonly created: Date;
 }
 
-/** The entry of `movement` made by a change of an object owned as `owner`, now. */
-export function entryOf(
-  clock: Clock,
-  owner: { readonly merchantId: string; readonly livemode: boolean; readonly profileId: string },
-  movement: Movement,
-): LedgerEntry {
-  return {
-    ...movement,
-    balanceTransactionId: newId("txn"),
-    merchantId: owner.merchantId,
-    livemode: owner.livemode,
-    profileId: owner.profileId,
-    created: clock.now(),
-  };
+/** The entry of `movement`, made now. */
+export function entryOf(clock: Clock, movement: Movement): LedgerEntry {
+  return { ...movement, balanceTransactionId: newId("txn"), created: clock.now() };
 }
 
 /** The account a transaction's `amount` comes from or goes to: the customer's funds, or the payout in transit for a payout. */
@@ -62,7 +50,9 @@ export const ledgerLinesSql = {
 
 /**
  * The CTEs writing the entries of the changes that `written` (a CTE of positions) wrote, from the
- * parameters `ledgerArrays` makes, numbered from `$first`:
+ * parameters `ledgerArrays` makes, numbered from `$first`. An entry's merchant, environment, profile
+ * and currency are those of its object's row in `objects` (a CTE of the changed rows by position),
+ * and its source is the object, whose id is `sourceColumn`.
  * - `priced`: each entry's fee and availability from its profile. A payment pays the profile's
  *   processing fee (basis points, rounded half-up) and is available after its settlement delay; a
  *   dispute pays the dispute fee and its reversal gives back the fee the dispute paid; everything
@@ -72,13 +62,12 @@ export const ledgerLinesSql = {
  *   delta per currency, type and hour of the running totals (ledger/totals.ts), summed from `priced`
  *   so that the insert need not return its rows.
  */
-export function ledgerSql(first: number, written: string): string {
-  const arrays = ["varchar", "varchar", "boolean", "varchar", "varchar", "bigint", "bpchar", "varchar", "timestamptz", "bigint"].map(
-    (type, i) => `$${first + i}::${type}[]`,
-  );
+export function ledgerSql(first: number, written: string, objects: string, sourceColumn: string): string {
+  const arrays = ["varchar", "varchar", "bigint", "timestamptz", "bigint"].map((type, i) => `$${first + i}::${type}[]`);
   return (
-    `entry AS (SELECT * FROM unnest(${arrays.join(", ")}) AS entry(balance_transaction_id, merchant_id, livemode, profile_id, type, amount, ` +
-    `currency, source_id, created, position) JOIN ${written} USING (position)),\n` +
+    `entry AS (SELECT e.balance_transaction_id, o.merchant_id, o.livemode, o.profile_id, e.type, e.amount, o.currency, ` +
+    `o."${sourceColumn}" AS source_id, e.created FROM unnest(${arrays.join(", ")}) AS e(balance_transaction_id, type, amount, created, position) ` +
+    `JOIN ${written} USING (position) JOIN ${objects} AS o USING (position)),\n` +
     `priced AS (SELECT e.*, CASE e.type WHEN 'payment' THEN (e.amount * p.processing_fee_bps + 5000) / 10000 WHEN 'dispute' THEN p.dispute_fee ` +
     `WHEN 'dispute_reversal' THEN -coalesce((SELECT d.fee FROM balance_transactions AS d WHERE d.merchant_id = e.merchant_id ` +
     `AND d.livemode = e.livemode AND d.source_id = e.source_id AND d.type = 'dispute'), 0) ELSE 0 END AS fee, ` +
@@ -99,13 +88,8 @@ export function ledgerArrays(entries: readonly { readonly entry: LedgerEntry; re
   const column = <T>(pick: (entry: LedgerEntry) => T) => entries.map(({ entry }) => pick(entry));
   return [
     column((e) => e.balanceTransactionId),
-    column((e) => e.merchantId),
-    column((e) => e.livemode),
-    column((e) => e.profileId),
     column((e) => e.type),
     column((e) => e.amount.toString()),
-    column((e) => e.currency),
-    column((e) => e.sourceId),
     column((e) => e.created),
     entries.map(({ position }) => position),
   ];

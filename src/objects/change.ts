@@ -101,7 +101,7 @@ function entriesOf<Row extends StatusRow, Desc extends DescMessage>(
   row: Row,
   previous: Row["status"] | undefined,
 ): LedgerEntry[] {
-  return (resource.movements?.(row, previous) ?? []).map((movement) => entryOf(clock, row, movement));
+  return (resource.movements?.(row, previous) ?? []).map((movement) => entryOf(clock, movement));
 }
 
 /** Whether the object's status is final, having cleared what a final object must not keep. */
@@ -109,6 +109,11 @@ function finalized<Row extends StatusRow, Desc extends DescMessage>(resource: Re
   const final = resource.states.isFinal(row.status);
   if (final) resource.onFinal?.(row);
   return final;
+}
+
+/** Whether the resource's changes can move money, so that its statement writes ledger entries (from its rows' `currency`). */
+function movesMoney<Row extends StatusRow, Desc extends DescMessage>(resource: Resource<Row, Desc>): boolean {
+  return resource.movements !== undefined;
 }
 
 /** Each resource's statement texts, one per holding, built once. */
@@ -152,7 +157,8 @@ function statementText(connection: DataSource, resource: Resource<StatusRow, Des
     ...key.map((name) => `t.${name} = input.${name}`),
     ...(holding === "claimed" ? ["t.claim_token = input.held_token"] : []),
   ];
-  const objectId = `input."${object.findColumnWithPropertyName(resource.idProperty)!.databaseName}"`;
+  const idColumn = object.findColumnWithPropertyName(resource.idProperty)!.databaseName;
+  const objectId = `input."${idColumn}"`;
   const written =
     holding === "new"
       ? `object AS (INSERT INTO "${object.tableName}" (${names}) SELECT ${names} FROM allowed ON CONFLICT (${key.join(", ")}) DO NOTHING RETURNING ${key.join(", ")}),\n` +
@@ -174,8 +180,9 @@ function statementText(connection: DataSource, resource: Resource<StatusRow, Des
     `ended_jobs AS (DELETE FROM jobs WHERE job_id IN (SELECT jobs.job_id FROM jobs JOIN input ON jobs.merchant_id = input.merchant_id ` +
     `AND jobs.livemode = input.livemode AND jobs.object_id = ${objectId} JOIN written ON written.position = input.position ` +
     `WHERE input.position = ANY ($${finalParam}::bigint[]) AND starts_with(jobs.kind, $${finalParam + 1}::text) FOR UPDATE OF jobs SKIP LOCKED)),\n` +
-    `answered AS (${completedKeysSql("written")}),\n` +
-    `${ledgerSql(leaseParam + 1 + keyAnswerParamCount, "written")}\n` +
+    `answered AS (${completedKeysSql("written")})` +
+    (movesMoney(resource) ? `,\n${ledgerSql(leaseParam + 1 + keyAnswerParamCount, "written", "input", idColumn)}` : "") +
+    "\n" +
     `SELECT position, key_lost.position IS NOT NULL AS key_lost, allowed.position IS NOT NULL AS allowed, written.position IS NOT NULL AS written, ` +
     `CASE WHEN position = 1 AND $${leaseParam}::timestamptz IS NOT NULL THEN (${handedOverSql("delivery")}) END AS deliveries ` +
     `FROM input LEFT JOIN key_lost USING (position) LEFT JOIN allowed USING (position) LEFT JOIN written USING (position)`;
@@ -233,7 +240,9 @@ export async function writeChanges<Row extends StatusRow, Desc extends DescMessa
     `${resource.name}.`,
     lease ?? null,
     ...keyAnswerArrays(changes.flatMap((change, i) => (change.answer === undefined ? [] : [{ answer: change.answer, position: i + 1 }]))),
-    ...ledgerArrays(changes.flatMap((change, i) => change.entries.map((entry) => ({ entry, position: i + 1 })))),
+    ...(movesMoney(resource)
+      ? ledgerArrays(changes.flatMap((change, i) => change.entries.map((entry) => ({ entry, position: i + 1 }))))
+      : []),
   ];
   const text = statementText(em.connection, resource as unknown as Resource<StatusRow, DescMessage>, holding);
   const verdicts = new Map((await preparedIn<Verdict>(em, text, params)).map((v) => [Number(v.position), v]));

@@ -50,6 +50,7 @@ export interface Resource<Row extends StatusRow, Desc extends DescMessage> {
   /**
    * The movements of the merchant's money its object's change from `previous` (undefined for a new
    * object) makes (decisions §11), written with the change: a payment's capture, a refund's success.
+   * Each is in the object's currency, from its `currency` column, and has the object as its source.
    */
   movements?(row: Row, previous: Row["status"] | undefined): readonly Movement[];
   /**

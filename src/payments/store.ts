@@ -21,7 +21,7 @@ export const paymentResource: Resource<PaymentRow, typeof PaymentSchema> = {
   // Captured: what was received is credited, pending until the profile's settlement delay.
   movements: (row, previous) =>
     row.status === "succeeded" && previous !== "succeeded" && row.amountReceived !== null && row.amountReceived > 0n
-      ? [{ type: "payment", amount: row.amountReceived, currency: row.currency, sourceId: row.paymentId }]
+      ? [{ type: "payment", amount: row.amountReceived }]
       : [],
 };
 

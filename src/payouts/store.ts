@@ -25,9 +25,9 @@ export const payoutResource: Resource<PayoutRow, typeof PayoutSchema> = {
   states: payoutStates,
   // Created: its amount leaves the balance at once; failing or cancelled gives it back.
   movements: (row, previous) => [
-    ...(previous === undefined ? [{ type: "payout" as const, amount: -row.amount, currency: row.currency, sourceId: row.payoutId }] : []),
+    ...(previous === undefined ? [{ type: "payout" as const, amount: -row.amount }] : []),
     ...(reversedStatuses.has(row.status) && (previous === undefined || !reversedStatuses.has(previous))
-      ? [{ type: "payout_reversal" as const, amount: row.amount, currency: row.currency, sourceId: row.payoutId }]
+      ? [{ type: "payout_reversal" as const, amount: row.amount }]
       : []),
   ],
   onFinal(row) {

@@ -39,10 +39,7 @@ export const refundResource: Resource<RefundRow, typeof RefundSchema> = {
   schema: RefundSchema,
   view: toRefund,
   states: refundStates,
-  movements: (row, previous) =>
-    row.status === "succeeded" && previous !== "succeeded"
-      ? [{ type: "refund", amount: -row.amount, currency: row.currency, sourceId: row.refundId }]
-      : [],
+  movements: (row, previous) => (row.status === "succeeded" && previous !== "succeeded" ? [{ type: "refund", amount: -row.amount }] : []),
   guard: refundableGuard,
   refusal: async (em, row) => {
     const { left } = await refundablePayment(em, row, row.paymentId, row.created);
